@@ -1,1 +1,60 @@
+// dojang's library entry: start a proxy in-process (tests, harnesses) and the building blocks.
+import type { Logger } from "pino";
+import { configFromText, loadConfigFile, parseConfigValue, type Config } from "./config/index.js";
+import { ConfigError } from "./errors.js";
+import { Dojang } from "./proxy/dojang.js";
+import { createLogger, type LogLevel } from "./proxy/observe/log.js";
+
 export const VERSION = "0.1.0";
+
+export interface StartOptions {
+  /** YAML/JSON text, or an already-parsed object in the config file's shape */
+  readonly config?: string | Readonly<Record<string, unknown>>;
+  /** path of a config file (used when `config` is absent) */
+  readonly configFile?: string;
+  /** environment for `${VAR}` expansion; default process.env */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly logger?: Logger;
+  /** overrides the config's logLevel */
+  readonly logLevel?: LogLevel;
+}
+
+export interface DojangHandle {
+  /** "host:port" of the first listener */
+  readonly address: string;
+  /** "host:port" of the admin listener, if configured */
+  readonly adminAddress: string | undefined;
+  readonly instance: Dojang;
+  /** graceful close; `drainTimeoutMs` 0 cuts in-flight calls at once */
+  close(drainTimeoutMs?: number): Promise<void>;
+}
+
+export function resolveConfig(opts: StartOptions): Config {
+  const env = opts.env ?? process.env;
+  if (typeof opts.config === "string") return configFromText(opts.config, "<inline>", env);
+  if (opts.config !== undefined) {
+    const r = parseConfigValue(opts.config, env);
+    if (!r.ok) throw new ConfigError("<object>", r.issues);
+    return r.config;
+  }
+  if (opts.configFile !== undefined) return loadConfigFile(opts.configFile, env);
+  throw new ConfigError("<none>", [{ path: "", message: "no config given (config or configFile)" }]);
+}
+
+/** Starts dojang in this process; ports 0 bind ephemeral ports (see `address`). */
+export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
+  const config = resolveConfig(opts);
+  const logger = opts.logger ?? createLogger({ level: opts.logLevel ?? config.logLevel });
+  const d = new Dojang(config, { logger });
+  await d.start();
+  return {
+    address: d.address(),
+    adminAddress: d.adminAddress,
+    instance: d,
+    close: (ms?: number) => d.close(ms),
+  };
+}
+
+export { Dojang } from "./proxy/dojang.js";
+export { ConfigError, DojangError } from "./errors.js";
+export type { Config } from "./config/index.js";

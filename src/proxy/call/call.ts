@@ -1,0 +1,492 @@
+// One gRPC call: a downstream (client) stream and an upstream stream forwarded both ways with
+// backpressure. The call gathers facts (what the upstream sent, how its stream closed, the
+// clock) and asks src/translate what the status is; its only exits are forwardStatus() (the
+// upstream's own grpc-status) and finish(outcome) (dojang's), each of which runs at most once.
+//
+// Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
+// call in one symbol slot on the stream, so no closure is created per call or per chunk;
+// payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import { randomUUID } from "node:crypto";
+import {
+  Code,
+  classifyResponseHead,
+  codeName,
+  decideUpstreamEnd,
+  decodeTimeout,
+  encodeGrpcMessage,
+  encodeTimeout,
+  isGrpcContentType,
+  newScanner,
+  outcome,
+  parseGrpcStatus,
+  scanChunk,
+  statusTrailers,
+  trailersOnlyHeaders,
+  MAX_INT64_NS,
+  type DecidedBy,
+  type FrameScanner,
+  type Outcome,
+} from "../../translate/index.js";
+import type { CompiledRoute, Router } from "../router.js";
+import type { Cluster, UpstreamSession } from "../upstream/pool.js";
+import type { Metrics, MethodSeries } from "../observe/metrics.js";
+import type { AccessRecord } from "../observe/log.js";
+import type { Logger } from "pino";
+import { copyHeaders, rawGet, type OutgoingHeaders } from "./headers.js";
+
+const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
+const kCall = Symbol("dojang.call");
+/** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
+const MAX_TIMER_MS = 2_147_483_647;
+/** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
+ * the deadline is the deadline (spec §11.2). */
+const DEADLINE_SLACK_MS = 2;
+
+/** What every call on one listener shares; built once at start. */
+export interface CallContext {
+  readonly listener: string;
+  readonly router: Router<Cluster>;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly accessLog: boolean;
+  /** monotonic milliseconds */
+  readonly now: () => number;
+  /** called when a call's downstream stream has closed (drain bookkeeping) */
+  readonly onCallClosed: () => void;
+}
+
+type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
+
+export class Call {
+  readonly ctx: CallContext;
+  readonly down: ServerHttp2Stream;
+  readonly t0: number;
+  readonly series: MethodSeries;
+  readonly path: string;
+  readonly authority: string | undefined;
+  requestId = "";
+  route: CompiledRoute<Cluster> | undefined = undefined;
+  up: ClientHttp2Stream | undefined = undefined;
+  upSession: UpstreamSession | undefined = undefined;
+  /** absolute monotonic ms; Infinity when there is no budget */
+  deadlineAt = Infinity;
+  budgetInMs: number | undefined = undefined;
+  budgetOutMs: number | undefined = undefined;
+  timer: NodeJS.Timeout | undefined = undefined;
+  readonly reqScan: FrameScanner = newScanner();
+  readonly respScan: FrameScanner = newScanner();
+  /** respond() was called downstream (Trailers-Only is no longer possible) */
+  responded = false;
+  /** the final status is fixed (forwarded from upstream or synthesized); later events are ignored */
+  done = false;
+  upEnded = false;
+  upClosed = false;
+  code = -1;
+  message: string | undefined = undefined;
+  decidedBy: DecidedBy = "upstream";
+  pendingTrailers: OutgoingHeaders | undefined = undefined;
+  upError: string | undefined = undefined;
+
+  constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
+    this.ctx = ctx;
+    this.down = down;
+    this.t0 = ctx.now();
+    const p = headers[":path"];
+    this.path = typeof p === "string" ? p : "";
+    const a = headers[":authority"] ?? headers["host"];
+    this.authority = typeof a === "string" ? a : undefined;
+    this.series = ctx.metrics.seriesFor(this.path);
+    (down as AnyStream)[kCall] = this;
+    down.on("close", onDownClose);
+    down.on("error", onDownError);
+    down.on("wantTrailers", onDownWantTrailers);
+    ctx.metrics.live.activeCalls++;
+  }
+
+  // === request headers → upstream request ===
+
+  start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    const rid = rawGet(raw, "x-request-id");
+    this.requestId = rid ?? randomUUID();
+
+    // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
+    const method = headers[":method"];
+    if (method !== "POST") {
+      return this.finish(outcome(Code.INTERNAL, `Received a HEADERS frame with :method "${String(method)}" which should be POST`, "bad_request", 405));
+    }
+    const ct = headers["content-type"];
+    if (!isGrpcContentType(ct)) {
+      return this.finish(outcome(Code.INVALID_ARGUMENT, `invalid gRPC request content-type "${ct ?? ""}"`, "bad_request", 415));
+    }
+    let clientMs: number | undefined;
+    const gt = headers["grpc-timeout"];
+    if (typeof gt === "string") {
+      const d = decodeTimeout(gt);
+      if (!d.ok) return this.finish(outcome(Code.INTERNAL, `malformed grpc-timeout: ${d.error}`, "bad_request", 400));
+      clientMs = Number(d.ns) / 1e6;
+      this.budgetInMs = clientMs;
+      this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
+    }
+
+    const route = this.ctx.router.match(this.path, this.authority);
+    if (route === undefined) {
+      return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
+    }
+    this.route = route;
+
+    // The budget: the client's grpc-timeout capped by the route's timeout; the clock started
+    // when the request headers arrived (t0).
+    let budget = clientMs;
+    if (route.timeoutMs !== null && (budget === undefined || route.timeoutMs < budget)) budget = route.timeoutMs;
+    let timeoutHeader: string | undefined;
+    if (budget !== undefined) {
+      this.deadlineAt = this.t0 + budget;
+      const left = this.deadlineAt - this.ctx.now();
+      // grpc-go's client never sends a call whose time is up (createHeaderFields): neither do we.
+      if (left <= 0) return this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+      const ns = left * 1e6;
+      timeoutHeader = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.ceil(ns)));
+      this.budgetOutMs = left;
+      this.ctx.metrics.budgetOutNoLabels.observe(left / 1000);
+      this.armTimer(left);
+    }
+
+    const out: OutgoingHeaders = {
+      ":method": "POST",
+      ":scheme": "http",
+      ":path": this.path,
+      ":authority": this.authority ?? "",
+    };
+    copyHeaders(out, raw, "grpc-timeout");
+    if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
+    if (out["te"] === undefined) out["te"] = "trailers";
+    if (rid === undefined) out["x-request-id"] = this.requestId;
+
+    const endpoint = route.cluster.pick();
+    const sess = endpoint.acquire();
+    this.upSession = sess;
+    let up: ClientHttp2Stream;
+    try {
+      // waitForTrailers on every upstream request: without it node's close(code) first sends
+      // DATA(END_STREAM), so a cancel would look like a complete request (spec §10.2 P1).
+      up = sess.h2.request(out, { endStream: (flags & NGHTTP2_FLAG_END_STREAM) !== 0, waitForTrailers: true });
+    } catch (err) {
+      if (sess.h2.destroyed || sess.h2.closed) {
+        return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${endpoint.label} is closed`, "upstream_unreachable"));
+      }
+      return this.finish(outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
+    }
+    sess.active++;
+    this.up = up;
+    (up as AnyStream)[kCall] = this;
+    up.on("response", onUpResponse);
+    up.on("data", onUpData);
+    up.on("trailers", onUpTrailers);
+    up.on("end", onUpEnd);
+    up.on("close", onUpClose);
+    up.on("error", onUpError);
+    up.on("drain", onUpDrain);
+    up.on("wantTrailers", onUpWantTrailers);
+    const down = this.down;
+    down.on("data", onDownData);
+    down.on("end", onDownEnd);
+    down.on("drain", onDownDrain);
+  }
+
+  private armTimer(ms: number): void {
+    this.timer = setTimeout(onDeadlineTimer, ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms, this);
+  }
+
+  onDeadline(): void {
+    this.timer = undefined;
+    if (this.done) return;
+    const left = this.deadlineAt - this.ctx.now();
+    if (left > DEADLINE_SLACK_MS) return this.armTimer(left);
+    this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+  }
+
+  // === request body ===
+
+  onRequestData(chunk: Buffer): void {
+    const up = this.up;
+    if (this.done || up === undefined) return;
+    const route = this.route!;
+    if (!scanChunk(this.reqScan, chunk, route.maxRequestMessageBytes)) {
+      // Refused at the prefix: the over-limit message (and this chunk) never goes upstream.
+      return this.finish(
+        outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
+      );
+    }
+    if (!up.write(chunk)) this.down.pause();
+  }
+
+  onRequestEnd(): void {
+    const up = this.up;
+    if (this.done || up === undefined || up.writableEnded) return;
+    up.end();
+  }
+
+  // === response ===
+
+  onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    if (this.done) return;
+    const st = headers[":status"];
+    const ct = headers["content-type"];
+    const gs = headers["grpc-status"];
+    const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
+    const v = classifyResponseHead({
+      status: typeof st === "number" ? st : undefined,
+      contentType: typeof ct === "string" ? ct : undefined,
+      grpcStatus: typeof gs === "string" ? gs : undefined,
+      endStream,
+    });
+    if (v.kind === "skip") return;
+    if (v.kind === "synthesize") return this.finish(v.outcome);
+    const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
+    if (endStream) {
+      // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
+      return this.forwardStatus(out, endStream);
+    }
+    try {
+      this.down.respond(out, { waitForTrailers: true });
+      this.responded = true;
+    } catch (err) {
+      this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
+    }
+  }
+
+  onResponseData(chunk: Buffer): void {
+    if (this.done) return;
+    const route = this.route!;
+    if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
+      return this.finish(
+        outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
+      );
+    }
+    if (!this.down.write(chunk)) this.up!.pause();
+  }
+
+  onTrailers(raw: readonly string[]): void {
+    if (this.done) return;
+    if (!this.responded) {
+      // Trailers without response headers cannot happen in HTTP/2 (the first HEADERS is the
+      // response); guard anyway so the status still reaches the client.
+      return this.finish(outcome(Code.INTERNAL, "upstream sent trailers before response headers", "upstream_protocol"));
+    }
+    this.forwardStatus(copyHeaders({}, raw, undefined), false);
+  }
+
+  /**
+   * The upstream's own status block (trailers, or Trailers-Only when `trailersOnly`). A block
+   * without a parsable grpc-status still ends with a readable stamp: 2 UNKNOWN, as grpc-go's
+   * client would decide (spec §4.1), and dojang says it decided.
+   */
+  private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
+    this.done = true;
+    this.clearTimer();
+    const gsRaw = block["grpc-status"];
+    const gs = parseGrpcStatus(typeof gsRaw === "string" ? gsRaw : undefined);
+    const gm = block["grpc-message"];
+    if (gs === undefined) {
+      const why = gsRaw === undefined ? "missing grpc-status in upstream " + (trailersOnly ? "response" : "trailers") : `malformed grpc-status: ${String(gsRaw)}`;
+      this.code = Code.UNKNOWN;
+      this.message = typeof gm === "string" && gm !== "" ? gm : why;
+      this.decidedBy = "upstream_protocol";
+      block["grpc-status"] = "2";
+      if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
+      if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
+    } else {
+      this.code = gs;
+      this.message = typeof gm === "string" ? gm : undefined;
+      this.decidedBy = "upstream";
+    }
+    const down = this.down;
+    if (down.destroyed || down.closed) return;
+    if (trailersOnly) {
+      try {
+        down.respond(block, { endStream: true });
+        this.responded = true;
+      } catch (err) {
+        this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
+      }
+      return;
+    }
+    this.pendingTrailers = block;
+    down.end();
+  }
+
+  onUpstreamClose(): void {
+    const up = this.up!;
+    this.upClosed = true;
+    const sess = this.upSession!;
+    sess.active--;
+    if (this.done) return;
+    let o: Outcome | null;
+    if (!sess.connected) {
+      o = outcome(Code.UNAVAILABLE, sess.failure ?? "upstream unreachable", "upstream_unreachable");
+    } else {
+      const rst = up.rstCode;
+      o = decideUpstreamEnd({
+        statusFixed: false,
+        rstCode: rst,
+        endedWithoutTrailers: this.upEnded,
+        sessionLost: sess.lost || sess.h2.destroyed,
+        refused: rst === NGHTTP2_REFUSED_STREAM || (sess.goawayLastStreamId >= 0 && (up.id ?? 0) > sess.goawayLastStreamId),
+        budgetExpired: this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS,
+      });
+    }
+    if (o !== null) this.finish(o);
+  }
+
+  // === ends ===
+
+  /** dojang's own status for the call; cancels the upstream if it is still open. */
+  finish(o: Outcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.clearTimer();
+    this.code = o.code;
+    this.message = o.message;
+    this.decidedBy = o.decidedBy;
+    const up = this.up;
+    if (up !== undefined && !this.upClosed) {
+      // close(CANCEL) explicitly: node's default abort code is INTERNAL_ERROR, and destroy()
+      // sends NO_ERROR (spec §10.2 P2). Closing also discards unread DATA (P7).
+      up.close(NGHTTP2_CANCEL);
+    }
+    this.respondLocal(o);
+  }
+
+  private respondLocal(o: Outcome): void {
+    const down = this.down;
+    if (down.destroyed || down.closed) return;
+    if (!this.responded) {
+      this.responded = true;
+      try {
+        down.respond(trailersOnlyHeaders(o), { endStream: true });
+      } catch {
+        down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      }
+      return;
+    }
+    // Headers went out: the status follows the messages already forwarded, as trailers.
+    this.pendingTrailers = statusTrailers(o);
+    if (!down.writableEnded) down.end();
+  }
+
+  onWantTrailers(): void {
+    const t = this.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
+    try {
+      this.down.sendTrailers(t);
+    } catch {
+      this.down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
+    }
+  }
+
+  onDownstreamClose(): void {
+    if (!this.done) {
+      // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
+      this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
+    }
+    this.clearTimer();
+    const ctx = this.ctx;
+    const m = ctx.metrics;
+    m.live.activeCalls--;
+    const code = this.code;
+    m.countCall(this.series, code, this.decidedBy);
+    const dur = ctx.now() - this.t0;
+    this.series.duration.observe(dur / 1000);
+    if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
+    if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
+    if (ctx.accessLog && ctx.log.isLevelEnabled("info")) {
+      const rec: AccessRecord = {
+        request_id: this.requestId,
+        path: this.path,
+        authority: this.authority,
+        grpc_code: code,
+        grpc_status: codeName(code),
+        decided_by: this.decidedBy,
+        grpc_message: this.message,
+        route: this.route?.label,
+        upstream: this.upSession?.endpoint.label,
+        budget_in_ms: this.budgetInMs,
+        budget_out_ms: this.budgetOutMs,
+        duration_ms: Math.round(dur * 1000) / 1000,
+        req_messages: this.reqScan.messages,
+        req_bytes: this.reqScan.bytes,
+        resp_messages: this.respScan.messages,
+        resp_bytes: this.respScan.bytes,
+      };
+      ctx.log.info(rec, "call");
+    }
+    ctx.onCallClosed();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+}
+
+// === module-level listeners: `this` is the stream, the call is in its kCall slot ===
+
+function callOf(s: unknown): Call {
+  return (s as AnyStream)[kCall]!;
+}
+function onDeadlineTimer(c: Call): void {
+  c.onDeadline();
+}
+function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
+  callOf(this).onRequestData(chunk);
+}
+function onDownEnd(this: ServerHttp2Stream): void {
+  callOf(this).onRequestEnd();
+}
+function onDownDrain(this: ServerHttp2Stream): void {
+  const c = callOf(this);
+  if (!c.done) c.up?.resume();
+}
+function onDownClose(this: ServerHttp2Stream): void {
+  callOf(this).onDownstreamClose();
+}
+function onDownError(this: ServerHttp2Stream): void {
+  // The stream's 'close' follows and decides; an error listener keeps the process alive.
+}
+function onDownWantTrailers(this: ServerHttp2Stream): void {
+  callOf(this).onWantTrailers();
+}
+function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+  callOf(this).onResponse(headers, flags, raw);
+}
+function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
+  callOf(this).onResponseData(chunk);
+}
+function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: number, raw: string[]): void {
+  callOf(this).onTrailers(raw);
+}
+function onUpEnd(this: ClientHttp2Stream): void {
+  callOf(this).upEnded = true;
+}
+function onUpClose(this: ClientHttp2Stream): void {
+  callOf(this).onUpstreamClose();
+}
+function onUpError(this: ClientHttp2Stream, err: Error): void {
+  callOf(this).upError = err.message;
+}
+function onUpDrain(this: ClientHttp2Stream): void {
+  const c = callOf(this);
+  if (!c.done) c.down.resume();
+}
+function onUpWantTrailers(this: ClientHttp2Stream): void {
+  // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).
+  this.sendTrailers({});
+}
+
+/** The listener's 'stream' handler. */
+export function handleStream(ctx: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+  const call = new Call(ctx, stream, headers);
+  call.start(headers, flags, raw);
+}

@@ -1,0 +1,43 @@
+// Header blocks for the two legs of a call, built from node's rawHeaders (never from the
+// folded headers object, which joins duplicates with ", " and drops repeated single-value
+// fields: spec §1.5, §10.2 P10). No payload is touched here.
+import { isNotForwarded } from "../../translate/index.js";
+
+export type OutgoingHeaders = Record<string, string | string[] | number>;
+
+// node:http2 throws ERR_HTTP2_HEADER_SINGLE_VALUE when one of these is given as an array
+// (lib/internal/http2/util.js kSingleValueHeaders); keep the first field, as node does on input.
+const SINGLE_VALUE = new Set([
+  "access-control-allow-credentials", "access-control-max-age", "access-control-request-method",
+  "age", "authorization", "content-encoding", "content-language", "content-length", "content-location",
+  "content-md5", "content-range", "content-type", "date", "dnt", "etag", "expires", "from", "host",
+  "if-match", "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "last-modified",
+  "location", "max-forwards", "proxy-authorization", "range", "referer", "retry-after", "tk",
+  "upgrade-insecure-requests", "user-agent", "x-content-type-options",
+]);
+
+/**
+ * Copies the forwardable fields of rawHeaders into `out`. Pseudo-headers, hop-by-hop fields,
+ * `te` other than "trailers", `host`, and `content-length` (a proxy that may cut a stream short
+ * must not promise a length) never pass; `skip` names one more field the caller regenerates.
+ */
+export function copyHeaders(out: OutgoingHeaders, raw: readonly string[], skip: string | undefined): OutgoingHeaders {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) === 58 /* : */) continue;
+    const value = raw[i + 1]!;
+    if (name === skip || name === "content-length" || isNotForwarded(name, value)) continue;
+    const prev = out[name];
+    if (prev === undefined) out[name] = value;
+    else if (SINGLE_VALUE.has(name)) continue;
+    else if (typeof prev === "string") out[name] = [prev, value];
+    else if (Array.isArray(prev)) prev.push(value);
+  }
+  return out;
+}
+
+/** Value of the first field named `name` in rawHeaders (names are lower-case in HTTP/2). */
+export function rawGet(raw: readonly string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i] === name) return raw[i + 1];
+  return undefined;
+}

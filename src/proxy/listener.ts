@@ -1,0 +1,81 @@
+// The downstream side: one node:http2 h2c server per configured listener (core stream API,
+// not the compatibility API), its session limits, and GOAWAY on drain.
+import http2, { type Http2Server, type ServerHttp2Session } from "node:http2";
+import type { AddressInfo } from "node:net";
+import type { ListenerConfig } from "../config/index.js";
+import { ListenError } from "../errors.js";
+import { handleStream, type CallContext } from "./call/call.js";
+
+export class Listener {
+  readonly server: Http2Server;
+  readonly sessions = new Set<ServerHttp2Session>();
+  private bound: AddressInfo | undefined;
+
+  constructor(
+    readonly cfg: ListenerConfig,
+    readonly ctx: CallContext,
+  ) {
+    const server = http2.createServer({
+      settings: {
+        maxConcurrentStreams: cfg.maxConcurrentStreams,
+        initialWindowSize: cfg.initialWindowSize,
+        maxHeaderListSize: cfg.maxHeaderListSize,
+        enablePush: false,
+      },
+      // node's default of 128 header pairs resets ordinary calls that carry much metadata with
+      // ENHANCE_YOUR_CALM, which a client reads as RESOURCE_EXHAUSTED (spec §1.1, probe Y).
+      maxHeaderListPairs: cfg.maxHeaderListPairs,
+      maxSessionMemory: cfg.maxSessionMemoryMiB,
+    });
+    this.server = server;
+    const live = ctx.metrics.live;
+    const connWindow = cfg.connectionWindowSize;
+    server.on("session", (s: ServerHttp2Session) => {
+      this.sessions.add(s);
+      live.downstreamSessions++;
+      s.on("close", () => {
+        if (this.sessions.delete(s)) live.downstreamSessions--;
+      });
+      s.on("error", (err) => ctx.log.debug({ err: err.message, listener: cfg.name }, "client session error"));
+      s.once("localSettings", () => {
+        try {
+          s.setLocalWindowSize(connWindow);
+        } catch {
+          /* closing */
+        }
+      });
+    });
+    server.on("stream", (stream, headers, flags, rawHeaders) => handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]));
+    server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: cfg.name }, "client session error"));
+  }
+
+  listen(): Promise<AddressInfo> {
+    const { host, port } = this.cfg.address;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));
+      this.server.once("error", onError);
+      this.server.listen(port, host, () => {
+        this.server.off("error", onError);
+        this.bound = this.server.address() as AddressInfo;
+        resolve(this.bound);
+      });
+    });
+  }
+
+  get address(): AddressInfo | undefined {
+    return this.bound;
+  }
+
+  /** Stops accepting connections and sends GOAWAY to every client; in-flight streams go on. */
+  drain(): void {
+    this.server.close();
+    for (const s of this.sessions) {
+      if (!s.closed && !s.destroyed) s.close();
+    }
+  }
+
+  /** Ends what is left after the drain timeout. */
+  destroy(): void {
+    for (const s of this.sessions) s.destroy();
+  }
+}

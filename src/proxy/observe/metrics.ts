@@ -1,0 +1,155 @@
+// Every metric dojang exports is defined here, on a per-instance prom-client Registry.
+// The hot path never calls labels(): label children are bound once per (method, code, reason)
+// and cached in fixed-size arrays, and gauges are read at scrape time from plain counters.
+import client from "prom-client";
+import { CODE_NAMES, DECIDED_BY, codeLabel, type DecidedBy } from "../../translate/index.js";
+
+/** Distinct (service, method) label pairs before new ones are folded into "other". */
+export const MAX_METHOD_SERIES = 500;
+const OTHER = "other";
+const REASONS = Object.keys(DECIDED_BY) as DecidedBy[];
+const REASON_INDEX: Readonly<Record<string, number>> = Object.fromEntries(REASONS.map((r, i) => [r, i]));
+const N_CODES = CODE_NAMES.length + 1; // 0..16 plus "OTHER"
+
+/** Live numbers the gauges read at scrape time (no prom-client work per call). */
+export interface LiveState {
+  activeCalls: number;
+  upstreamSessions: number;
+  downstreamSessions: number;
+}
+
+/** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
+export class MethodSeries {
+  readonly service: string;
+  readonly method: string;
+  /** cached counter children, index code * REASONS.length + reason */
+  readonly calls: (client.Counter.Internal | undefined)[];
+  readonly duration: client.Histogram.Internal<string>;
+  readonly reqMessages: client.Counter.Internal;
+  readonly respMessages: client.Counter.Internal;
+  constructor(m: Metrics, service: string, method: string) {
+    this.service = service;
+    this.method = method;
+    this.calls = new Array(N_CODES * REASONS.length).fill(undefined);
+    this.duration = m.callDuration.labels(service, method);
+    this.reqMessages = m.messages.labels(service, method, "request");
+    this.respMessages = m.messages.labels(service, method, "response");
+  }
+}
+
+export class Metrics {
+  readonly registry: client.Registry;
+  readonly live: LiveState = { activeCalls: 0, upstreamSessions: 0, downstreamSessions: 0 };
+  readonly callsTotal: client.Counter<string>;
+  readonly callDuration: client.Histogram<string>;
+  readonly messages: client.Counter<string>;
+  readonly budgetIn: client.Histogram<string>;
+  readonly budgetOut: client.Histogram<string>;
+  readonly upstreamConnects: client.Counter<string>;
+  readonly budgetInNoLabels: client.Histogram.Internal<string>;
+  readonly budgetOutNoLabels: client.Histogram.Internal<string>;
+  private readonly methods = new Map<string, MethodSeries>();
+  private readonly other: MethodSeries;
+
+  constructor() {
+    this.registry = new client.Registry();
+    const r = [this.registry];
+    this.callsTotal = new client.Counter({
+      name: "dojang_calls_total",
+      help: "Finished gRPC calls by method, final grpc-status and who decided it (decided_by: upstream = the upstream's own grpc-status was forwarded; anything else = dojang's reason).",
+      labelNames: ["grpc_service", "grpc_method", "grpc_code", "decided_by"],
+      registers: r,
+    });
+    this.callDuration = new client.Histogram({
+      name: "dojang_call_duration_seconds",
+      help: "Time from request headers to the call's end, as dojang saw it.",
+      labelNames: ["grpc_service", "grpc_method"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: r,
+    });
+    this.messages = new client.Counter({
+      name: "dojang_messages_total",
+      help: "gRPC messages (5-byte-prefixed frames) forwarded, by direction.",
+      labelNames: ["grpc_service", "grpc_method", "direction"],
+      registers: r,
+    });
+    const budgetBuckets = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 3600];
+    this.budgetIn = new client.Histogram({
+      name: "dojang_budget_in_seconds",
+      help: "Deadline budget as it arrived from the client (grpc-timeout), for calls that had one.",
+      buckets: budgetBuckets,
+      registers: r,
+    });
+    this.budgetOut = new client.Histogram({
+      name: "dojang_budget_out_seconds",
+      help: "Deadline budget sent upstream (grpc-timeout after the route cap and dojang's own time).",
+      buckets: budgetBuckets,
+      registers: r,
+    });
+    this.budgetInNoLabels = this.budgetIn.labels();
+    this.budgetOutNoLabels = this.budgetOut.labels();
+    this.upstreamConnects = new client.Counter({
+      name: "dojang_upstream_connects_total",
+      help: "Upstream HTTP/2 session attempts by cluster and result (ok, error, timeout).",
+      labelNames: ["cluster", "result"],
+      registers: r,
+    });
+    const live = this.live;
+    new client.Gauge({
+      name: "dojang_active_calls",
+      help: "Calls in flight.",
+      registers: r,
+      collect() {
+        this.set(live.activeCalls);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_upstream_sessions",
+      help: "Open upstream HTTP/2 sessions.",
+      registers: r,
+      collect() {
+        this.set(live.upstreamSessions);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_downstream_sessions",
+      help: "Open client HTTP/2 sessions.",
+      registers: r,
+      collect() {
+        this.set(live.downstreamSessions);
+      },
+    });
+    client.collectDefaultMetrics({ register: this.registry, prefix: "dojang_process_" });
+    this.other = new MethodSeries(this, OTHER, OTHER);
+  }
+
+  /** The label set for a :path; the path string itself is the cache key (no string building per call). */
+  seriesFor(path: string): MethodSeries {
+    let s = this.methods.get(path);
+    if (s !== undefined) return s;
+    if (this.methods.size >= MAX_METHOD_SERIES) return this.other;
+    const { service, method } = splitMethod(path);
+    s = new MethodSeries(this, service, method);
+    this.methods.set(path, s);
+    return s;
+  }
+
+  /** Counts one finished call. */
+  countCall(s: MethodSeries, code: number, decidedBy: DecidedBy): void {
+    const codeIdx = code >= 0 && code < CODE_NAMES.length ? code : CODE_NAMES.length;
+    const idx = codeIdx * REASONS.length + (REASON_INDEX[decidedBy] ?? 0);
+    let c = s.calls[idx];
+    if (c === undefined) {
+      c = this.callsTotal.labels(s.service, s.method, codeLabel(code), decidedBy);
+      s.calls[idx] = c;
+    }
+    c.inc();
+  }
+}
+
+/** "/pkg.Svc/Method" → service "pkg.Svc", method "Method" (grpc-go splits at the last "/"). */
+export function splitMethod(path: string): { service: string; method: string } {
+  const i = path.lastIndexOf("/");
+  if (path.charCodeAt(0) !== 47 /* / */ || i <= 0) return { service: "malformed", method: "malformed" };
+  return { service: path.slice(1, i), method: path.slice(i + 1) };
+}

@@ -1,0 +1,123 @@
+// Incremental scanner for gRPC's 5-byte length prefix (spec sheet §3): counts messages and enforces the wire-length limit without touching payloads.
+
+/*
+ * Layout (SPEC "Length-Prefixed-Message"; grpc-go rpc_util.go msgHeader):
+ *
+ *   byte 0      compressed flag (uint8)
+ *   bytes 1..4  message length (uint32, big-endian)
+ *   bytes 5..   message, `length` bytes
+ *
+ * DATA frames split and join messages arbitrarily, so the scanner is a byte-level state
+ * machine that carries a partial prefix or body across chunks. It reads prefix bytes by index
+ * and skips bodies arithmetically: payload bytes are never copied, sliced or viewed. The length
+ * is assembled with multiplication (never `<< 24`), so 0xFFFFFFFF stays 4294967295.
+ */
+
+export interface FrameScanner {
+  /** bytes still missing from the current 5-byte prefix (1..5); 0 while inside a message body */
+  headerLeft: number;
+  /** declared length being accumulated / of the current message */
+  length: number;
+  /** compressed-flag byte of the current message */
+  flag: number;
+  /** payload bytes of the current message not yet seen */
+  bodyLeft: number;
+  /** number of messages whose prefix has completed */
+  messages: number;
+  /** total bytes scanned */
+  bytes: number;
+  /** declared length of the first message above the limit, else -1 */
+  overLimit: number;
+}
+
+const PREFIX_BYTES = 5;
+
+/** A scanner at a message boundary. All fields are set here so every scanner has one shape. */
+export function newScanner(): FrameScanner {
+  return { headerLeft: PREFIX_BYTES, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1 };
+}
+
+/**
+ * Scans one chunk. Returns true if every prefix completed in it declares <= limit bytes; on the
+ * first one that declares more, sets s.overLimit and returns false at once (the caller then
+ * refuses the call). limit may be Infinity. A scanner that has flagged a message stays
+ * flagged: later calls return false without scanning. grpc-go fails only when
+ * `length > max` (exactly max passes), spec sheet §3.2.
+ */
+export function scanChunk(s: FrameScanner, chunk: Uint8Array, limit: number): boolean {
+  if (s.overLimit >= 0) return false;
+  const n = chunk.length;
+  let i = 0;
+  let headerLeft = s.headerLeft;
+  let length = s.length;
+  let bodyLeft = s.bodyLeft;
+  while (i < n) {
+    if (headerLeft === 0) {
+      // Inside a body: skip it, or as much of it as this chunk holds.
+      const avail = n - i;
+      if (avail < bodyLeft) {
+        bodyLeft -= avail;
+        i = n;
+        break;
+      }
+      i += bodyLeft;
+      bodyLeft = 0;
+      headerLeft = PREFIX_BYTES;
+      continue;
+    }
+    if (headerLeft === PREFIX_BYTES && n - i >= PREFIX_BYTES) {
+      // Whole prefix in this chunk (the common case).
+      s.flag = chunk[i] as number;
+      length =
+        (chunk[i + 1] as number) * 0x1000000 +
+        (((chunk[i + 2] as number) << 16) | ((chunk[i + 3] as number) << 8) | (chunk[i + 4] as number));
+      i += PREFIX_BYTES;
+      headerLeft = 0;
+    } else {
+      // Prefix split across chunks: one byte at a time.
+      const b = chunk[i++] as number;
+      if (headerLeft === PREFIX_BYTES) {
+        s.flag = b;
+        length = 0;
+      } else {
+        length = length * 256 + b;
+      }
+      if (--headerLeft !== 0) continue;
+    }
+    // Prefix complete: the message's length is known before any of its body is seen.
+    s.messages++;
+    bodyLeft = length;
+    if (length > limit) {
+      s.overLimit = length;
+      s.headerLeft = 0;
+      s.length = length;
+      s.bodyLeft = bodyLeft;
+      s.bytes += i;
+      return false;
+    }
+    if (length === 0) headerLeft = PREFIX_BYTES; // empty message: already at the next boundary
+  }
+  s.headerLeft = headerLeft;
+  s.length = length;
+  s.bodyLeft = bodyLeft;
+  s.bytes += i;
+  return true;
+}
+
+/** No partial prefix or body pending: the stream may legally end here (else grpc-go reports 13 unexpected EOF). */
+export function atMessageBoundary(s: FrameScanner): boolean {
+  return s.headerLeft === PREFIX_BYTES;
+}
+
+/** Builds one framed message: 5-byte prefix + payload. Test and demo helper; allocates. */
+export function frameMessage(payload: Uint8Array, flag = 0): Uint8Array {
+  const len = payload.length;
+  const out = new Uint8Array(PREFIX_BYTES + len);
+  out[0] = flag & 0xff;
+  out[1] = (len >>> 24) & 0xff;
+  out[2] = (len >>> 16) & 0xff;
+  out[3] = (len >>> 8) & 0xff;
+  out[4] = len & 0xff;
+  out.set(payload, PREFIX_BYTES);
+  return out;
+}

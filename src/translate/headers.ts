@@ -1,0 +1,30 @@
+// Which request/response header fields a proxy must not forward (spec sheet §1.4, RFC 9113 §8.2.2).
+
+/**
+ * Connection-specific fields: RFC 9113 §8.2.2 plus `proxy-connection`, `keep-alive` and
+ * `http2-settings`. node throws ERR_HTTP2_INVALID_CONNECTION_HEADERS if any is passed to
+ * request()/respond() (spec sheet §1.4, probe L), so they must be stripped before forwarding.
+ */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+]);
+
+/** The only `te` value HTTP/2 allows (RFC 9113 §8.2.2), and the one gRPC requires (SPEC "Requests"). */
+export const TE_TRAILERS = "trailers";
+
+/**
+ * true if the lower-case field `name` must not be forwarded: pseudo-headers (`:`-prefixed; the
+ * proxy writes its own), hop-by-hop fields, `te` unless the value is exactly "trailers", and
+ * `host` (dropped: `:authority` carries the authority).
+ */
+export function isNotForwarded(name: string, value: string): boolean {
+  if (name.charCodeAt(0) === 0x3a /* : */) return true;
+  if (name === "te") return value !== TE_TRAILERS;
+  if (name === "host") return true;
+  return HOP_BY_HOP_HEADERS.has(name);
+}

@@ -1,0 +1,427 @@
+// The config's normalized types, every default and every limit, and the zod schema that turns
+// an (env-expanded) unknown value into them. Defaults live here, beside the schema (fastify's
+// habit), so the proxy never checks for undefined. Cross-references (unknown cluster, duplicate
+// names and addresses) are checked in parse.ts, which sees the whole document.
+// Must not import anything from src/proxy (imports run translate ← config ← proxy).
+
+import { z } from "zod";
+import { describeValue, didYouMean } from "./issues.js";
+import { parseDuration, parseHostPort, parseSize } from "./units.js";
+
+// === normalized types (what the proxy is coded against) ===
+
+export interface HostPort {
+  /** Hostname (lower-cased), IPv4 literal, or IPv6 literal without brackets ("::1"). */
+  readonly host: string;
+  /** 0..65535; 0 asks the OS for an ephemeral port (listeners and admin only). */
+  readonly port: number;
+}
+
+export interface RouteMatch {
+  /** `:path` prefix, starts with "/". */
+  readonly prefix?: string;
+  /** Exact `:path` ("/pkg.Svc/Method"), starts with "/". */
+  readonly path?: string;
+  /** Fully-qualified service ("pkg.Svc"): matches "/pkg.Svc/<any method>". No "/". */
+  readonly service?: string;
+  /** Optional `:authority` the route is limited to, lower-cased. */
+  readonly authority?: string;
+}
+
+export interface RouteConfig {
+  readonly match: RouteMatch;
+  readonly cluster: string;
+  /** `timeout`; null = no cap beyond the client's own grpc-timeout. */
+  readonly timeoutMs: number | null;
+  readonly maxRequestMessageBytes: number;
+  readonly maxResponseMessageBytes: number;
+}
+
+export interface ListenerConfig {
+  readonly name: string;
+  readonly address: HostPort;
+  readonly routes: readonly RouteConfig[];
+  /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients. */
+  readonly maxConcurrentStreams: number;
+  /** Node's `maxHeaderListPairs`; its default of 128 resets legitimate calls with much metadata. */
+  readonly maxHeaderListPairs: number;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE, bytes. */
+  readonly maxHeaderListSize: number;
+  /** SETTINGS_INITIAL_WINDOW_SIZE, per stream, bytes. */
+  readonly initialWindowSize: number;
+  /** Connection-level receive window, bytes (grown by WINDOW_UPDATE right after the preface). */
+  readonly connectionWindowSize: number;
+  /** Node's `maxSessionMemory`, MiB per client session. */
+  readonly maxSessionMemoryMiB: number;
+}
+
+export interface ClusterConfig {
+  readonly name: string;
+  readonly endpoints: readonly HostPort[];
+  /** `connectTimeout`. */
+  readonly connectTimeoutMs: number;
+  /** Open another session beyond min(this, the peer's SETTINGS_MAX_CONCURRENT_STREAMS). */
+  readonly maxConcurrentStreamsPerSession: number;
+  readonly maxSessionsPerEndpoint: number;
+  readonly initialWindowSize: number;
+  readonly connectionWindowSize: number;
+}
+
+export interface AdminConfig {
+  readonly address: HostPort;
+}
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  /** Omitted (or null) → no admin listener. */
+  readonly admin: AdminConfig | null;
+  readonly listeners: readonly ListenerConfig[];
+  readonly clusters: readonly ClusterConfig[];
+  /** `drainTimeout`: how long open calls may finish after SIGTERM before sessions are closed. */
+  readonly drainTimeoutMs: number;
+  readonly workers: number;
+  readonly logLevel: LogLevel;
+  readonly accessLog: boolean;
+}
+
+// === defaults ===
+
+const MiB = 1_048_576;
+
+/** Every default, one place. config/example-full.yaml shows each of them. */
+export const DEFAULTS = Object.freeze({
+  route: Object.freeze({
+    timeoutMs: null,
+    // grpc-go and grpc-java default max receive size (4 MiB).
+    maxRequestMessageBytes: 4 * MiB,
+    maxResponseMessageBytes: 4 * MiB,
+  }),
+  listener: Object.freeze({
+    maxConcurrentStreams: 1000,
+    maxHeaderListPairs: 2000,
+    maxHeaderListSize: 65_536,
+    initialWindowSize: 1 * MiB,
+    connectionWindowSize: 16 * MiB,
+    maxSessionMemoryMiB: 64,
+  }),
+  cluster: Object.freeze({
+    connectTimeoutMs: 5000,
+    maxConcurrentStreamsPerSession: 1000,
+    maxSessionsPerEndpoint: 8,
+    initialWindowSize: 1 * MiB,
+    connectionWindowSize: 16 * MiB,
+  }),
+  config: Object.freeze({
+    admin: null,
+    drainTimeoutMs: 10_000,
+    workers: 1,
+    logLevel: "info" as LogLevel,
+    accessLog: true,
+  }),
+});
+
+// === limits (inclusive), with where each comes from ===
+
+const U32_MAX = 2 ** 32 - 1;
+const I31_MAX = 2 ** 31 - 1;
+
+export const LIMITS = Object.freeze({
+  // RFC 9113 §6.5.1: SETTINGS values are 32-bit unsigned. 0 streams would refuse every call.
+  maxConcurrentStreams: { min: 1, max: U32_MAX },
+  // Node http2 docs: "The minimum value is 4" for maxHeaderListPairs. Upper bound is ours.
+  maxHeaderListPairs: { min: 4, max: 1_000_000 },
+  // RFC 9113 §6.5.2 SETTINGS_MAX_HEADER_LIST_SIZE, 32-bit.
+  maxHeaderListSize: { min: 1, max: U32_MAX },
+  // RFC 9113 §6.5.2: above 2^31−1 is a FLOW_CONTROL_ERROR. 0 is legal but stalls every stream.
+  initialWindowSize: { min: 1, max: I31_MAX },
+  // RFC 9113 §6.9.2: the connection window starts at 65535 and can only grow.
+  connectionWindowSize: { min: 65_535, max: I31_MAX },
+  // Node's maxSessionMemory is in MiB, minimum 1. Upper bound (64 GiB) is ours.
+  maxSessionMemoryMiB: { min: 1, max: 65_536 },
+  // gRPC length prefix is a 32-bit unsigned integer (PROTOCOL-HTTP2.md, Length-Prefixed-Message).
+  messageBytes: { min: 0, max: U32_MAX },
+  maxConcurrentStreamsPerSession: { min: 1, max: U32_MAX },
+  // Ours: more sessions than this to one endpoint means the endpoint is the problem.
+  maxSessionsPerEndpoint: { min: 1, max: 1024 },
+  // Ours: one worker per core on any machine we expect.
+  workers: { min: 1, max: 64 },
+  // Names show up in logs and metric labels.
+  nameLength: { min: 1, max: 64 },
+});
+
+// === scalar schemas ===
+
+type Range = { readonly min: number; readonly max: number };
+
+/** Message for a wrong-typed (or missing) value of a unit-bearing field. */
+const expected = (what: string) => (iss: { readonly input?: unknown }) =>
+  iss.input === undefined ? "is required" : `expected ${what}, got ${describeValue(iss.input)}`;
+
+const stringOrNumber = (what: string) => z.union([z.string(), z.number()], { error: expected(what) });
+
+const outOfRange = (shown: string, r: Range, unit = "") =>
+  `${shown} is out of range (${r.min}${unit} to ${r.max}${unit})`;
+
+/** A duration ("5s", "250ms", plain number = ms) → whole ms within `min`..MAX_DURATION_MS. */
+function durationMs(min: number) {
+  return stringOrNumber('a duration like "5s" or "250ms"').transform((v, ctx) => {
+    const r = parseDuration(v);
+    if (!r.ok) {
+      ctx.issues.push({ code: "custom", message: r.error, input: v });
+      return z.NEVER;
+    }
+    if (r.ms < min) {
+      ctx.issues.push({ code: "custom", message: `duration ${describeValue(v)} must be at least ${min}ms`, input: v });
+      return z.NEVER;
+    }
+    return r.ms;
+  });
+}
+
+/** A size (bytes, "4MiB", "64KiB", "4MB") → whole bytes within `range`. */
+function sizeBytes(range: Range) {
+  return stringOrNumber('a size like 4194304 or "4MiB"').transform((v, ctx) => {
+    const r = parseSize(v);
+    if (!r.ok) {
+      ctx.issues.push({ code: "custom", message: r.error, input: v });
+      return z.NEVER;
+    }
+    if (r.bytes < range.min || r.bytes > range.max) {
+      ctx.issues.push({ code: "custom", message: outOfRange(`size ${describeValue(v)}`, range, " bytes"), input: v });
+      return z.NEVER;
+    }
+    return r.bytes;
+  });
+}
+
+/** A whole number within `range`; a decimal string is accepted so `${WORKERS:-4}` works. */
+function count(range: Range) {
+  return stringOrNumber("a whole number").transform((v, ctx) => {
+    const n = typeof v === "number" ? v : /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n)) {
+      ctx.issues.push({ code: "custom", message: `expected a whole number, got ${describeValue(v)}`, input: v });
+      return z.NEVER;
+    }
+    if (n < range.min || n > range.max) {
+      ctx.issues.push({ code: "custom", message: outOfRange(describeValue(v), range), input: v });
+      return z.NEVER;
+    }
+    return n;
+  });
+}
+
+/** true/false; the strings "true"/"false" are accepted so `${ACCESS_LOG:-true}` works. */
+const flag = z
+  .union([z.boolean(), z.enum(["true", "false"])], { error: expected("true or false") })
+  .transform((v) => v === true || v === "true");
+
+/** "host:port" → HostPort. `allowPortZero` for listeners (ephemeral port); never for endpoints. */
+function hostPort(allowPortZero: boolean) {
+  return z.string({ error: expected('an address "host:port"') }).transform((v, ctx): HostPort => {
+    const r = parseHostPort(v);
+    if (!r.ok) {
+      ctx.issues.push({ code: "custom", message: r.error, input: v });
+      return z.NEVER;
+    }
+    if (!allowPortZero && r.hostPort.port === 0) {
+      ctx.issues.push({ code: "custom", message: `endpoint "${v}" needs a real port (port 0 is only for listeners)`, input: v });
+      return z.NEVER;
+    }
+    return r.hostPort;
+  });
+}
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const name = z
+  .string({ error: expected("a name") })
+  .max(LIMITS.nameLength.max, `names are at most ${LIMITS.nameLength.max} characters`)
+  .refine((s) => NAME_RE.test(s), {
+    error: (iss) =>
+      `invalid name ${describeValue(iss.input)}: use letters, digits, "_", "." and "-", starting with a letter or digit`,
+  });
+
+const logLevel = z
+  .string({ error: expected(`one of ${LOG_LEVELS.join(", ")}`) })
+  .transform((v, ctx): LogLevel => {
+    const level = LOG_LEVELS.find((l) => l === v.toLowerCase());
+    if (level === undefined) {
+      ctx.issues.push({
+        code: "custom",
+        message: `unknown log level ${describeValue(v)}: expected one of ${LOG_LEVELS.join(", ")}${didYouMean(v, LOG_LEVELS)}`,
+        input: v,
+      });
+      return z.NEVER;
+    }
+    return level;
+  });
+
+/** `timeout`: a positive duration, or null / "none" for no cap. */
+const routeTimeout = z
+  .union([z.string(), z.number(), z.null()], { error: expected('a duration like "30s", or "none"') })
+  .transform((v, ctx): number | null => {
+    if (v === null || (typeof v === "string" && v.trim().toLowerCase() === "none")) return null;
+    const r = parseDuration(v);
+    if (!r.ok) {
+      ctx.issues.push({ code: "custom", message: r.error, input: v });
+      return z.NEVER;
+    }
+    if (r.ms === 0) {
+      ctx.issues.push({ code: "custom", message: 'timeout must be greater than 0 (write "none", or leave it out, for no timeout)', input: v });
+      return z.NEVER;
+    }
+    return r.ms;
+  });
+
+const nonEmptyText = (what: string) =>
+  z
+    .string({ error: expected(what) })
+    .min(1, "must not be empty")
+    .refine((s) => !/\s/.test(s), { error: (iss) => `${describeValue(iss.input)} must not contain whitespace` });
+
+// === object schemas (strict: an unknown key is an error) ===
+
+const MATCH_KINDS = ["prefix", "path", "service"] as const;
+
+const routeMatch = z
+  .strictObject(
+    {
+      prefix: nonEmptyText("a path prefix like \"/\"")
+        .refine((s) => s === "" || s.startsWith("/"), { error: (iss) => `prefix ${describeValue(iss.input)} must start with "/"` })
+        .optional(),
+      path: nonEmptyText('a path like "/pkg.Svc/Method"')
+        .refine((s) => s === "" || s.startsWith("/"), { error: (iss) => `path ${describeValue(iss.input)} must start with "/"` })
+        .optional(),
+      service: nonEmptyText('a service name like "pkg.Svc"')
+        .refine((s) => !s.includes("/"), {
+          error: (iss) => `service ${describeValue(iss.input)} must not contain "/" (use path: "/pkg.Svc/Method" to match one method)`,
+        })
+        .optional(),
+      authority: nonEmptyText('a host like "api.example.com"').optional(),
+    },
+    { error: expected('a mapping like { prefix: "/" }') },
+  )
+  .superRefine((m, ctx) => {
+    const given = MATCH_KINDS.filter((k) => m[k] !== undefined);
+    if (given.length !== 1) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          given.length === 0
+            ? "needs one of prefix, path or service"
+            : `give only one of prefix, path or service (got ${given.join(" and ")})`,
+      });
+    }
+  })
+  .transform((m): RouteMatch => {
+    // Build without undefined-valued keys (exactOptionalPropertyTypes; `"prefix" in match` is reliable).
+    const out: { prefix?: string; path?: string; service?: string; authority?: string } = {};
+    if (m.prefix !== undefined) out.prefix = m.prefix;
+    if (m.path !== undefined) out.path = m.path;
+    if (m.service !== undefined) out.service = m.service;
+    if (m.authority !== undefined) out.authority = m.authority.toLowerCase();
+    return out;
+  });
+
+const route = z.strictObject(
+  {
+    match: routeMatch,
+    cluster: z.string({ error: expected("a cluster name") }).min(1, "must not be empty"),
+    timeout: routeTimeout.default(DEFAULTS.route.timeoutMs),
+    maxRequestMessageBytes: sizeBytes(LIMITS.messageBytes).default(DEFAULTS.route.maxRequestMessageBytes),
+    maxResponseMessageBytes: sizeBytes(LIMITS.messageBytes).default(DEFAULTS.route.maxResponseMessageBytes),
+  },
+  { error: expected("a route mapping") },
+);
+
+const listener = z.strictObject(
+  {
+    name,
+    address: hostPort(true),
+    routes: z.array(route, { error: expected("a list of routes") }).min(1, "needs at least one route"),
+    maxConcurrentStreams: count(LIMITS.maxConcurrentStreams).default(DEFAULTS.listener.maxConcurrentStreams),
+    maxHeaderListPairs: count(LIMITS.maxHeaderListPairs).default(DEFAULTS.listener.maxHeaderListPairs),
+    maxHeaderListSize: sizeBytes(LIMITS.maxHeaderListSize).default(DEFAULTS.listener.maxHeaderListSize),
+    initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.listener.initialWindowSize),
+    connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.listener.connectionWindowSize),
+    maxSessionMemoryMiB: count(LIMITS.maxSessionMemoryMiB).default(DEFAULTS.listener.maxSessionMemoryMiB),
+  },
+  { error: expected("a listener mapping") },
+);
+
+const cluster = z.strictObject(
+  {
+    name,
+    endpoints: z
+      .array(hostPort(false), { error: expected('a list of "host:port" endpoints') })
+      .min(1, "needs at least one endpoint"),
+    connectTimeout: durationMs(1).default(DEFAULTS.cluster.connectTimeoutMs),
+    maxConcurrentStreamsPerSession: count(LIMITS.maxConcurrentStreamsPerSession).default(
+      DEFAULTS.cluster.maxConcurrentStreamsPerSession,
+    ),
+    maxSessionsPerEndpoint: count(LIMITS.maxSessionsPerEndpoint).default(DEFAULTS.cluster.maxSessionsPerEndpoint),
+    initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.cluster.initialWindowSize),
+    connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.cluster.connectionWindowSize),
+  },
+  { error: expected("a cluster mapping") },
+);
+
+const admin = z.strictObject({ address: hostPort(true) }, { error: expected("a mapping like { address: 127.0.0.1:9901 }") });
+
+/**
+ * The whole document. Keys later versions will add (tls, faults, rateLimits, per-route filters)
+ * are not accepted yet: an unknown key is always an error, never silently ignored.
+ */
+const document = z.strictObject(
+  {
+    admin: admin.nullable().default(DEFAULTS.config.admin),
+    listeners: z.array(listener, { error: expected("a list of listeners") }).min(1, "needs at least one listener"),
+    clusters: z.array(cluster, { error: expected("a list of clusters") }).min(1, "needs at least one cluster"),
+    drainTimeout: durationMs(0).default(DEFAULTS.config.drainTimeoutMs),
+    workers: count(LIMITS.workers).default(DEFAULTS.config.workers),
+    logLevel: logLevel.default(DEFAULTS.config.logLevel),
+    accessLog: flag.default(DEFAULTS.config.accessLog),
+  },
+  { error: expected("a mapping with listeners and clusters") },
+);
+
+/** Renames the `*Ms` fields, so the file says `timeout: 30s` and the code reads `timeoutMs`. */
+export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
+  (d): Config => ({
+    admin: d.admin,
+    listeners: d.listeners.map((l) => ({
+      name: l.name,
+      address: l.address,
+      routes: l.routes.map((r) => ({
+        match: r.match,
+        cluster: r.cluster,
+        timeoutMs: r.timeout,
+        maxRequestMessageBytes: r.maxRequestMessageBytes,
+        maxResponseMessageBytes: r.maxResponseMessageBytes,
+      })),
+      maxConcurrentStreams: l.maxConcurrentStreams,
+      maxHeaderListPairs: l.maxHeaderListPairs,
+      maxHeaderListSize: l.maxHeaderListSize,
+      initialWindowSize: l.initialWindowSize,
+      connectionWindowSize: l.connectionWindowSize,
+      maxSessionMemoryMiB: l.maxSessionMemoryMiB,
+    })),
+    clusters: d.clusters.map((c) => ({
+      name: c.name,
+      endpoints: c.endpoints,
+      connectTimeoutMs: c.connectTimeout,
+      maxConcurrentStreamsPerSession: c.maxConcurrentStreamsPerSession,
+      maxSessionsPerEndpoint: c.maxSessionsPerEndpoint,
+      initialWindowSize: c.initialWindowSize,
+      connectionWindowSize: c.connectionWindowSize,
+    })),
+    drainTimeoutMs: d.drainTimeout,
+    workers: d.workers,
+    logLevel: d.logLevel,
+    accessLog: d.accessLog,
+  }),
+);
+
+/** The document-level (pre-rename) schema, for walking to the known keys at a path. */
+export const DOCUMENT_SCHEMA: z.ZodType = document;

@@ -1,0 +1,182 @@
+import { describe, expect, it } from "vitest";
+import { expandEnv, expandString } from "../../src/config/env.js";
+import { parseConfigText, parseConfigValue } from "../../src/config/parse.js";
+
+const expand = (s: string, env: Record<string, string | undefined> = {}) => {
+  const r = expandString(s, env);
+  return r.ok ? r.value : r.errors;
+};
+
+describe("expandString()", () => {
+  it("substitutes a set variable", () => {
+    expect(expand("${HOST}:8080", { HOST: "10.0.0.1" })).toBe("10.0.0.1:8080");
+    expect(expand("${A}${B}", { A: "x", B: "y" })).toBe("xy");
+  });
+
+  it("uses the default when the variable is unset or empty", () => {
+    expect(expand("${PORT:-8080}", {})).toBe("8080");
+    expect(expand("${PORT:-8080}", { PORT: "" })).toBe("8080");
+    expect(expand("${PORT:-8080}", { PORT: "9090" })).toBe("9090");
+    expect(expand("127.0.0.1:${PORT:-8080}", {})).toBe("127.0.0.1:8080");
+    expect(expand("${X:-}", {})).toBe("");
+    expect(expand("${X:-a:-b}", {})).toBe("a:-b");
+  });
+
+  it("gives an empty string for a set-but-empty variable without default", () => {
+    expect(expand("a${E}b", { E: "" })).toBe("ab");
+  });
+
+  it("treats $$ as a literal $ and keeps a lone $", () => {
+    expect(expand("$$", {})).toBe("$");
+    expect(expand("$${HOME}", { HOME: "/root" })).toBe("${HOME}");
+    expect(expand("cost: $5", {})).toBe("cost: $5");
+    expect(expand("$HOME", { HOME: "/root" })).toBe("$HOME");
+    expect(expand("a$", {})).toBe("a$");
+    expect(expand("$$$${X}", { X: "1" })).toBe("$${X}");
+  });
+
+  it("does not expand a value taken from the environment again", () => {
+    expect(expand("${A}", { A: "${B}", B: "no" })).toBe("${B}");
+  });
+
+  it("reports an unset variable without default by name", () => {
+    expect(expand("${UPSTREAM}", {})).toEqual([
+      'environment variable "UPSTREAM" is not set (write "${UPSTREAM:-default}" to give a default)',
+    ]);
+  });
+
+  it("reports every problem in one string", () => {
+    expect(expand("${A}-${B}", {})).toHaveLength(2);
+  });
+
+  it.each([
+    ["${", "unterminated"],
+    ["${FOO", "unterminated"],
+    ["${}", "empty variable name"],
+    ["${1X}", 'invalid variable name "1X"'],
+    ["${A-b}", 'invalid variable name "A-b"'],
+    ["${A:=b}", 'invalid variable name "A:=b"'],
+    ["${ A }", 'invalid variable name " A "'],
+  ])("rejects %j", (input, fragment) => {
+    const r = expandString(input, {});
+    expect(r.ok).toBe(false);
+    expect(r.ok ? "" : r.errors.join("\n")).toContain(fragment);
+  });
+});
+
+describe("expandEnv()", () => {
+  it("expands strings at any depth and leaves keys and other scalars alone", () => {
+    const r = expandEnv({ "${K}": "${V}", list: [1, true, null, "${V}"], nested: { a: { b: "${V:-d}" } } }, { V: "v" });
+    expect(r.issues).toEqual([]);
+    expect(JSON.parse(JSON.stringify(r.value))).toEqual({
+      "${K}": "v",
+      list: [1, true, null, "v"],
+      nested: { a: { b: "v" } },
+    });
+  });
+
+  it("names the key path of an unset variable", () => {
+    const r = expandEnv({ clusters: [{ endpoints: ["a:1", "${UP}"] }] }, {});
+    expect(r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'clusters[0].endpoints[1]: environment variable "UP" is not set (write "${UP:-default}" to give a default)',
+    ]);
+  });
+
+  it("does not mutate the caller's value", () => {
+    const input = { a: "${X:-1}" };
+    expandEnv(input, {});
+    expect(input).toEqual({ a: "${X:-1}" });
+  });
+
+  it("reports a circular reference instead of looping", () => {
+    const a: Record<string, unknown> = {};
+    a["self"] = a;
+    expect(expandEnv(a, {}).issues).toEqual([{ path: "self", segments: ["self"], message: "circular reference" }]);
+  });
+});
+
+const SIDE = `
+admin: { address: "\${ADMIN:-127.0.0.1:9901}" }
+listeners:
+  - name: main
+    address: 127.0.0.1:\${PORT:-8080}
+    routes:
+      - match: { prefix: "\${PREFIX:-/}" }
+        cluster: backend
+        timeout: \${T:-5s}
+        maxRequestMessageBytes: \${MAX:-4MiB}
+    maxConcurrentStreams: \${STREAMS:-100}
+clusters:
+  - name: backend
+    endpoints: ["\${UPSTREAM}"]
+workers: \${WORKERS:-2}
+accessLog: \${ACCESS_LOG:-false}
+logLevel: \${LOG_LEVEL:-debug}
+drainTimeout: \${DRAIN:-1m}
+`;
+
+describe("env expansion in a config", () => {
+  it("expands before typed fields coerce (addresses, durations, sizes, counts, flags)", () => {
+    const r = parseConfigText(SIDE, { UPSTREAM: "10.1.2.3:50051", T: "1.5s", MAX: "64KiB" });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const l = r.config.listeners[0];
+    expect(l?.address).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(l?.maxConcurrentStreams).toBe(100);
+    expect(l?.routes[0]?.timeoutMs).toBe(1500);
+    expect(l?.routes[0]?.maxRequestMessageBytes).toBe(65536);
+    expect(l?.routes[0]?.match).toEqual({ prefix: "/" });
+    expect(r.config.clusters[0]?.endpoints).toEqual([{ host: "10.1.2.3", port: 50051 }]);
+    expect(r.config.admin).toEqual({ address: { host: "127.0.0.1", port: 9901 } });
+    expect(r.config.workers).toBe(2);
+    expect(r.config.accessLog).toBe(false);
+    expect(r.config.logLevel).toBe("debug");
+    expect(r.config.drainTimeoutMs).toBe(60_000);
+  });
+
+  it("reports an unset variable with its key path and name, and nothing else for that key", () => {
+    const r = parseConfigText(SIDE, {});
+    expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'clusters[0].endpoints[0]: environment variable "UPSTREAM" is not set (write "${UPSTREAM:-default}" to give a default)',
+    ]);
+  });
+
+  it("reports a bad value that came from the environment at the key it landed in", () => {
+    const r = parseConfigText(SIDE, { UPSTREAM: "x:1", T: "soon", WORKERS: "many" });
+    expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'listeners[0].routes[0].timeout: invalid duration "soon": expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s", or a plain number of milliseconds',
+      'workers: expected a whole number, got "many"',
+    ]);
+  });
+
+  it("cannot inject YAML structure through a variable", () => {
+    const evil = '/"},{"prefix":"/evil","cluster":"other"}';
+    const r = parseConfigText(SIDE, { UPSTREAM: "x:1", PREFIX: evil });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.config.listeners[0]?.routes).toHaveLength(1);
+    expect(r.config.listeners[0]?.routes[0]?.match.prefix).toBe(evil);
+    // A newline in the value stays inside the one string (and is then refused as whitespace).
+    const r2 = parseConfigText(SIDE, { UPSTREAM: "x:1", PREFIX: "/\n      cluster: other" });
+    expect(r2.ok ? [] : r2.issues.map((i) => i.path)).toEqual(["listeners[0].routes[0].match.prefix"]);
+  });
+
+  it("keeps $$ as a literal $ in a value, and does not re-expand values from the environment", () => {
+    const r = parseConfigText(SIDE.replace("${PREFIX:-/}", "/price$$"), { UPSTREAM: "x:1" });
+    expect(r.ok && r.config.listeners[0]?.routes[0]?.match.prefix).toBe("/price$");
+    const r2 = parseConfigText(SIDE, { UPSTREAM: "x:1", PREFIX: "/$$" });
+    expect(r2.ok && r2.config.listeners[0]?.routes[0]?.match.prefix).toBe("/$$");
+  });
+
+  it("expands in a value passed by a library caller too", () => {
+    const r = parseConfigValue(
+      {
+        listeners: [{ name: "l", address: "${ADDR}", routes: [{ match: { prefix: "/" }, cluster: "c" }] }],
+        clusters: [{ name: "c", endpoints: ["127.0.0.1:${P:-50051}"] }],
+      },
+      { ADDR: "[::1]:0" },
+    );
+    expect(r.ok && r.config.listeners[0]?.address).toEqual({ host: "::1", port: 0 });
+    expect(r.ok && r.config.clusters[0]?.endpoints[0]).toEqual({ host: "127.0.0.1", port: 50051 });
+  });
+});

@@ -7,6 +7,7 @@ import { ConfigError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
+import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
   --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
@@ -54,6 +55,17 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
+  if (config.workers > 1) {
+    if (isWorkerProcess()) {
+      await runWorker(config, log).catch((err: unknown) => {
+        const e = err as Error & { cause?: Error };
+        process.stderr.write(`dojang worker: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
+        process.exit(1);
+      });
+      return;
+    }
+    process.exit(await runPrimary(config, log));
+  }
   const d = new Dojang(config, { logger: log });
   let stopping = false;
   const stop = (signal: string): void => {

@@ -25,8 +25,8 @@ listeners:
   - name: main
     address: 127.0.0.1:8080          # "host:port"; IPv6 as "[::1]:8080"; port 0 = any free port
     routes:
-      # Routes are matched most specific first: exact \`path\`, then \`service\`, then the
-      # longest \`prefix\`. This one catches every call.
+      # Routes are tried in the order written; the first that matches wins (as in Envoy).
+      # This one catches every call.
       - match: { prefix: "/" }         # or { path: "/pkg.Svc/Method" } or { service: "pkg.Svc" }
         cluster: backend               # must name a cluster below
         timeout: 30s                   # cap on the whole call; the client's grpc-timeout may be shorter

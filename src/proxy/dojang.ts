@@ -58,13 +58,14 @@ export class Dojang {
         log: this.log,
         accessLog: config.accessLog,
         now,
+        active: new Set(),
         onCallClosed,
       };
       this.listeners.push(new Listener(l, ctx));
     }
     if (config.admin !== null) {
       this.admin = new AdminServer(config.admin.address, {
-        metrics: this.metrics,
+        metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
         ready: () => this.started && !this.draining,
         config: () => this.config,
       });
@@ -125,7 +126,7 @@ export class Dojang {
         });
       });
     }
-    for (const l of this.listeners) l.destroy();
+    await Promise.all(this.listeners.map((l) => l.destroy()));
     for (const c of this.clusters.values()) c.close(true);
     await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();

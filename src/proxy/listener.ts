@@ -4,6 +4,7 @@ import http2, { type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
+import { Code, outcome } from "../translate/index.js";
 import { handleStream, type CallContext } from "./call/call.js";
 
 export class Listener {
@@ -74,8 +75,14 @@ export class Listener {
     }
   }
 
-  /** Ends what is left after the drain timeout. */
-  destroy(): void {
+  /**
+   * Ends what is left after the drain timeout: each call still in flight gets a stamp
+   * (14 UNAVAILABLE, decided_by shutdown: safe for the client to retry elsewhere), then the
+   * sessions are closed once those last frames are flushed.
+   */
+  async destroy(): Promise<void> {
+    for (const c of [...this.ctx.active]) c.finish(outcome(Code.UNAVAILABLE, "proxy is shutting down", "shutdown"));
+    if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();
   }
 }

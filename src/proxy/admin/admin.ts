@@ -3,10 +3,9 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HostPort } from "../../config/index.js";
 import { ListenError } from "../../errors.js";
-import type { Metrics } from "../observe/metrics.js";
-
 export interface AdminState {
-  readonly metrics: Metrics;
+  /** Prometheus text and its content type (one process's registry, or all workers' summed) */
+  metrics(): Promise<{ readonly contentType: string; readonly body: string }>;
   /** true while listening and not draining */
   ready(): boolean;
   /** the effective config, as served by /config */
@@ -65,8 +64,8 @@ async function route(state: AdminState, req: IncomingMessage, res: ServerRespons
   switch (path) {
     case "/metrics": {
       try {
-        const body = await state.metrics.registry.metrics();
-        return send(res, 200, state.metrics.registry.contentType, body);
+        const m = await state.metrics();
+        return send(res, 200, m.contentType, m.body);
       } catch (err) {
         return send(res, 500, "text/plain", `metrics error: ${(err as Error).message}\n`);
       }

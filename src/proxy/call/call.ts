@@ -52,6 +52,8 @@ export interface CallContext {
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
+  /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
+  readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
   readonly onCallClosed: () => void;
 }
@@ -102,6 +104,7 @@ export class Call {
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
     ctx.metrics.live.activeCalls++;
+    ctx.active.add(this);
   }
 
   // === request headers → upstream request ===
@@ -391,6 +394,7 @@ export class Call {
     }
     this.clearTimer();
     const ctx = this.ctx;
+    ctx.active.delete(this);
     const m = ctx.metrics;
     m.live.activeCalls--;
     const code = this.code;

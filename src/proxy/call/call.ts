@@ -7,7 +7,7 @@
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   Code,
   classifyResponseHead,
@@ -39,6 +39,13 @@ const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
+/** Request ids made here: a random per-process prefix and a counter, unique without a
+ * UUID's cost per call (x-request-id from the client is kept as it is). */
+const ID_PREFIX = randomBytes(6).toString("hex");
+let idCounter = 0;
+function newRequestId(): string {
+  return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
+}
 /** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
  * the deadline is the deadline (spec §11.2). */
 const DEADLINE_SLACK_MS = 2;
@@ -89,6 +96,9 @@ export class Call {
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
   upError: string | undefined = undefined;
+  /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
+  upDrainHooked = false;
+  downDrainHooked = false;
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
@@ -111,7 +121,7 @@ export class Call {
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     const rid = rawGet(raw, "x-request-id");
-    this.requestId = rid ?? randomUUID();
+    this.requestId = rid ?? newRequestId();
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
     const method = headers[":method"];
@@ -189,12 +199,10 @@ export class Call {
     up.on("end", onUpEnd);
     up.on("close", onUpClose);
     up.on("error", onUpError);
-    up.on("drain", onUpDrain);
     up.on("wantTrailers", onUpWantTrailers);
     const down = this.down;
     down.on("data", onDownData);
     down.on("end", onDownEnd);
-    down.on("drain", onDownDrain);
   }
 
   private armTimer(ms: number): void {
@@ -221,7 +229,13 @@ export class Call {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    if (!up.write(chunk)) this.down.pause();
+    if (!up.write(chunk)) {
+      this.down.pause();
+      if (!this.upDrainHooked) {
+        this.upDrainHooked = true;
+        up.on("drain", onUpDrain);
+      }
+    }
   }
 
   onRequestEnd(): void {
@@ -267,7 +281,13 @@ export class Call {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    if (!this.down.write(chunk)) this.up!.pause();
+    if (!this.down.write(chunk)) {
+      this.up!.pause();
+      if (!this.downDrainHooked) {
+        this.downDrainHooked = true;
+        this.down.on("drain", onDownDrain);
+      }
+    }
   }
 
   onTrailers(raw: readonly string[]): void {

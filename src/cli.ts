@@ -42,10 +42,11 @@ async function main(): Promise<void> {
   const level = args["log-level"];
   if (level !== undefined && !LEVELS.has(level)) fail(2, `dojang: --log-level: unknown level "${level}"\n${USAGE}`);
 
-  const file = args.config ?? process.env["DOJANG_CONFIG"];
+  const given = args.config ?? process.env["DOJANG_CONFIG"];
+  const file = given === undefined || given === "" ? undefined : given;
   let config: Config;
   try {
-    config = file === undefined || file === "" ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>") : loadConfigFile(file);
+    config = file === undefined ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>") : loadConfigFile(file);
   } catch (err) {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;

@@ -187,7 +187,7 @@ export function rawCall(
   opts: { endStream?: boolean; session?: http2.ClientHttp2Session } = {},
 ): Promise<RawResult> {
   const session = opts.session ?? http2.connect(`http://${address}`);
-  session.on("error", () => {});
+  if (opts.session === undefined) session.on("error", () => {});
   return new Promise((resolve) => {
     const req = session.request(
       { ":method": "POST", ":path": "/test.Echo/Unary", "content-type": "application/grpc", te: "trailers", ...headers },

@@ -13,6 +13,7 @@ import {
   classifyResponseHead,
   codeName,
   decideUpstreamEnd,
+  decodeGrpcMessage,
   decodeTimeout,
   encodeGrpcMessage,
   encodeTimeout,
@@ -93,6 +94,8 @@ export class Call {
   upClosed = false;
   code = -1;
   message: string | undefined = undefined;
+  /** `message` is a header value as the upstream sent it (percent-encoded), not plain text */
+  messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
   upError: string | undefined = undefined;
@@ -314,14 +317,17 @@ export class Call {
     if (gs === undefined) {
       const why = gsRaw === undefined ? "missing grpc-status in upstream " + (trailersOnly ? "response" : "trailers") : `malformed grpc-status: ${String(gsRaw)}`;
       this.code = Code.UNKNOWN;
-      this.message = typeof gm === "string" && gm !== "" ? gm : why;
+      this.message = typeof gm === "string" && gm !== "" ? gm : encodeGrpcMessage(why);
+      this.messageEncoded = true;
       this.decidedBy = "upstream_protocol";
       block["grpc-status"] = "2";
       if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
       if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
     } else {
       this.code = gs;
+      // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
       this.message = typeof gm === "string" ? gm : undefined;
+      this.messageEncoded = true;
       this.decidedBy = "upstream";
     }
     const down = this.down;
@@ -431,7 +437,7 @@ export class Call {
         grpc_code: code,
         grpc_status: codeName(code),
         decided_by: this.decidedBy,
-        grpc_message: this.message,
+        grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
         route: this.route?.label,
         upstream: this.upSession?.endpoint.label,
         budget_in_ms: this.budgetInMs,

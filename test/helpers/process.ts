@@ -1,0 +1,236 @@
+// Real dojang processes for process-level tests: `node dist/cli.js ...` spawned with the test's
+// own Node (process.execPath), free loopback ports, bounded waits, and cleanup that only ever
+// signals the pids spawned here.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net, { type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "..", "..");
+export const CLI = join(REPO_ROOT, "dist", "cli.js");
+
+/** Throws a clear message when dist/ has not been built (npm test builds it before vitest). */
+export function assertDistBuilt(): void {
+  if (!existsSync(CLI)) {
+    throw new Error(`${CLI} does not exist: build first (npm run build, or npm test which builds then runs vitest)`);
+  }
+}
+
+/** A port that was free a moment ago: bind 127.0.0.1:0, read the port, close. */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r, j) => {
+    srv.once("error", j);
+    srv.listen(0, "127.0.0.1", () => r());
+  });
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+/** Holds 127.0.0.1:port (or a fresh one) until close(): for "port already in use". */
+export async function occupyPort(port = 0): Promise<{ port: number; close(): Promise<void> }> {
+  const srv = net.createServer((s) => s.destroy());
+  await new Promise<void>((r, j) => {
+    srv.once("error", j);
+    srv.listen(port, "127.0.0.1", () => r());
+  });
+  return { port: (srv.address() as AddressInfo).port, close: () => new Promise<void>((r) => srv.close(() => r())) };
+}
+
+/** A temporary directory for config files; remove() deletes it. */
+export function tempDir(): { dir: string; write(name: string, text: string): string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "dojang-proc-"));
+  return {
+    dir,
+    write: (name, text) => {
+      const p = join(dir, name);
+      writeFileSync(p, text);
+      return p;
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The test runner's environment without DOJANG_CONFIG (so a stray one never leaks in), plus `extra`. */
+export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env["DOJANG_CONFIG"];
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface DojangProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit; rejects if it has not exited within `ms`. */
+  exited(ms: number): Promise<Exit>;
+  /** Whether the process has exited already. */
+  readonly hasExited: boolean;
+}
+
+const spawned = new Set<DojangProcess>();
+
+/** Spawns `node dist/cli.js ...args` in the repo root; stdout and stderr are collected. */
+export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = childEnv()): DojangProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+  let exit: Exit | undefined;
+  // 'close' (not 'exit') so stdout/stderr are complete when the exit is reported.
+  const done = new Promise<Exit>((r) =>
+    child.once("close", (code, signal) => {
+      exit = { code, signal };
+      spawned.delete(proc);
+      r(exit);
+    }),
+  );
+  const proc: DojangProcess = {
+    child,
+    pid: child.pid ?? -1,
+    stdout: () => out,
+    stderr: () => err,
+    get hasExited() {
+      return exit !== undefined;
+    },
+    exited: (ms) =>
+      new Promise<Exit>((resolve, reject) => {
+        const t = setTimeout(
+          () => reject(new Error(`dojang (pid ${child.pid}) did not exit within ${ms}ms\nstdout:\n${out}\nstderr:\n${err}`)),
+          ms,
+        );
+        void done.then((e) => {
+          clearTimeout(t);
+          resolve(e);
+        });
+      }),
+  };
+  spawned.add(proc);
+  return proc;
+}
+
+/** Runs the CLI to completion (bounded) and returns its exit and output. */
+export async function runCli(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = childEnv(),
+  ms = 10_000,
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const p = spawnDojang(args, env);
+  const e = await p.exited(ms);
+  return { ...e, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+/** SIGKILLs every process spawned here that is still running (afterEach), and waits for each to go. */
+export async function killSpawned(): Promise<void> {
+  const left = [...spawned];
+  for (const p of left) {
+    if (!p.hasExited && p.pid > 0) {
+      try {
+        process.kill(p.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+  await Promise.all(left.map((p) => p.exited(5000).catch(() => undefined)));
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` every `everyMs` until it returns a non-undefined value, or throws after `ms`. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 10_000, everyMs = 25): Promise<T> {
+  const until = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > until) throw new Error(`timed out after ${ms}ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await sleep(everyMs);
+  }
+}
+
+/** GET http://address/path with a short per-request timeout; { status, body } or throws. */
+export async function httpGet(address: string, path: string, ms = 1000): Promise<{ status: number; body: string; type: string | null }> {
+  const res = await fetch(`http://${address}${path}`, { signal: AbortSignal.timeout(ms) });
+  return { status: res.status, body: await res.text(), type: res.headers.get("content-type") };
+}
+
+/** Waits until the child's admin /ready answers 200 (or the child exits, which fails with its output). */
+export async function waitReady(p: DojangProcess, adminAddress: string, ms = 10_000): Promise<void> {
+  await waitFor(`dojang ${adminAddress}/ready`, async () => {
+    if (p.hasExited) throw new Error(`dojang exited before it was ready\nstdout:\n${p.stdout()}\nstderr:\n${p.stderr()}`);
+    const r = await httpGet(adminAddress, "/ready", 500).catch(() => undefined);
+    return r?.status === 200 ? true : undefined;
+  }, ms).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}\nstdout:\n${p.stdout()}\nstderr:\n${p.stderr()}`);
+  });
+}
+
+/** Whether a TCP connection to 127.0.0.1:port is accepted (false on refusal or timeout). */
+export function canConnect(port: number, ms = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, "127.0.0.1");
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve(false);
+    }, ms);
+    s.once("connect", () => {
+      clearTimeout(t);
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => {
+      clearTimeout(t);
+      resolve(false);
+    });
+  });
+}
+
+/** A minimal valid config (YAML) for a child process. */
+export function configYaml(o: {
+  listenPort: number | string;
+  adminPort?: number | string;
+  upstream?: string;
+  clusterName?: string;
+  routeCluster?: string;
+  drainTimeout?: string;
+  logLevel?: string;
+  extraRoute?: string;
+  extraTop?: string;
+}): string {
+  const cluster = o.clusterName ?? "backend";
+  return [
+    ...(o.adminPort !== undefined ? ["admin:", `  address: 127.0.0.1:${o.adminPort}`] : []),
+    "listeners:",
+    "  - name: main",
+    `    address: 127.0.0.1:${o.listenPort}`,
+    "    routes:",
+    '      - match: { prefix: "/" }',
+    `        cluster: ${o.routeCluster ?? cluster}`,
+    ...(o.extraRoute !== undefined ? [`        ${o.extraRoute}`] : []),
+    "clusters:",
+    `  - name: ${cluster}`,
+    `    endpoints: ["${o.upstream ?? "127.0.0.1:1"}"]`,
+    `drainTimeout: ${o.drainTimeout ?? "5s"}`,
+    `logLevel: ${o.logLevel ?? "info"}`,
+    ...(o.extraTop !== undefined ? [o.extraTop] : []),
+    "",
+  ].join("\n");
+}

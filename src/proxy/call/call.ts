@@ -30,7 +30,7 @@ import {
   type Outcome,
 } from "../../translate/index.js";
 import type { CompiledRoute, Router } from "../router.js";
-import type { Cluster, UpstreamSession } from "../upstream/pool.js";
+import { describeConnectError, type Cluster, type UpstreamSession } from "../upstream/pool.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { Logger } from "pino";
@@ -98,7 +98,9 @@ export class Call {
   messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
-  upError: string | undefined = undefined;
+  upError: Error | undefined = undefined;
+  /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
+  upEndedByReset = false;
   /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
   upDrainHooked = false;
   downDrainHooked = false;
@@ -353,13 +355,19 @@ export class Call {
     if (this.done) return;
     let o: Outcome | null;
     if (!sess.connected) {
-      o = outcome(Code.UNAVAILABLE, sess.failure ?? "upstream unreachable", "upstream_unreachable");
+      // The stream learns of a failed connect before the session does: the reason is the
+      // cause of the stream's own error ("pending stream has been canceled (caused by: ...)").
+      const cause = (this.upError as (Error & { cause?: unknown }) | undefined)?.cause;
+      const why =
+        sess.failure ??
+        (cause instanceof Error ? describeConnectError(cause as NodeJS.ErrnoException, sess.endpoint) : `upstream ${sess.endpoint.label} unreachable`);
+      o = outcome(Code.UNAVAILABLE, why, "upstream_unreachable");
     } else {
       const rst = up.rstCode;
       o = decideUpstreamEnd({
         statusFixed: false,
         rstCode: rst,
-        endedWithoutTrailers: this.upEnded,
+        endedWithoutTrailers: this.upEnded && this.responded && !this.upEndedByReset,
         sessionLost: sess.lost || sess.h2.destroyed,
         refused: rst === NGHTTP2_REFUSED_STREAM || (sess.goawayLastStreamId >= 0 && (up.id ?? 0) > sess.goawayLastStreamId),
         budgetExpired: this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS,
@@ -498,13 +506,18 @@ function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: 
   callOf(this).onTrailers(raw);
 }
 function onUpEnd(this: ClientHttp2Stream): void {
-  callOf(this).upEnded = true;
+  const c = callOf(this);
+  c.upEnded = true;
+  // node emits 'end' for RST_STREAM(NO_ERROR) too; then the stream is already closed, while
+  // after END_STREAM on DATA it is not yet (probed on Node 24). This tells apart what spec §10.2
+  // P4 calls indistinguishable, for the message and decided_by (the code is 13 either way).
+  c.upEndedByReset = this.closed;
 }
 function onUpClose(this: ClientHttp2Stream): void {
   callOf(this).onUpstreamClose();
 }
 function onUpError(this: ClientHttp2Stream, err: Error): void {
-  callOf(this).upError = err.message;
+  callOf(this).upError = err;
 }
 function onUpDrain(this: ClientHttp2Stream): void {
   const c = callOf(this);

@@ -48,9 +48,6 @@ export class UpstreamSession {
       }
     }, cfg.connectTimeoutMs);
     h2.once("connect", () => {
-      self.clearConnectTimer();
-      self.connected = true;
-      if (self.state === "connecting") self.state = "ready";
       // A bigger connection window than the 64 KiB default lets one session carry many
       // streaming calls at full speed; the per-stream window comes from SETTINGS above.
       try {
@@ -58,11 +55,18 @@ export class UpstreamSession {
       } catch {
         /* session already closing */
       }
-      self.endpoint.onConnectResult(self, "ok");
     });
+    // 'connect' fires once TCP is up; the peer has spoken HTTP/2 only when its SETTINGS
+    // arrive. A TCP listener that never answers the preface is a connect timeout, not a hang.
     h2.on("remoteSettings", (s) => {
       const peer = s.maxConcurrentStreams;
       if (typeof peer === "number" && peer > 0) self.limit = Math.min(cfg.maxConcurrentStreamsPerSession, peer);
+      if (!self.connected) {
+        self.clearConnectTimer();
+        self.connected = true;
+        if (self.state === "connecting") self.state = "ready";
+        self.endpoint.onConnectResult(self, "ok");
+      }
     });
     h2.on("goaway", (_code: number, lastStreamId: number) => {
       self.goawayLastStreamId = lastStreamId;
@@ -110,7 +114,7 @@ export class UpstreamSession {
   }
 }
 
-function describeConnectError(err: NodeJS.ErrnoException, ep: Endpoint): string {
+export function describeConnectError(err: NodeJS.ErrnoException, ep: Endpoint): string {
   const code = err.code ?? "";
   if (code === "ECONNREFUSED") return `connection refused by ${ep.label}`;
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `cannot resolve ${ep.host}`;

@@ -28,13 +28,16 @@ export interface FrameScanner {
   bytes: number;
   /** declared length of the first message above the limit, else -1 */
   overLimit: number;
+  /** where in the refused chunk the over-limit message's prefix starts (0 when it began in an
+   * earlier chunk): the bytes before it are whole messages the caller may still forward */
+  overLimitAt: number;
 }
 
 const PREFIX_BYTES = 5;
 
 /** A scanner at a message boundary. All fields are set here so every scanner has one shape. */
 export function newScanner(): FrameScanner {
-  return { headerLeft: PREFIX_BYTES, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1 };
+  return { headerLeft: PREFIX_BYTES, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0 };
 }
 
 /**
@@ -89,6 +92,7 @@ export function scanChunk(s: FrameScanner, chunk: Uint8Array, limit: number): bo
     bodyLeft = length;
     if (length > limit) {
       s.overLimit = length;
+      s.overLimitAt = i > PREFIX_BYTES ? i - PREFIX_BYTES : 0;
       s.headerLeft = 0;
       s.length = length;
       s.bodyLeft = bodyLeft;

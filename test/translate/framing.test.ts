@@ -38,7 +38,7 @@ const message = fc.record({ len: fc.oneof(fc.constant(0), fc.integer({ min: 0, m
 
 describe("newScanner()", () => {
   it("starts at a message boundary with nothing counted", () => {
-    expect(newScanner()).toEqual({ headerLeft: 5, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1 });
+    expect(newScanner()).toEqual({ headerLeft: 5, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0 });
     expect(atMessageBoundary(newScanner())).toBe(true);
   });
 });
@@ -118,7 +118,7 @@ describe("scanChunk()", () => {
     const chunk = concat([frameMessage(new Uint8Array(3)), frameMessage(new Uint8Array(20)), frameMessage(new Uint8Array(30))]);
     const s = newScanner();
     expect(scanChunk(s, chunk, 10)).toBe(false);
-    expect(s).toMatchObject({ messages: 2, overLimit: 20, bytes: 8 + 5 });
+    expect(s).toMatchObject({ messages: 2, overLimit: 20, bytes: 8 + 5, overLimitAt: 8 });
     expect(scanChunk(s, frameMessage(new Uint8Array(1)), 10)).toBe(false);
     expect(s).toMatchObject({ messages: 2, overLimit: 20, bytes: 13 });
   });
@@ -165,11 +165,14 @@ describe("scanChunk()", () => {
           const whole = scanAll([buf], limit);
           const parts = scanAll(split(buf, cuts), limit);
           expect(parts.ok).toBe(whole.ok);
-          expect(parts.s).toEqual(whole.s);
+          // overLimitAt is relative to the refused chunk, so it alone depends on the split.
+          expect({ ...parts.s, overLimitAt: 0 }).toEqual({ ...whole.s, overLimitAt: 0 });
           // Against the model: the first message longer than the limit, and the count up to it.
           const first = msgs.findIndex((m) => m.len > limit);
           expect(whole.s.overLimit).toBe(first < 0 ? -1 : (msgs[first] as { len: number }).len);
           expect(whole.s.messages).toBe(first < 0 ? msgs.length : first + 1);
+          // In one chunk, the refused prefix starts right after the whole messages before it.
+          if (first >= 0) expect(whole.s.overLimitAt).toBe(msgs.slice(0, first).reduce((a, m) => a + 5 + m.len, 0));
           if (first < 0) {
             expect(whole.s.bytes).toBe(buf.length);
             expect(atMessageBoundary(whole.s)).toBe(true);
@@ -184,7 +187,7 @@ describe("scanChunk()", () => {
       fc.property(fc.array(message, { maxLength: 8 }), fc.integer({ min: 0, max: 64 }), (msgs, limit) => {
         const buf = concat(msgs.map((m) => frameMessage(new Uint8Array(m.len), m.flag)));
         const bytes = Array.from(buf, (b) => Uint8Array.of(b));
-        expect(scanAll(bytes, limit).s).toEqual(scanAll([buf], limit).s);
+        expect({ ...scanAll(bytes, limit).s, overLimitAt: 0 }).toEqual({ ...scanAll([buf], limit).s, overLimitAt: 0 });
       }),
     );
   });

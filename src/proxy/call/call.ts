@@ -30,7 +30,7 @@ import {
   type Outcome,
 } from "../../translate/index.js";
 import type { CompiledRoute, Router } from "../router.js";
-import { describeConnectError, type Cluster, type UpstreamSession } from "../upstream/pool.js";
+import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSession } from "../upstream/pool.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { Logger } from "pino";
@@ -68,7 +68,7 @@ export interface CallContext {
 
 type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
 
-export class Call {
+export class Call implements SessionWaiter {
   readonly ctx: CallContext;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
@@ -98,6 +98,11 @@ export class Call {
   messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
+  /** request headers for the upstream while the call waits for a session to be ready */
+  upHeaders: OutgoingHeaders | undefined = undefined;
+  upEndStream = false;
+  /** the upstream's trailers, held until its readable side has ended */
+  upTrailers: OutgoingHeaders | undefined = undefined;
   upError: Error | undefined = undefined;
   /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
   upEndedByReset = false;
@@ -181,20 +186,34 @@ export class Call {
     if (out["te"] === undefined) out["te"] = "trailers";
     if (rid === undefined) out["x-request-id"] = this.requestId;
 
-    const endpoint = route.cluster.pick();
-    const sess = endpoint.acquire();
+    this.upHeaders = out;
+    this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
+    this.useSession(route.cluster.pick().acquire());
+  }
+
+  /**
+   * Opens the upstream stream on `sess`, or waits for it: a session is used only once the
+   * peer's SETTINGS are in, so a burst never exceeds its SETTINGS_MAX_CONCURRENT_STREAMS and
+   * gets REFUSED_STREAM (streams sent before SETTINGS arrive are not bound by it).
+   */
+  private useSession(sess: UpstreamSession): void {
     this.upSession = sess;
+    if (!sess.connected) {
+      sess.waiting.push(this);
+      return;
+    }
     let up: ClientHttp2Stream;
     try {
       // waitForTrailers on every upstream request: without it node's close(code) first sends
       // DATA(END_STREAM), so a cancel would look like a complete request (spec §10.2 P1).
-      up = sess.h2.request(out, { endStream: (flags & NGHTTP2_FLAG_END_STREAM) !== 0, waitForTrailers: true });
+      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: true });
     } catch (err) {
       if (sess.h2.destroyed || sess.h2.closed) {
-        return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${endpoint.label} is closed`, "upstream_unreachable"));
+        return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"));
       }
       return this.finish(outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
     }
+    this.upHeaders = undefined;
     sess.active++;
     this.up = up;
     (up as AnyStream)[kCall] = this;
@@ -205,9 +224,22 @@ export class Call {
     up.on("close", onUpClose);
     up.on("error", onUpError);
     up.on("wantTrailers", onUpWantTrailers);
+    // Only now does the request body flow: until here it waits in the stream (flow-controlled).
     const down = this.down;
     down.on("data", onDownData);
     down.on("end", onDownEnd);
+  }
+
+  /** SessionWaiter: the session this call waited for has the peer's SETTINGS. */
+  onSessionReady(sess: UpstreamSession): void {
+    if (this.done) return;
+    // Full already (the peer allows fewer streams than were waiting): another session.
+    this.useSession(sess.active < sess.limit ? sess : sess.endpoint.acquire());
+  }
+
+  /** SessionWaiter: the session failed before it was ready (refused, timeout, closed). */
+  onSessionFailed(sess: UpstreamSession): void {
+    this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream ${sess.endpoint.label} unreachable`, "upstream_unreachable"));
   }
 
   private armTimer(ms: number): void {
@@ -282,6 +314,9 @@ export class Call {
     if (this.done) return;
     const route = this.route!;
     if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
+      // The whole messages before the refused prefix still reach the client (a view, no copy).
+      const at = this.respScan.overLimitAt;
+      if (at > 0) this.down.write(chunk.subarray(0, at));
       return this.finish(
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
@@ -302,7 +337,17 @@ export class Call {
       // response); guard anyway so the status still reaches the client.
       return this.finish(outcome(Code.INTERNAL, "upstream sent trailers before response headers", "upstream_protocol"));
     }
-    this.forwardStatus(copyHeaders({}, raw, undefined), false);
+    // node emits 'trailers' as soon as the frame is parsed, even while DATA read before it is
+    // still buffered behind backpressure: forward the status only after 'end', once every
+    // message has been passed on, or the client would get OK with its last messages missing.
+    this.upTrailers = copyHeaders({}, raw, undefined);
+    if (this.upEnded) this.forwardStatus(this.upTrailers, false);
+  }
+
+  onUpstreamEnd(ended: boolean): void {
+    this.upEnded = true;
+    this.upEndedByReset = ended;
+    if (this.upTrailers !== undefined && !this.done) this.forwardStatus(this.upTrailers, false);
   }
 
   /**
@@ -338,6 +383,7 @@ export class Call {
       try {
         down.respond(block, { endStream: true });
         this.responded = true;
+        closeRequestSide(down);
       } catch (err) {
         this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
       }
@@ -353,6 +399,7 @@ export class Call {
     const sess = this.upSession!;
     sess.active--;
     if (this.done) return;
+    if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
     let o: Outcome | null;
     if (!sess.connected) {
       // The stream learns of a failed connect before the session does: the reason is the
@@ -402,6 +449,7 @@ export class Call {
       this.responded = true;
       try {
         down.respond(trailersOnlyHeaders(o), { endStream: true });
+        closeRequestSide(down);
       } catch {
         down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       }
@@ -413,12 +461,15 @@ export class Call {
   }
 
   onWantTrailers(): void {
+    const down = this.down;
     const t = this.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
     try {
-      this.down.sendTrailers(t);
+      down.sendTrailers(t);
     } catch {
-      this.down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
+      down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
     }
+    // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
+    if (!down.closed) setImmediate(closeRequestSide, down);
   }
 
   onDownstreamClose(): void {
@@ -469,6 +520,16 @@ export class Call {
   }
 }
 
+/**
+ * After the final status, a client still sending gets RST_STREAM(NO_ERROR), as grpc-go's
+ * server does (spec §4.1 "early server closure"). node does this by itself only for a stream it
+ * never read from, and dojang always reads; without it the stream stays half-open until the
+ * client leaves, holding a stream slot.
+ */
+function closeRequestSide(down: ServerHttp2Stream): void {
+  if (!down.closed && !down.destroyed) down.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
 function callOf(s: unknown): Call {
@@ -506,12 +567,10 @@ function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: 
   callOf(this).onTrailers(raw);
 }
 function onUpEnd(this: ClientHttp2Stream): void {
-  const c = callOf(this);
-  c.upEnded = true;
   // node emits 'end' for RST_STREAM(NO_ERROR) too; then the stream is already closed, while
   // after END_STREAM on DATA it is not yet (probed on Node 24). This tells apart what spec §10.2
   // P4 calls indistinguishable, for the message and decided_by (the code is 13 either way).
-  c.upEndedByReset = this.closed;
+  callOf(this).onUpstreamEnd(this.closed);
 }
 function onUpClose(this: ClientHttp2Stream): void {
   callOf(this).onUpstreamClose();

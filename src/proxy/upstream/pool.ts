@@ -10,10 +10,18 @@ import type { Logger } from "pino";
 
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
 
+/** A call waiting for a session's first SETTINGS. */
+export interface SessionWaiter {
+  onSessionReady(s: UpstreamSession): void;
+  onSessionFailed(s: UpstreamSession): void;
+}
+
 export class UpstreamSession {
   state: SessionState = "connecting";
   /** streams currently open on this session */
   active = 0;
+  /** calls waiting for the peer's SETTINGS before they open a stream here */
+  waiting: SessionWaiter[] = [];
   /** min(cluster cap, peer's SETTINGS_MAX_CONCURRENT_STREAMS) */
   limit: number;
   /** the TCP+h2 handshake completed at least once */
@@ -66,6 +74,9 @@ export class UpstreamSession {
         self.connected = true;
         if (self.state === "connecting") self.state = "ready";
         self.endpoint.onConnectResult(self, "ok");
+        const w = self.waiting;
+        self.waiting = [];
+        for (let i = 0; i < w.length; i++) w[i]!.onSessionReady(self);
       }
     });
     h2.on("goaway", (_code: number, lastStreamId: number) => {
@@ -77,12 +88,14 @@ export class UpstreamSession {
       if (!self.connected && self.state === "connecting") self.endpoint.onConnectResult(self, "error");
       self.lost = true;
       self.retire();
+      self.failWaiters();
     });
     h2.on("close", () => {
       self.clearConnectTimer();
       self.lost = true;
       self.state = "closed";
       self.endpoint.remove(self);
+      self.failWaiters();
       const cluster = self.endpoint.cluster;
       if (cluster.open.delete(self)) cluster.metrics.live.upstreamSessions--;
     });
@@ -109,8 +122,14 @@ export class UpstreamSession {
     }
   }
 
+  private failWaiters(): void {
+    const w = this.waiting;
+    this.waiting = [];
+    for (let i = 0; i < w.length; i++) w[i]!.onSessionFailed(this);
+  }
+
   hasCapacity(): boolean {
-    return (this.state === "ready" || this.state === "connecting") && this.active < this.limit;
+    return (this.state === "ready" || this.state === "connecting") && this.active + this.waiting.length < this.limit;
   }
 }
 

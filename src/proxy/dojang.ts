@@ -58,6 +58,7 @@ export class Dojang {
         log: this.log,
         accessLog: config.accessLog,
         now,
+        faultsFor: null,
         active: new Set(),
         onCallClosed,
       };

@@ -125,3 +125,51 @@ export function frameMessage(payload: Uint8Array, flag = 0): Uint8Array {
   out.set(payload, PREFIX_BYTES);
   return out;
 }
+
+/**
+ * For the fault path only: scans `chunk` from `from` up to the end of the first message that
+ * completes there and returns the offset just past it, or chunk.length when none completes.
+ * Lets a caller cut a chunk at message boundaries (with views, no copies) to act between
+ * messages. Uses the same state as scanChunk (no limit: limits are checked separately).
+ */
+export function nextBoundary(s: FrameScanner, chunk: Uint8Array, from: number): number {
+  const n = chunk.length;
+  let i = from;
+  while (i < n) {
+    if (s.headerLeft === 0) {
+      const avail = n - i;
+      if (avail < s.bodyLeft) {
+        s.bodyLeft -= avail;
+        s.bytes += avail;
+        return n;
+      }
+      i += s.bodyLeft;
+      s.bytes += s.bodyLeft;
+      s.bodyLeft = 0;
+      s.headerLeft = PREFIX_BYTES;
+      return i;
+    }
+    const b = chunk[i++] as number;
+    s.bytes++;
+    if (s.headerLeft === PREFIX_BYTES) {
+      s.flag = b;
+      s.length = 0;
+    } else {
+      s.length = s.length * 256 + b;
+    }
+    if (--s.headerLeft === 0) {
+      s.messages++;
+      s.bodyLeft = s.length;
+      if (s.length === 0) {
+        s.headerLeft = PREFIX_BYTES;
+        return i;
+      }
+    }
+  }
+  return n;
+}
+
+/** Messages fully seen by a scanner (a message whose prefix is in but whose body is not yet, excluded). */
+export function completedMessages(s: FrameScanner): number {
+  return s.headerLeft === PREFIX_BYTES ? s.messages : s.headerLeft === 0 ? s.messages - 1 : s.messages;
+}

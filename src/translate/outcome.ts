@@ -23,6 +23,7 @@ export const DECIDED_BY = {
   bad_request: "the request was not valid gRPC (content-type, grpc-timeout, method or headers)",
   client_cancel: "the downstream client cancelled the call or disconnected",
   shutdown: "dojang was shutting down and did not start or finish the call",
+  fault: "a fault rule injected this status (abort, reset, raw HTTP, unreachable, cut connection)",
 } as const;
 export type DecidedBy = keyof typeof DECIDED_BY;
 

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
 import {
   atMessageBoundary,
+  completedMessages,
+  nextBoundary,
   frameMessage,
   newScanner,
   scanChunk,
@@ -237,5 +239,43 @@ describe("frameMessage()", () => {
     expect(Array.from(frameMessage(new Uint8Array(0)))).toEqual([0, 0, 0, 0, 0]);
     const big = frameMessage(new Uint8Array(0x01020304 & 0xffff));
     expect(Array.from(big.slice(0, 5))).toEqual([0, 0, 0, 0x03, 0x04]);
+  });
+});
+
+describe("nextBoundary(): cutting chunks at message boundaries for the fault path", () => {
+  it("returns the end of each message in turn, however the stream is split, and counts like scanChunk", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), (lens, cuts) => {
+        const frames = lens.map((l) => frameMessage(new Uint8Array(l)));
+        const buf = concat(frames);
+        const ends: number[] = [];
+        let o = 0;
+        for (const f of frames) ends.push((o += f.length));
+        const s = newScanner();
+        const seen: number[] = [];
+        let base = 0;
+        for (const part of split(buf, cuts)) {
+          let at = 0;
+          while (at < part.length) {
+            const next = nextBoundary(s, part, at);
+            if (atMessageBoundary(s)) seen.push(base + next);
+            at = next;
+          }
+          base += part.length;
+        }
+        expect(seen).toEqual(ends);
+        expect(s.messages).toBe(lens.length);
+        expect(completedMessages(s)).toBe(lens.length);
+        expect(s.bytes).toBe(buf.length);
+      }),
+    );
+  });
+
+  it("does not count a message whose body has not fully arrived as completed", () => {
+    const s = newScanner();
+    const m = frameMessage(new Uint8Array(10));
+    nextBoundary(s, m.subarray(0, 7), 0);
+    expect(s.messages).toBe(1);
+    expect(completedMessages(s)).toBe(0);
   });
 });

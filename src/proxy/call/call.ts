@@ -35,6 +35,7 @@ import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { Logger } from "pino";
 import { copyHeaders, rawGet, type OutgoingHeaders } from "./headers.js";
+import type { FaultExec, FaultableCall } from "./faults.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
@@ -60,6 +61,8 @@ export interface CallContext {
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
+  /** fault selection for a call on a route; null when the listener can have no faults at all */
+  readonly faultsFor: ((call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]) => FaultExec | null) | null;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
@@ -68,7 +71,7 @@ export interface CallContext {
 
 type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
 
-export class Call implements SessionWaiter {
+export class Call implements SessionWaiter, FaultableCall {
   readonly ctx: CallContext;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
@@ -98,6 +101,11 @@ export class Call implements SessionWaiter {
   messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
+  /** the faults selected for this call; null on the normal path (one null test per hook) */
+  fault: FaultExec | null = null;
+  heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
+  faultTrailersReady = false;
+  faultHeadSeen = false;
   /** request headers for the upstream while the call waits for a session to be ready */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
@@ -188,7 +196,21 @@ export class Call implements SessionWaiter {
 
     this.upHeaders = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    this.useSession(route.cluster.pick().acquire());
+    const faultsFor = this.ctx.faultsFor;
+    if (faultsFor !== null) {
+      const f = faultsFor(this, route, raw);
+      if (f !== null) {
+        this.fault = f;
+        return f.beforeUpstream();
+      }
+    }
+    this.proceed();
+  }
+
+  /** Picks an endpoint and opens the upstream stream (FaultableCall: also after a delay). */
+  proceed(): void {
+    if (this.done) return;
+    this.useSession(this.route!.cluster.pick().acquire());
   }
 
   /**
@@ -266,6 +288,7 @@ export class Call implements SessionWaiter {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
+    if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
     if (!up.write(chunk)) {
       this.down.pause();
       if (!this.upDrainHooked) {
@@ -276,15 +299,21 @@ export class Call implements SessionWaiter {
   }
 
   onRequestEnd(): void {
-    const up = this.up;
-    if (this.done || up === undefined || up.writableEnded) return;
-    up.end();
+    if (this.fault !== null) return this.fault.onRequestEnd();
+    this.endRequestContinue();
   }
 
   // === response ===
 
   onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done) return;
+    if (this.fault !== null && this.heldHead === undefined && !this.faultHeadSeen) {
+      this.faultHeadSeen = true;
+      if (this.fault.delayResponseHead()) {
+        this.heldHead = { headers, flags, raw };
+        return;
+      }
+    }
     const st = headers[":status"];
     const ct = headers["content-type"];
     const gs = headers["grpc-status"];
@@ -298,6 +327,7 @@ export class Call implements SessionWaiter {
     if (v.kind === "skip") return;
     if (v.kind === "synthesize") return this.finish(v.outcome);
     const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
+    if (this.fault !== null) this.fault.shapeHead(out);
     if (endStream) {
       // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
       return this.forwardStatus(out, endStream);
@@ -305,6 +335,7 @@ export class Call implements SessionWaiter {
     try {
       this.down.respond(out, { waitForTrailers: true });
       this.responded = true;
+      if (this.fault !== null) this.fault.onHeadersSent();
     } catch (err) {
       this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
     }
@@ -321,6 +352,7 @@ export class Call implements SessionWaiter {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
+    if (this.fault !== null && this.fault.resp !== null) return this.fault.resp.push(chunk);
     if (!this.down.write(chunk)) {
       this.up!.pause();
       if (!this.downDrainHooked) {
@@ -356,6 +388,24 @@ export class Call implements SessionWaiter {
    * client would decide (spec §4.1), and dojang says it decided.
    */
   private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
+    const f = this.fault;
+    if (f !== null) {
+      if (!trailersOnly && !this.faultTrailersReady && !f.onTrailers(block)) return; // held back by a fault
+      if (trailersOnly && f.extra !== undefined) Object.assign(block, f.extra);
+      const sh = f.shape?.shape;
+      if (!trailersOnly && (sh === "no_trailers" || sh === "trailers_without_status")) {
+        // The broken ending is the fault: send it as it is, and count what a client makes of it.
+        this.done = true;
+        this.clearTimer();
+        this.code = sh === "no_trailers" ? Code.INTERNAL : Code.UNKNOWN;
+        this.message = sh === "no_trailers" ? "fault: stream ended without trailers" : "fault: trailers without grpc-status";
+        this.decidedBy = "fault";
+        if (this.down.destroyed || this.down.closed) return;
+        this.pendingTrailers = block;
+        this.down.end();
+        return;
+      }
+    }
     this.done = true;
     this.clearTimer();
     const gsRaw = block["grpc-status"];
@@ -385,7 +435,7 @@ export class Call implements SessionWaiter {
         this.responded = true;
         closeRequestSide(down);
       } catch (err) {
-        this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
+        this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"), undefined);
       }
       return;
     }
@@ -426,7 +476,7 @@ export class Call implements SessionWaiter {
   // === ends ===
 
   /** dojang's own status for the call; cancels the upstream if it is still open. */
-  finish(o: Outcome): void {
+  finish(o: Outcome, extra?: OutgoingHeaders): void {
     if (this.done) return;
     this.done = true;
     this.clearTimer();
@@ -434,21 +484,54 @@ export class Call implements SessionWaiter {
     this.message = o.message;
     this.decidedBy = o.decidedBy;
     const up = this.up;
-    if (up !== undefined && !this.upClosed) {
+    if (up !== undefined && !this.upClosed && !up.closed) {
       // close(CANCEL) explicitly: node's default abort code is INTERNAL_ERROR, and destroy()
       // sends NO_ERROR (spec §10.2 P2). Closing also discards unread DATA (P7).
       up.close(NGHTTP2_CANCEL);
     }
-    this.respondLocal(o);
+    this.respondLocal(o, extra ?? this.fault?.extra);
   }
 
-  private respondLocal(o: Outcome): void {
+  // === FaultableCall (src/proxy/call/faults.ts) ===
+
+  finishFault(code: number, message: string, extra: OutgoingHeaders | undefined): void {
+    this.finish(outcome(code, message, "fault"), extra);
+  }
+
+  recordFault(code: number, message: string): void {
+    if (this.done) return;
+    this.done = true;
+    this.responded = true;
+    this.clearTimer();
+    this.code = code;
+    this.message = message;
+    this.decidedBy = "fault";
+  }
+
+  onResponseHeadContinue(): void {
+    const h = this.heldHead;
+    this.heldHead = undefined;
+    if (h !== undefined) this.onResponse(h.headers, h.flags, h.raw);
+  }
+
+  forwardTrailersContinue(block: OutgoingHeaders): void {
+    this.faultTrailersReady = true;
+    this.forwardStatus(block, false);
+  }
+
+  endRequestContinue(): void {
+    const up = this.up;
+    if (this.done || up === undefined || up.writableEnded) return;
+    up.end();
+  }
+
+  private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
     const down = this.down;
     if (down.destroyed || down.closed) return;
     if (!this.responded) {
       this.responded = true;
       try {
-        down.respond(trailersOnlyHeaders(o), { endStream: true });
+        down.respond(extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra }, { endStream: true });
         closeRequestSide(down);
       } catch {
         down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -456,7 +539,7 @@ export class Call implements SessionWaiter {
       return;
     }
     // Headers went out: the status follows the messages already forwarded, as trailers.
-    this.pendingTrailers = statusTrailers(o);
+    this.pendingTrailers = extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra };
     if (!down.writableEnded) down.end();
   }
 
@@ -470,6 +553,7 @@ export class Call implements SessionWaiter {
     }
     // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
     if (!down.closed) setImmediate(closeRequestSide, down);
+    if (this.fault !== null) this.fault.afterTrailersSent(down);
   }
 
   onDownstreamClose(): void {
@@ -478,6 +562,7 @@ export class Call implements SessionWaiter {
       this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
+    if (this.fault !== null) this.fault.clear();
     const ctx = this.ctx;
     ctx.active.delete(this);
     const m = ctx.metrics;

@@ -5,6 +5,9 @@ import { ConfigError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
 
+import type { FaultRule, FaultRuleStatus } from "./proxy/filters/fault/index.js";
+import type { AccessRecord } from "./proxy/observe/log.js";
+
 export const VERSION = "0.1.0";
 
 export interface StartOptions {
@@ -25,6 +28,18 @@ export interface DojangHandle {
   /** "host:port" of the admin listener, if configured */
   readonly adminAddress: string | undefined;
   readonly instance: Dojang;
+  /** fault rules, Toxiproxy-style (the same rule shape as the config's `faults:` lists) */
+  readonly faults: {
+    /** adds a rule and returns it normalized (with its id); throws DojangError with the reasons when invalid */
+    add(rule: Readonly<Record<string, unknown>>): FaultRule;
+    remove(id: string): boolean;
+    /** removes the API-added rules and zeroes every counter */
+    reset(): void;
+    /** every rule with how often it matched and fired */
+    list(): FaultRuleStatus[];
+  };
+  /** the recent calls (the journal), oldest first: method, status, decided_by, faults, attempt, timings, bytes */
+  readonly calls: readonly AccessRecord[];
   /** graceful close; `drainTimeoutMs` 0 cuts in-flight calls at once */
   close(drainTimeoutMs?: number): Promise<void>;
 }
@@ -51,6 +66,15 @@ export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
     address: d.address(),
     adminAddress: d.adminAddress,
     instance: d,
+    faults: {
+      add: (rule) => d.addFault(rule),
+      remove: (id) => d.faults.remove(id),
+      reset: () => d.faults.reset(performance.now()),
+      list: () => d.listFaults(),
+    },
+    get calls() {
+      return d.journal.last();
+    },
     close: (ms?: number) => d.close(ms),
   };
 }
@@ -58,3 +82,5 @@ export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
 export { Dojang } from "./proxy/dojang.js";
 export { ConfigError, DojangError } from "./errors.js";
 export type { Config } from "./config/index.js";
+export type { FaultRule, FaultRuleStatus, FaultAction } from "./proxy/filters/fault/index.js";
+export type { AccessRecord as CallRecord } from "./proxy/observe/log.js";

@@ -11,6 +11,8 @@ import { describeValue, didYouMean, formatPath, type PathSegment } from "./issue
 import { CONFIG_SCHEMA, DOCUMENT_SCHEMA, type Config } from "./schema.js";
 import { formatHostPort, parseHostPort } from "./units.js";
 import type { HostPort } from "./schema.js";
+import { parseFaultList, parseFaultSetSettings } from "../proxy/filters/fault/config.js";
+import type { FaultRule } from "../proxy/filters/fault/model.js";
 
 export type ParseResult =
   | { readonly ok: true; readonly config: Config }
@@ -61,10 +63,42 @@ export function parseConfigValue(value: unknown, env: Env = process.env): ParseR
   }
   issues.push(...crossReferenceIssues(expanded.value));
 
-  if (issues.length > 0 || !result.success) {
-    return { ok: false, issues: dedupe(sortIssues(issues).map((i) => ({ path: formatPath(i.path), message: i.message }))) };
+  const faultIssues: ConfigIssue[] = [];
+  const config = result.success ? withFaultRules(result.data, faultIssues) : undefined;
+  if (issues.length > 0 || config === undefined || faultIssues.length > 0) {
+    const all = sortIssues(issues).map((i) => ({ path: formatPath(i.path), message: i.message }));
+    return { ok: false, issues: dedupe([...all, ...faultIssues]) };
   }
-  return { ok: true, config: deepFreeze(result.data) };
+  return { ok: true, config: deepFreeze(config) };
+}
+
+/**
+ * Fault rules are parsed by the fault filter's own parser (Envoy's habit: each filter parses its
+ * block), with the listener and route as their scope. Rule ids are unique across the document.
+ */
+function withFaultRules(c: Config, issues: ConfigIssue[]): Config {
+  const ids = new Map<string, string>();
+  const take = (raw: unknown, path: string, scope: { listener: string; route?: number }): readonly FaultRule[] => {
+    const r = parseFaultList(raw, path, { source: "config", scope });
+    if (!r.ok) {
+      issues.push(...r.issues);
+      return [];
+    }
+    r.rules.forEach((rule, i) => {
+      const prev = ids.get(rule.id);
+      if (prev !== undefined) issues.push({ path: `${path}[${i}].id`, message: `duplicate fault rule id "${rule.id}" (also at ${prev})` });
+      else ids.set(rule.id, `${path}[${i}]`);
+    });
+    return r.rules;
+  };
+  const listeners = c.listeners.map((l, li) => ({
+    ...l,
+    faults: take(l.faults, `listeners[${li}].faults`, { listener: l.name }),
+    routes: l.routes.map((r, ri) => ({ ...r, faults: take(r.faults, `listeners[${li}].routes[${ri}].faults`, { listener: l.name, route: ri }) })),
+  }));
+  const fs = parseFaultSetSettings(c.faultInjection, "faultInjection");
+  if (!fs.ok) issues.push(...fs.issues);
+  return { ...c, listeners, faultInjection: fs.ok ? fs.settings : { seed: 0, maxActiveFaults: null } };
 }
 
 /** Like parseConfigText, but throws ConfigError(source, issues). */

@@ -7,6 +7,8 @@
 import { z } from "zod";
 import { describeValue, didYouMean } from "./issues.js";
 import { parseDuration, parseHostPort, parseSize } from "./units.js";
+import type { FaultRule } from "../proxy/filters/fault/model.js";
+import type { FaultSetSettings } from "../proxy/filters/fault/config.js";
 
 // === normalized types (what the proxy is coded against) ===
 
@@ -35,6 +37,8 @@ export interface RouteConfig {
   readonly timeoutMs: number | null;
   readonly maxRequestMessageBytes: number;
   readonly maxResponseMessageBytes: number;
+  /** fault rules for calls on this route (parsed by src/proxy/filters/fault/config.ts) */
+  readonly faults: readonly FaultRule[];
 }
 
 export interface ListenerConfig {
@@ -53,6 +57,12 @@ export interface ListenerConfig {
   readonly connectionWindowSize: number;
   /** Node's `maxSessionMemory`, MiB per client session. */
   readonly maxSessionMemoryMiB: number;
+  /** fault rules for every call on this listener */
+  readonly faults: readonly FaultRule[];
+  /** honour fault-injection request headers (x-envoy-fault-*, x-dojang-fault); off: an edge must not let clients inject faults */
+  readonly faultHeaders: boolean;
+  /** name the fault rule(s) in an `x-dojang-fault` response trailer */
+  readonly faultTrailer: boolean;
 }
 
 export interface ClusterConfig {
@@ -84,6 +94,10 @@ export interface Config {
   readonly workers: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
+  /** recent calls kept for GET /calls and the library's `calls` (0 = none) */
+  readonly journal: number;
+  /** the fault rule set's seed (percentages replay identically) and concurrency cap */
+  readonly faultInjection: FaultSetSettings;
 }
 
 // === defaults ===
@@ -119,6 +133,7 @@ export const DEFAULTS = Object.freeze({
     workers: 1,
     logLevel: "info" as LogLevel,
     accessLog: true,
+    journal: 1000,
   }),
 });
 
@@ -331,6 +346,8 @@ const route = z.strictObject(
     timeout: routeTimeout.default(DEFAULTS.route.timeoutMs),
     maxRequestMessageBytes: sizeBytes(LIMITS.messageBytes).default(DEFAULTS.route.maxRequestMessageBytes),
     maxResponseMessageBytes: sizeBytes(LIMITS.messageBytes).default(DEFAULTS.route.maxResponseMessageBytes),
+    // Rules are validated by the fault filter's own parser (parse.ts, after this schema).
+    faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
   },
   { error: expected("a route mapping") },
 );
@@ -346,6 +363,9 @@ const listener = z.strictObject(
     initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.listener.initialWindowSize),
     connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.listener.connectionWindowSize),
     maxSessionMemoryMiB: count(LIMITS.maxSessionMemoryMiB).default(DEFAULTS.listener.maxSessionMemoryMiB),
+    faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
+    faultHeaders: flag.default(false),
+    faultTrailer: flag.default(false),
   },
   { error: expected("a listener mapping") },
 );
@@ -382,6 +402,8 @@ const document = z.strictObject(
     workers: count(LIMITS.workers).default(DEFAULTS.config.workers),
     logLevel: logLevel.default(DEFAULTS.config.logLevel),
     accessLog: flag.default(DEFAULTS.config.accessLog),
+    journal: count({ min: 0, max: 100000 }).default(DEFAULTS.config.journal),
+    faultInjection: z.unknown().optional(),
   },
   { error: expected("a mapping with listeners and clusters") },
 );
@@ -399,6 +421,8 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
         timeoutMs: r.timeout,
         maxRequestMessageBytes: r.maxRequestMessageBytes,
         maxResponseMessageBytes: r.maxResponseMessageBytes,
+        // Raw here; parse.ts replaces them with parsed rules before the Config is frozen.
+        faults: r.faults as unknown as readonly FaultRule[],
       })),
       maxConcurrentStreams: l.maxConcurrentStreams,
       maxHeaderListPairs: l.maxHeaderListPairs,
@@ -406,6 +430,9 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       initialWindowSize: l.initialWindowSize,
       connectionWindowSize: l.connectionWindowSize,
       maxSessionMemoryMiB: l.maxSessionMemoryMiB,
+      faults: l.faults as unknown as readonly FaultRule[],
+      faultHeaders: l.faultHeaders,
+      faultTrailer: l.faultTrailer,
     })),
     clusters: d.clusters.map((c) => ({
       name: c.name,
@@ -420,6 +447,8 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
     workers: d.workers,
     logLevel: d.logLevel,
     accessLog: d.accessLog,
+    journal: d.journal,
+    faultInjection: d.faultInjection as unknown as FaultSetSettings,
   }),
 );
 

@@ -11,6 +11,12 @@ import { createLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/pool.js";
+import { FaultExec } from "./call/faults.js";
+import { rawGet } from "./call/headers.js";
+import { FaultSet, faultsFromHeaders, handleFaultsApi, mulberry32, parseFaultRule, select, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import { Journal } from "./observe/log.js";
+import type { Call } from "./call/call.js";
+import type { CompiledRoute } from "./router.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel */
@@ -28,6 +34,11 @@ export class Dojang {
   readonly clusters = new Map<string, Cluster>();
   readonly listeners: Listener[] = [];
   readonly admin: AdminServer | undefined;
+  /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
+  readonly faults: FaultSet;
+  readonly journal: Journal;
+  /** calls currently running a fault (maxActiveFaults) */
+  private faultActive = 0;
   private draining = false;
   private started = false;
   private idleWaiters: (() => void)[] = [];
@@ -37,6 +48,12 @@ export class Dojang {
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
     for (const c of config.clusters) this.clusters.set(c.name, new Cluster(c, this.metrics, this.log));
     const now = performance.now.bind(performance);
+    this.faults = new FaultSet(config.faultInjection);
+    this.journal = new Journal(config.journal);
+    this.loadConfigFaults(config);
+    const release = (): void => {
+      this.faultActive--;
+    };
     const onCallClosed = (): void => {
       if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
         const w = this.idleWaiters;
@@ -58,7 +75,8 @@ export class Dojang {
         log: this.log,
         accessLog: config.accessLog,
         now,
-        faultsFor: null,
+        faultsFor: this.faultSelector(l.name, l.faultHeaders, l.faultTrailer, config.faultInjection.seed, release),
+        journal: this.journal,
         active: new Set(),
         onCallClosed,
       };
@@ -66,11 +84,78 @@ export class Dojang {
     }
     if (config.admin !== null) {
       this.admin = new AdminServer(config.admin.address, {
+        faults: (method, path, body) => {
+          const r = handleFaultsApi(method, path, body, this.faults, performance.now());
+          return r === null ? null : { status: r.status, body: r.body };
+        },
+        calls: (last) => this.journal.last(last),
         metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
         ready: () => this.started && !this.draining,
         config: () => this.config,
       });
     }
+  }
+
+  /**
+   * The listener's fault selection: null-cheap when no rule exists (one size test per call, no
+   * allocation), since rules may be added through the admin API at any time.
+   */
+  private faultSelector(listener: string, headers: boolean, trailer: boolean, seed: number, release: () => void) {
+    const rand = mulberry32(seed ^ 0x5eed);
+    const set = this.faults;
+    const log = this.log;
+    return (call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]): FaultExec | null => {
+      let hActions: ReturnType<typeof faultsFromHeaders>["actions"] | undefined;
+      if (headers) {
+        const h = faultsFromHeaders((n) => rawGet(raw, n), rand);
+        if (h.errors.length > 0) log.info({ request_id: call.requestId, errors: h.errors }, "fault headers ignored");
+        if (h.actions.length > 0) hActions = h.actions;
+      }
+      if (set.size === 0 && hActions === undefined) return null;
+      const ids: string[] = [];
+      const actions = select(
+        set,
+        {
+          listener,
+          routeLabel: route.label,
+          routeIndex: route.index,
+          service: call.series.service,
+          method: call.series.method,
+          metadata: (n) => rawGet(raw, n),
+          nowMs: performance.now(),
+        },
+        this.faultActive,
+        hActions,
+        ids,
+      );
+      if (actions === null || actions.length === 0) return null;
+      for (let i = 0; i < actions.length; i++) this.metrics.faultsInjected.labels(ids[i] ?? "header", actions[i]!.kind).inc();
+      this.faultActive++;
+      return new FaultExec(call, actions, ids, seed, trailer, release);
+    };
+  }
+
+  /** Config rules (listener and route lists) into the set; a reload replaces only these. */
+  loadConfigFaults(config: Config): void {
+    for (const st of this.faults.list()) if (st.rule.source === "config") this.faults.remove(st.rule.id);
+    const now = performance.now();
+    for (const l of config.listeners) {
+      for (const r of l.faults) this.faults.add(r, now);
+      for (const rt of l.routes) for (const r of rt.faults) this.faults.add(r, now);
+    }
+  }
+
+  /** Library: add a rule given in the config/API shape; throws with the reasons when invalid. */
+  addFault(value: unknown): FaultRule {
+    const r = parseFaultRule(value, "fault", { source: "api" });
+    if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
+    const a = this.faults.add(r.rule, performance.now());
+    if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
+    return a.rule;
+  }
+
+  listFaults(): FaultRuleStatus[] {
+    return this.faults.list();
   }
 
   async start(): Promise<void> {

@@ -42,6 +42,7 @@ describe("parseConfigText(): a valid config", () => {
               timeoutMs: null,
               maxRequestMessageBytes: 4194304,
               maxResponseMessageBytes: 4194304,
+              faults: [],
             },
           ],
           maxConcurrentStreams: 1000,
@@ -50,6 +51,9 @@ describe("parseConfigText(): a valid config", () => {
           initialWindowSize: 1048576,
           connectionWindowSize: 16777216,
           maxSessionMemoryMiB: 64,
+          faults: [],
+          faultHeaders: false,
+          faultTrailer: false,
         },
       ],
       clusters: [
@@ -67,6 +71,8 @@ describe("parseConfigText(): a valid config", () => {
       workers: 1,
       logLevel: "info",
       accessLog: true,
+      journal: 1000,
+      faultInjection: { seed: 0, maxActiveFaults: null },
     } satisfies Config);
   });
 

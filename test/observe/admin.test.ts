@@ -107,7 +107,7 @@ describe("/config", () => {
     expect(cfg["admin"]).toEqual({ address: { host: "127.0.0.1", port: 0 } });
     expect(cfg["listeners"][0]).toMatchObject({ name: "main", address: { host: "127.0.0.1", port: 0 }, maxConcurrentStreams: 1000 });
     expect(cfg["listeners"][0]["routes"]).toEqual([
-      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 2000, maxRequestMessageBytes: 1048576, maxResponseMessageBytes: 4194304 },
+      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 2000, maxRequestMessageBytes: 1048576, maxResponseMessageBytes: 4194304, faults: [] },
     ]);
     expect(cfg["clusters"][0]).toMatchObject({ name: "backend", endpoints: [{ host, port: Number(port) }], connectTimeoutMs: 5000 });
     // Normalized, not the raw text: no "timeout" or "drainTimeout" keys.
@@ -154,8 +154,8 @@ describe("/metrics", () => {
     await waitActive(px, 0);
     const m = await scrape(px.adminAddress);
     const calls = series(m, "dojang_calls_total");
-    expect(calls).toContainEqual({ labels: { grpc_service: "test.Echo", grpc_method: "Unary", grpc_code: "OK", decided_by: "upstream" }, value: 2 });
-    expect(calls).toContainEqual({ labels: { grpc_service: "test.Echo", grpc_method: "Unary", grpc_code: "NOT_FOUND", decided_by: "upstream" }, value: 1 });
+    expect(calls).toContainEqual({ labels: { grpc_service: "test.Echo", grpc_method: "Unary", grpc_code: "OK", decided_by: "upstream", fault_rule: "" }, value: 2 });
+    expect(calls).toContainEqual({ labels: { grpc_service: "test.Echo", grpc_method: "Unary", grpc_code: "NOT_FOUND", decided_by: "upstream", fault_rule: "" }, value: 1 });
     expect(calls.reduce((s, x) => s + x.value, 0)).toBe(3);
 
     const lbl = { grpc_service: "test.Echo", grpc_method: "Unary" };

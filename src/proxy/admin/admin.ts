@@ -10,6 +10,44 @@ export interface AdminState {
   ready(): boolean;
   /** the effective config, as served by /config */
   config(): unknown;
+  /** the fault REST API (/faults…); null for other paths. Absent where faults are not served here. */
+  faults?: (method: string, path: string, body: string) => { status: number; body: unknown } | null;
+  /** the call journal, newest last */
+  calls?: (last: number | undefined) => unknown[];
+}
+
+const MAX_BODY = 1 << 20;
+
+function readBody(req: IncomingMessage): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on("data", (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_BODY) {
+        resolve(null);
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", () => resolve(null));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (status === 204 || body === null) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  const allow = (body as { allow?: unknown } | null)?.allow;
+  if (status === 405 && typeof allow === "string") headers["allow"] = allow;
+  const text = JSON.stringify(body, null, 2) + "\n";
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
 }
 
 export class AdminServer {
@@ -60,7 +98,20 @@ async function route(state: AdminState, req: IncomingMessage, res: ServerRespons
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const path = q >= 0 ? url.slice(0, q) : url;
-  if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "method not allowed\n");
+  const method = req.method ?? "GET";
+  if (state.faults !== undefined && (path === "/faults" || path.startsWith("/faults/"))) {
+    const body = method === "GET" || method === "HEAD" || method === "DELETE" ? "" : await readBody(req);
+    if (body === null) return sendJson(res, 413, { error: `request body over ${MAX_BODY} bytes` });
+    const r = state.faults(method, path, body);
+    if (r !== null) return sendJson(res, r.status, r.body);
+  }
+  if (method !== "GET" && method !== "HEAD") return send(res, 405, "text/plain", "method not allowed\n");
+  if (path === "/calls" && state.calls !== undefined) {
+    const last = new URLSearchParams(q >= 0 ? url.slice(q + 1) : "").get("last");
+    const n = last === null ? undefined : Number.parseInt(last, 10);
+    if (n !== undefined && (!Number.isSafeInteger(n) || n < 0)) return sendJson(res, 400, { error: `last must be a whole number, got "${last}"` });
+    return sendJson(res, 200, state.calls(n));
+  }
   switch (path) {
     case "/metrics": {
       try {
@@ -77,6 +128,6 @@ async function route(state: AdminState, req: IncomingMessage, res: ServerRespons
     case "/config":
       return send(res, 200, "application/json", JSON.stringify(state.config(), null, 2) + "\n");
     default:
-      return send(res, 404, "text/plain", "not found: try /metrics /ready /live /config\n");
+      return send(res, 404, "text/plain", "not found: try /metrics /ready /live /config /faults /calls\n");
   }
 }

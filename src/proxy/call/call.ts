@@ -32,7 +32,7 @@ import {
 import type { CompiledRoute, Router } from "../router.js";
 import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSession } from "../upstream/pool.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
-import type { AccessRecord } from "../observe/log.js";
+import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { copyHeaders, rawGet, type OutgoingHeaders } from "./headers.js";
 import type { FaultExec, FaultableCall } from "./faults.js";
@@ -63,6 +63,8 @@ export interface CallContext {
   readonly now: () => number;
   /** fault selection for a call on a route; null when the listener can have no faults at all */
   readonly faultsFor: ((call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]) => FaultExec | null) | null;
+  /** recent calls (GET /calls); size 0 keeps none */
+  readonly journal: Journal;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
@@ -79,6 +81,7 @@ export class Call implements SessionWaiter, FaultableCall {
   readonly path: string;
   readonly authority: string | undefined;
   requestId = "";
+  prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
   up: ClientHttp2Stream | undefined = undefined;
   upSession: UpstreamSession | undefined = undefined;
@@ -139,6 +142,7 @@ export class Call implements SessionWaiter, FaultableCall {
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     const rid = rawGet(raw, "x-request-id");
+    this.prevAttempts = rawGet(raw, "grpc-previous-rpc-attempts");
     this.requestId = rid ?? newRequestId();
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
@@ -568,12 +572,15 @@ export class Call implements SessionWaiter, FaultableCall {
     const m = ctx.metrics;
     m.live.activeCalls--;
     const code = this.code;
-    m.countCall(this.series, code, this.decidedBy);
+    const f = this.fault;
+    m.countCall(this.series, code, this.decidedBy, f === null ? undefined : f.ruleIds.join(","));
     const dur = ctx.now() - this.t0;
     this.series.duration.observe(dur / 1000);
     if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
     if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
-    if (ctx.accessLog && ctx.log.isLevelEnabled("info")) {
+    const logIt = ctx.accessLog && ctx.log.isLevelEnabled("info");
+    if (logIt || ctx.journal.size > 0) {
+      const prev = this.prevAttempts;
       const rec: AccessRecord = {
         request_id: this.requestId,
         path: this.path,
@@ -591,8 +598,13 @@ export class Call implements SessionWaiter, FaultableCall {
         req_bytes: this.reqScan.bytes,
         resp_messages: this.respScan.messages,
         resp_bytes: this.respScan.bytes,
+        faults: f === null ? undefined : f.ruleIds,
+        fault_kinds: f === null ? undefined : f.kinds,
+        attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
+        start_ms: Math.round(performance.timeOrigin + this.t0),
       };
-      ctx.log.info(rec, "call");
+      ctx.journal.push(rec);
+      if (logIt) ctx.log.info(rec, "call");
     }
     ctx.onCallClosed();
   }

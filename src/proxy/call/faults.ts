@@ -92,6 +92,7 @@ export class FaultExec {
     ruleIds: readonly string[],
     seed: number,
     ruleTrailer: boolean,
+    private release: (() => void) | null,
   ) {
     this.ruleIds = ruleIds;
     this.kinds = actions.map((a) => a.kind);
@@ -173,9 +174,13 @@ export class FaultExec {
   }
   private readonly noop = (): void => {};
 
+  /** The call ended: timers off, and the call no longer counts against maxActiveFaults. */
   clear(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers = [];
+    const r = this.release;
+    this.release = null;
+    if (r !== null) r();
   }
 
   // === before the upstream ===

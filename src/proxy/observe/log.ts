@@ -33,4 +33,40 @@ export interface AccessRecord {
   req_bytes: number;
   resp_messages: number;
   resp_bytes: number;
+  /** fault rule ids applied to the call (absent when none) */
+  faults: readonly string[] | undefined;
+  /** fault kinds applied, in the same order */
+  fault_kinds: readonly string[] | undefined;
+  /** 1 + the client's grpc-previous-rpc-attempts (A6 retries) */
+  attempt: number;
+  /** wall-clock start, ms since the epoch (journal ordering; the duration uses a monotonic clock) */
+  start_ms: number;
+}
+
+/** The most recent calls, for GET /calls and the library's `calls`: a fixed-size ring. */
+export class Journal {
+  private readonly ring: (AccessRecord | undefined)[];
+  private next = 0;
+  private count = 0;
+  constructor(readonly size: number) {
+    this.ring = new Array(size).fill(undefined);
+  }
+  push(r: AccessRecord): void {
+    if (this.size === 0) return;
+    this.ring[this.next] = r;
+    this.next = (this.next + 1) % this.size;
+    if (this.count < this.size) this.count++;
+  }
+  /** The last `n` calls (all kept when n is omitted), oldest first. */
+  last(n = this.count): AccessRecord[] {
+    const k = Math.max(0, Math.min(n, this.count));
+    const out: AccessRecord[] = [];
+    for (let i = k; i > 0; i--) out.push(this.ring[(this.next - i + this.size) % this.size]!);
+    return out;
+  }
+  clear(): void {
+    this.ring.fill(undefined);
+    this.next = 0;
+    this.count = 0;
+  }
 }

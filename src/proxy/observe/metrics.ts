@@ -46,6 +46,7 @@ export class Metrics {
   readonly budgetIn: client.Histogram<string>;
   readonly budgetOut: client.Histogram<string>;
   readonly upstreamConnects: client.Counter<string>;
+  readonly faultsInjected: client.Counter<string>;
   readonly budgetInNoLabels: client.Histogram.Internal<string>;
   readonly budgetOutNoLabels: client.Histogram.Internal<string>;
   private readonly methods = new Map<string, MethodSeries>();
@@ -56,8 +57,8 @@ export class Metrics {
     const r = [this.registry];
     this.callsTotal = new client.Counter({
       name: "dojang_calls_total",
-      help: "Finished gRPC calls by method, final grpc-status and who decided it (decided_by: upstream = the upstream's own grpc-status was forwarded; anything else = dojang's reason).",
-      labelNames: ["grpc_service", "grpc_method", "grpc_code", "decided_by"],
+      help: "Finished gRPC calls by method, final grpc-status and who decided it (decided_by: upstream = the upstream's own grpc-status was forwarded; anything else = dojang's reason); fault_rule names the fault rule(s) applied, empty for none.",
+      labelNames: ["grpc_service", "grpc_method", "grpc_code", "decided_by", "fault_rule"],
       registers: r,
     });
     this.callDuration = new client.Histogram({
@@ -92,6 +93,12 @@ export class Metrics {
       name: "dojang_upstream_connects_total",
       help: "Upstream HTTP/2 session attempts by cluster and result (ok, error, timeout).",
       labelNames: ["cluster", "result"],
+      registers: r,
+    });
+    this.faultsInjected = new client.Counter({
+      name: "dojang_faults_injected_total",
+      help: "Fault actions applied to calls, by rule id (\"header\" for request-header faults) and kind.",
+      labelNames: ["rule", "kind"],
       registers: r,
     });
     const live = this.live;
@@ -135,12 +142,17 @@ export class Metrics {
   }
 
   /** Counts one finished call. */
-  countCall(s: MethodSeries, code: number, decidedBy: DecidedBy): void {
+  countCall(s: MethodSeries, code: number, decidedBy: DecidedBy, faultRule?: string): void {
+    if (faultRule !== undefined) {
+      // Faulted calls are the harness's business, not the hot path: no cache.
+      this.callsTotal.labels(s.service, s.method, codeLabel(code), decidedBy, faultRule).inc();
+      return;
+    }
     const codeIdx = code >= 0 && code < CODE_NAMES.length ? code : CODE_NAMES.length;
     const idx = codeIdx * REASONS.length + (REASON_INDEX[decidedBy] ?? 0);
     let c = s.calls[idx];
     if (c === undefined) {
-      c = this.callsTotal.labels(s.service, s.method, codeLabel(code), decidedBy);
+      c = this.callsTotal.labels(s.service, s.method, codeLabel(code), decidedBy, "");
       s.calls[idx] = c;
     }
     c.inc();

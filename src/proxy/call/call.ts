@@ -556,7 +556,7 @@ export class Call implements SessionWaiter, FaultableCall {
       down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
     }
     // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
-    if (!down.closed) setImmediate(closeRequestSide, down);
+    if (!down.readableEnded) setImmediate(closeRequestSide, down);
     if (this.fault !== null) this.fault.afterTrailersSent(down);
   }
 
@@ -624,7 +624,7 @@ export class Call implements SessionWaiter, FaultableCall {
  * client leaves, holding a stream slot.
  */
 function closeRequestSide(down: ServerHttp2Stream): void {
-  if (!down.closed && !down.destroyed) down.close(http2.constants.NGHTTP2_NO_ERROR);
+  if (!down.closed && !down.destroyed && !down.readableEnded) down.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===

@@ -83,6 +83,18 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  // SIGHUP reloads the config file's fault rules (API-added rules stay). An invalid file changes
+  // nothing and says why; listeners and clusters need a restart.
+  process.on("SIGHUP", () => {
+    if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
+    try {
+      const next = loadConfigFile(file);
+      d.loadConfigFaults(next);
+      log.info({ file, rules: d.listFaults().length }, "fault rules reloaded");
+    } catch (err) {
+      log.error({ file, err: (err as Error).message }, "reload failed; keeping the current rules");
+    }
+  });
   try {
     await d.start();
   } catch (err) {

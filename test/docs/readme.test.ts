@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { DECIDED_BY } from "../../src/translate/index.js";
 import { Metrics } from "../../src/proxy/observe/metrics.js";
+import { FAULT_KINDS_DOC } from "../../src/proxy/filters/fault/doc.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 
@@ -34,5 +35,10 @@ describe("README reference tables match the code", () => {
     const rows = tableAfter("### Metrics");
     const documented = rows.map((r) => r[0]!.replaceAll("`", "")).filter((n) => n !== "dojang_process_*");
     expect(documented.sort()).toEqual(names.sort());
+  });
+
+  it("carries the fault-kind reference from src/proxy/filters/fault/doc.ts word for word", () => {
+    const body = FAULT_KINDS_DOC.slice(FAULT_KINDS_DOC.indexOf("\n")).trim();
+    expect(readme).toContain(body);
   });
 });

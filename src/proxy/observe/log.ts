@@ -11,7 +11,7 @@ export interface LoggerOptions {
 }
 
 export function createLogger(opts: LoggerOptions): Logger {
-  const dest = opts.destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const dest = opts.destination ?? pino.destination({ dest: 1, sync: false });
   return pino({ level: opts.level, base: { svc: "dojang" }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
 }
 

@@ -78,3 +78,18 @@ export function didYouMean(word: string, candidates: Iterable<string>): string {
   const m = closestMatch(word, candidates);
   return m === undefined ? "" : ` (did you mean "${m}"?)`;
 }
+
+const TYPE_NAMES: Readonly<Record<string, string>> = {
+  string: "a string",
+  number: "a number",
+  boolean: "true or false",
+  array: "a list",
+  object: "a mapping",
+  null: "null",
+};
+
+/** zod's invalid_type, said for people: "is required", or "expected a list, got 3". */
+export function invalidTypeMessage(expected: string, input: unknown): string {
+  if (input === undefined) return "is required";
+  return `expected ${TYPE_NAMES[expected] ?? expected}, got ${describeValue(input)}`;
+}

@@ -7,7 +7,7 @@ import { LineCounter, parseDocument, visit, type ErrorCode } from "yaml";
 import { z } from "zod";
 import { ConfigError, type ConfigIssue } from "../errors.js";
 import { expandEnv, type Env } from "./env.js";
-import { describeValue, didYouMean, formatPath, type PathSegment } from "./issues.js";
+import { didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "./issues.js";
 import { CONFIG_SCHEMA, DOCUMENT_SCHEMA, type Config } from "./schema.js";
 import { formatHostPort, parseHostPort } from "./units.js";
 import type { HostPort } from "./schema.js";
@@ -179,21 +179,10 @@ function errorMessage(err: unknown): string {
 
 // === schema issues → human messages ===
 
-const TYPE_NAMES: Readonly<Record<string, string>> = {
-  string: "a string",
-  number: "a number",
-  boolean: "true or false",
-  array: "a list",
-  object: "a mapping",
-  null: "null",
-};
 
 /** Per-parse error map: wins over zod's defaults, loses to the schema's own `error` params. */
 function messageForIssue(iss: z.core.$ZodRawIssue): string | undefined {
-  if (iss.code === "invalid_type") {
-    if (iss.input === undefined) return "is required";
-    return `expected ${TYPE_NAMES[iss.expected] ?? iss.expected}, got ${describeValue(iss.input)}`;
-  }
+  if (iss.code === "invalid_type") return invalidTypeMessage(iss.expected, iss.input);
   return undefined;
 }
 

@@ -5,7 +5,7 @@
 
 import { z } from "zod";
 import type { ConfigIssue } from "../../../errors.js";
-import { describeValue, didYouMean, formatPath, type PathSegment } from "../../../config/issues.js";
+import { describeValue, didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "../../../config/issues.js";
 import { formatDuration, parseDuration, parseSize } from "../../../config/units.js";
 import { CODE_NAMES } from "../../../translate/codes.js";
 import { rstCodeName } from "../../../translate/rst-code.js";
@@ -570,14 +570,6 @@ const setSettingsSchema = z.strictObject(
 
 // === issues → human messages ===
 
-const TYPE_NAMES: Readonly<Record<string, string>> = {
-  string: "a string",
-  number: "a number",
-  boolean: "true or false",
-  array: "a list",
-  object: "a mapping",
-  null: "null",
-};
 
 /**
  * Per-parse error map. An unknown-keys issue carries one line per key, in order, each with a
@@ -585,10 +577,7 @@ const TYPE_NAMES: Readonly<Record<string, string>> = {
  * splits them back into one issue per key.
  */
 function messageForIssue(iss: z.core.$ZodRawIssue): string | undefined {
-  if (iss.code === "invalid_type") {
-    if (iss.input === undefined) return "is required";
-    return `expected ${TYPE_NAMES[iss.expected] ?? iss.expected}, got ${describeValue(iss.input)}`;
-  }
+  if (iss.code === "invalid_type") return invalidTypeMessage(iss.expected, iss.input);
   if (iss.code === "unrecognized_keys") {
     const shape = (iss.inst as { shape?: Record<string, unknown> } | undefined)?.shape;
     const known = shape === undefined ? [] : Object.keys(shape);

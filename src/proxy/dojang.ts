@@ -217,6 +217,7 @@ export class Dojang {
     await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");
-    this.log.flush();
+    // The destination is asynchronous: let the last lines out before the process may exit.
+    await new Promise<void>((resolve) => this.log.flush(() => resolve()));
   }
 }

@@ -8,6 +8,7 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   timeoutMs: null,
   maxRequestMessageBytes: 4194304,
   maxResponseMessageBytes: 4194304,
+  faults: [],
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

@@ -109,6 +109,7 @@ export class Call implements SessionWaiter, FaultableCall {
   heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
   faultTrailersReady = false;
   faultHeadSeen = false;
+  upCloseDeferred = false;
   /** request headers for the upstream while the call waits for a session to be ready */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
@@ -254,6 +255,7 @@ export class Call implements SessionWaiter, FaultableCall {
     const down = this.down;
     down.on("data", onDownData);
     down.on("end", onDownEnd);
+    if (this.fault !== null) this.fault.onUpstreamOpen();
   }
 
   /** SessionWaiter: the session this call waited for has the peer's SETTINGS. */
@@ -356,7 +358,10 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    if (this.fault !== null && this.fault.resp !== null) return this.fault.resp.push(chunk);
+    if (this.fault !== null) {
+      if (this.fault.discarding) return;
+      if (this.fault.resp !== null) return this.fault.resp.push(chunk);
+    }
     if (!this.down.write(chunk)) {
       this.up!.pause();
       if (!this.downDrainHooked) {
@@ -368,6 +373,14 @@ export class Call implements SessionWaiter, FaultableCall {
 
   onTrailers(raw: readonly string[]): void {
     if (this.done) return;
+    if (this.fault !== null) {
+      if (this.fault.discarding) return;
+      if (this.heldHead !== undefined) {
+        // A delayed response head: the trailers wait behind it (and behind the data).
+        this.upTrailers = copyHeaders({}, raw, undefined);
+        return;
+      }
+    }
     if (!this.responded) {
       // Trailers without response headers cannot happen in HTTP/2 (the first HEADERS is the
       // response); guard anyway so the status still reaches the client.
@@ -394,6 +407,7 @@ export class Call implements SessionWaiter, FaultableCall {
   private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
     const f = this.fault;
     if (f !== null) {
+      if (f.discarding) return;
       if (!trailersOnly && !this.faultTrailersReady && !f.onTrailers(block)) return; // held back by a fault
       if (trailersOnly && f.extra !== undefined) Object.assign(block, f.extra);
       const sh = f.shape?.shape;
@@ -448,11 +462,23 @@ export class Call implements SessionWaiter, FaultableCall {
   }
 
   onUpstreamClose(): void {
-    const up = this.up!;
     this.upClosed = true;
     const sess = this.upSession!;
     sess.active--;
     if (this.done) return;
+    if (this.fault !== null) {
+      if (this.fault.discarding) return;
+      if (this.heldHead !== undefined) {
+        this.upCloseDeferred = true; // decided once the delayed head has gone out
+        return;
+      }
+    }
+    this.decideAfterUpstreamClose();
+  }
+
+  private decideAfterUpstreamClose(): void {
+    const up = this.up!;
+    const sess = this.upSession!;
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
     let o: Outcome | null;
     if (!sess.connected) {
@@ -515,12 +541,26 @@ export class Call implements SessionWaiter, FaultableCall {
   onResponseHeadContinue(): void {
     const h = this.heldHead;
     this.heldHead = undefined;
-    if (h !== undefined) this.onResponse(h.headers, h.flags, h.raw);
+    if (h === undefined) return;
+    this.onResponse(h.headers, h.flags, h.raw);
+    if (this.done) return;
+    if (this.upCloseDeferred) this.decideAfterUpstreamClose();
+    else if (this.upTrailers !== undefined && this.upEnded) this.forwardStatus(this.upTrailers, false);
   }
 
   forwardTrailersContinue(block: OutgoingHeaders): void {
     this.faultTrailersReady = true;
     this.forwardStatus(block, false);
+  }
+
+  lowestStreamIdOnSession(): number {
+    const session = this.down.session;
+    let low = this.down.id ?? 1;
+    for (const c of this.ctx.active) {
+      const id = c.down.id;
+      if (c.down.session === session && id !== undefined && id < low && !c.down.closed) low = id;
+    }
+    return low;
   }
 
   endRequestContinue(): void {

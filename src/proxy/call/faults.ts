@@ -58,6 +58,8 @@ export interface FaultableCall {
   forwardTrailersContinue(block: OutgoingHeaders): void;
   /** the normal end of the request body */
   endRequestContinue(): void;
+  /** the lowest stream id of the calls in flight on this call's client connection */
+  lowestStreamIdOnSession(): number;
 }
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
@@ -84,6 +86,8 @@ export class FaultExec {
   readonly extra: OutgoingHeaders | undefined;
   resp: Pump | null = null;
   req: Pump | null = null;
+  /** the response is being cut off: upstream DATA and trailers are dropped */
+  discarding = false;
   private timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -186,9 +190,16 @@ export class FaultExec {
   // === before the upstream ===
 
   beforeUpstream(): void {
+    // A request delay runs first and the rest after it: delay, then abort (Envoy's order too).
+    const wait = this.delayMs("request", "request", 0);
+    if (wait >= 0) return this.after(wait, () => this.runBeforeUpstream());
+    this.runBeforeUpstream();
+  }
+
+  private runBeforeUpstream(): void {
     const c = this.call;
     const g = this.goaway;
-    if (g !== null) sendGoaway(c.down, g);
+    if (g !== null) sendGoaway(c, g);
     const b = this.before;
     if (b !== null) {
       switch (b.kind) {
@@ -223,9 +234,16 @@ export class FaultExec {
       if (ns === null) delete c.upHeaders["grpc-timeout"];
       else c.upHeaders["grpc-timeout"] = encodeTimeout(ns);
     }
-    const wait = this.delayMs("request", "request", 0);
-    if (wait >= 0) return this.after(wait, () => c.proceed());
     c.proceed();
+  }
+
+  /** The upstream stream is open: an upstream_reset after 0 request messages fires now. */
+  onUpstreamOpen(): void {
+    const u = this.upReset;
+    if (u === null || u.afterRequestMessages !== 0) return;
+    const c = this.call;
+    if (c.up !== undefined && !c.up.closed) c.up.close(u.code);
+    c.finishFault(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} before any request message`, this.extra);
   }
 
   private withDetails(a: AbortAction): OutgoingHeaders | undefined {
@@ -258,8 +276,10 @@ export class FaultExec {
   /** After the response headers went out. */
   onHeadersSent(): void {
     const r = this.reset;
-    if (r !== null && r.at === "after_headers") {
-      // close() in the same tick as respond() would lose the headers: next turn.
+    if (r !== null && (r.at === "after_headers" || (r.at === "after_messages" && r.messages === 0))) {
+      // close() in the same tick as respond() would lose the headers: next turn. Until then
+      // nothing more of the upstream's response may reach the client.
+      this.discarding = true;
       setImmediate(() => this.resetDown(r, "after headers"));
       return;
     }
@@ -290,6 +310,9 @@ export class FaultExec {
       } else if (s.shape === "trailers_without_status") {
         delete block["grpc-status"];
         delete block["grpc-message"];
+        // node sends an empty trailer block as DATA(END_STREAM), not HEADERS: keep one field
+        // so a real trailers frame without grpc-status goes out.
+        if (Object.keys(block).length === 0) block["x-dojang-fault-shape"] = "trailers_without_status";
       }
     }
     if (this.extra !== undefined && s?.shape !== "no_trailers") Object.assign(block, this.extra);
@@ -330,7 +353,8 @@ export class FaultExec {
   }
 }
 
-function sendGoaway(down: ServerHttp2Stream, g: GoawayAction): void {
+function sendGoaway(c: FaultableCall, g: GoawayAction): void {
+  const down = c.down;
   const session = down.session;
   if (session === undefined || session.closed || session.destroyed) return;
   const id = down.id ?? 1;
@@ -339,9 +363,9 @@ function sendGoaway(down: ServerHttp2Stream, g: GoawayAction): void {
     session.goaway(g.code, id);
     return;
   }
-  // Abrupt: last-stream-id below the in-flight streams (node maps 0 to "last processed", so the
-  // lowest expressible is 1), then the connection closes.
-  session.goaway(g.code, Math.max(1, id - 2));
+  // Abrupt: last-stream-id below every in-flight stream on this connection (node maps 0 to
+  // "last processed", so the lowest it can say is 1), then the connection closes.
+  session.goaway(g.code, Math.max(1, c.lowestStreamIdOnSession() - 2));
   setTimeout(() => {
     if (!session.destroyed) session.destroy();
   }, 20);

@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
-import { createLogger, type LogLevel } from "./proxy/observe/log.js";
+import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
 import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     }
     process.exit(await runPrimary(config, log));
   }
-  const d = new Dojang(config, { logger: log });
+  const d = new Dojang(config, { logger: log, accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }) });
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

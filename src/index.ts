@@ -44,11 +44,17 @@ export interface DojangHandle {
   close(drainTimeoutMs?: number): Promise<void>;
 }
 
+/** The library is the test harness: its calls journal is on unless the config says otherwise. */
+export const LIBRARY_JOURNAL = 1000;
+
 export function resolveConfig(opts: StartOptions): Config {
   const env = opts.env ?? process.env;
-  if (typeof opts.config === "string") return configFromText(opts.config, "<inline>", env);
+  if (typeof opts.config === "string") {
+    const c = configFromText(opts.config, "<inline>", env);
+    return /^journal\s*:/m.test(opts.config) || /"journal"\s*:/.test(opts.config) ? c : { ...c, journal: LIBRARY_JOURNAL };
+  }
   if (opts.config !== undefined) {
-    const r = parseConfigValue(opts.config, env);
+    const r = parseConfigValue("journal" in opts.config ? opts.config : { ...opts.config, journal: LIBRARY_JOURNAL }, env);
     if (!r.ok) throw new ConfigError("<object>", r.issues);
     return r.config;
   }

@@ -94,7 +94,8 @@ export interface Config {
   readonly workers: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
-  /** recent calls kept for GET /calls and the library's `calls` (0 = none) */
+  /** recent calls kept for GET /calls and the library's `calls` (0 = none, the CLI's default:
+   * a kept record per call is old-generation garbage; startDojang defaults it to 1000) */
   readonly journal: number;
   /** the fault rule set's seed (percentages replay identically) and concurrency cap */
   readonly faultInjection: FaultSetSettings;
@@ -133,7 +134,7 @@ export const DEFAULTS = Object.freeze({
     workers: 1,
     logLevel: "info" as LogLevel,
     accessLog: true,
-    journal: 1000,
+    journal: 0,
   }),
 });
 

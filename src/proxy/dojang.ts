@@ -7,7 +7,7 @@ import { DojangError } from "../errors.js";
 import { AdminServer } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
 import { Listener } from "./listener.js";
-import { createLogger } from "./observe/log.js";
+import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/pool.js";
@@ -19,8 +19,10 @@ import type { Call } from "./call/call.js";
 import type { CompiledRoute } from "./router.js";
 
 export interface DojangOptions {
-  /** a logger to use instead of the one built from config.logLevel */
+  /** a logger to use instead of the one built from config.logLevel (also for the access log) */
   readonly logger?: Logger;
+  /** the access log's own logger (asynchronous); default: `logger` if given, else a new one */
+  readonly accessLogger?: Logger;
 }
 
 function formatAddress(a: AddressInfo): string {
@@ -30,6 +32,8 @@ function formatAddress(a: AddressInfo): string {
 export class Dojang {
   readonly config: Config;
   readonly log: Logger;
+  /** the access log: the process log itself when a logger was given, else an asynchronous one */
+  readonly access: Logger;
   readonly metrics = new Metrics();
   readonly clusters = new Map<string, Cluster>();
   readonly listeners: Listener[] = [];
@@ -46,6 +50,7 @@ export class Dojang {
   constructor(config: Config, opts: DojangOptions = {}) {
     this.config = config;
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
+    this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
     for (const c of config.clusters) this.clusters.set(c.name, new Cluster(c, this.metrics, this.log));
     const now = performance.now.bind(performance);
     this.faults = new FaultSet(config.faultInjection);
@@ -73,6 +78,7 @@ export class Dojang {
         router,
         metrics: this.metrics,
         log: this.log,
+        access: this.access,
         accessLog: config.accessLog,
         now,
         faultsFor: this.faultSelector(l.name, l.faultHeaders, l.faultTrailer, config.faultInjection.seed, release),
@@ -217,7 +223,7 @@ export class Dojang {
     await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");
-    // The destination is asynchronous: let the last lines out before the process may exit.
-    await new Promise<void>((resolve) => this.log.flush(() => resolve()));
+    // The access log is asynchronous: its last lines go out before the process may exit.
+    if (this.access !== this.log) await flushLogger(this.access);
   }
 }

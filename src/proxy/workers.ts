@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import { AdminServer } from "./admin/admin.js";
 import { Dojang } from "./dojang.js";
+import { createAccessLogger } from "./observe/log.js";
 
 const READY = "dojang:ready";
 
@@ -18,7 +19,10 @@ export function isWorkerProcess(): boolean {
 
 /** In a worker: the proxy without its own admin listener; metrics go to the primary. */
 export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
-  const d = new Dojang({ ...config, admin: null }, { logger: log.child({ worker: cluster.worker?.id }) });
+  const d = new Dojang(
+    { ...config, admin: null },
+    { logger: log.child({ worker: cluster.worker?.id }), accessLogger: createAccessLogger({ level: config.logLevel }) },
+  );
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);

@@ -71,7 +71,7 @@ describe("parseConfigText(): a valid config", () => {
       workers: 1,
       logLevel: "info",
       accessLog: true,
-      journal: 1000,
+      journal: 0,
       faultInjection: { seed: 0, maxActiveFaults: null },
     } satisfies Config);
   });

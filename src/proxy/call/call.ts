@@ -58,6 +58,8 @@ export interface CallContext {
   readonly router: Router<Cluster>;
   readonly metrics: Metrics;
   readonly log: Logger;
+  /** where access lines go (asynchronous) */
+  readonly access: Logger;
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
@@ -618,7 +620,7 @@ export class Call implements SessionWaiter, FaultableCall {
     this.series.duration.observe(dur / 1000);
     if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
     if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
-    const logIt = ctx.accessLog && ctx.log.isLevelEnabled("info");
+    const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {
       const prev = this.prevAttempts;
       const rec: AccessRecord = {
@@ -644,7 +646,7 @@ export class Call implements SessionWaiter, FaultableCall {
         start_ms: Math.round(performance.timeOrigin + this.t0),
       };
       ctx.journal.push(rec);
-      if (logIt) ctx.log.info(rec, "call");
+      if (logIt) ctx.access.info(rec, "call");
     }
     ctx.onCallClosed();
   }

@@ -10,9 +10,39 @@ export interface LoggerOptions {
   readonly destination?: DestinationStream;
 }
 
+/** The process log (start, stop, warnings): few lines, written synchronously so none is lost at exit. */
 export function createLogger(opts: LoggerOptions): Logger {
+  const dest = opts.destination ?? pino.destination({ dest: 1, sync: true });
+  return pino({ level: opts.level, base: { svc: "dojang" }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
+}
+
+/** The access log (one line per call): asynchronous (sonic-boom), so it never blocks the hot path. */
+export function createAccessLogger(opts: LoggerOptions): Logger {
   const dest = opts.destination ?? pino.destination({ dest: 1, sync: false });
   return pino({ level: opts.level, base: { svc: "dojang" }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
+}
+
+/** Writes out what an asynchronous logger still holds (at exit), waiting for a write in flight. */
+export async function flushLogger(log: Logger): Promise<void> {
+  const stream = (log as unknown as Record<symbol, { flushSync?: () => void; once?: (e: string, f: () => void) => void; writing?: boolean }>)[
+    pino.symbols.streamSym
+  ];
+  if (stream === undefined || typeof stream.flushSync !== "function") return;
+  for (let i = 0; i < 2; i++) {
+    try {
+      stream.flushSync();
+      return;
+    } catch {
+      // a write in flight: wait for it (bounded), then try again
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 500);
+        stream.once?.("drain", () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
 }
 
 /** Fields of one access-log line (also the shape documented in the README). */

@@ -8,7 +8,7 @@
 import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -256,7 +256,8 @@ async function main() {
     proxyCpus: canPin ? proxyCpus : undefined,
     loadCpus: canPin ? loadCpus : undefined,
     extraConfig,
-    extraFile,
+    // Reported relative to the repo: results are committed, machine paths are not.
+    extraFile: extraFile === undefined ? undefined : relative(REPO, extraFile),
     altNodeArgs,
     upstreamPort: undefined,
     proxyCpuList: parseCpuList(proxyCpus),
@@ -440,7 +441,7 @@ async function main() {
       latency: { warmupMs: latencyWarmMs, durationMs: latencyMs },
       peers: peerNames,
       shapes: shapes.map((s) => ({ ...s })),
-      dojangConfigExtra: extraFile ? { file: extraFile, fragment: extraConfig } : undefined,
+      dojangConfigExtra: extraFile ? { file: relative(REPO, extraFile), fragment: extraConfig } : undefined,
       dojangAltNodeArgs: altNodeArgs.length > 0 ? altNodeArgs : undefined,
     },
     peers: Object.fromEntries(peers.map((p) => [p.name, p.describe()])),

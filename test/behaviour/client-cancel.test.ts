@@ -1,61 +1,16 @@
 // A client that cancels (RST_STREAM CANCEL) or whose connection drops: dojang cancels the
 // upstream stream at once with RST_STREAM CANCEL and counts the call as decided_by client_cancel.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import {
-  echoClient,
   frame,
-  sample,
-  scrape,
-  startGrpcServer,
-  startProxy,
-  startRawUpstream,
-  type EchoClient,
-  type GrpcServer,
-  type RawUpstream,
 } from "../helpers/peers.js";
-import type { DojangHandle } from "../../src/index.js";
 
-const cleanups: (() => unknown)[] = [];
-function track<T>(value: T, close: (v: T) => unknown): T {
-  cleanups.push(() => close(value));
-  return value;
-}
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+import { useFixtures, waitFor, waitForMetric } from "../helpers/fixtures.js";
 
-async function proxyFor(upstream: string): Promise<DojangHandle> {
-  return track(await startProxy(upstream), (p) => p.close(0));
-}
-async function rawUpstream(onStream: Parameters<typeof startRawUpstream>[0]): Promise<RawUpstream> {
-  return track(await startRawUpstream(onStream), (u) => u.close());
-}
-async function grpcServer(impl: grpc.UntypedServiceImplementation): Promise<GrpcServer> {
-  return track(await startGrpcServer(impl), (s) => s.close());
-}
-function client(address: string): EchoClient {
-  return track(echoClient(address), (c) => c.close());
-}
+const { proxyFor, rawUpstream, grpcServer, client, track } = useFixtures();
 
-async function waitFor(what: string, pred: () => boolean, timeoutMs = 3000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!pred()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-async function waitForMetric(px: DojangHandle, name: string, labels: Record<string, string>, want: number): Promise<void> {
-  let last = -1;
-  const end = performance.now() + 3000;
-  while (performance.now() < end) {
-    last = sample(await scrape(px.adminAddress), name, labels);
-    if (last === want) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(last, `${name} ${JSON.stringify(labels)}`).toBe(want);
-}
 const CLIENT_CANCEL = { grpc_code: "CANCELLED", decided_by: "client_cancel" };
 /** "At once": generous for a loaded 2-core machine, far below any timeout in play. */
 const AT_ONCE_MS = 1000;

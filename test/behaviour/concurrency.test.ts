@@ -1,27 +1,14 @@
 // Concurrency: many calls on one client connection are multiplexed onto a few shared upstream
 // sessions (never one per call), and dojang opens another session when the upstream's
 // SETTINGS_MAX_CONCURRENT_STREAMS is full.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type * as grpc from "@grpc/grpc-js";
 import type http2 from "node:http2";
-import { echoClient, frame, sample, scrape, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
-import type { DojangHandle } from "../../src/index.js";
+import { frame, sample, scrape, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 
-const cleanups: (() => unknown)[] = [];
-function track<T>(value: T, close: (v: T) => unknown): T {
-  cleanups.push(() => close(value));
-  return value;
-}
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+import { useFixtures } from "../helpers/fixtures.js";
 
-async function proxyFor(upstream: string): Promise<DojangHandle> {
-  return track(await startProxy(upstream), (p) => p.close(0));
-}
-function client(address: string): EchoClient {
-  return track(echoClient(address), (c) => c.close());
-}
+const { proxyFor, client, track } = useFixtures();
 
 interface Echo {
   up: RawUpstream;

@@ -1,51 +1,23 @@
 // The deadline budget: what dojang sends upstream as grpc-timeout (re-encoded from the time left,
 // capped by the route timeout, in grpc-go EncodeDuration form), and what happens when the budget
 // runs out in dojang (4 DEADLINE_EXCEEDED, decided_by deadline, upstream stream RST CANCEL).
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { Worker } from "node:worker_threads";
 import {
-  echoClient,
   frame,
   rawCall,
   sample,
   scrape,
-  startProxy,
-  startRawUpstream,
   statusOf,
   unary,
-  type EchoClient,
   type RawUpstream,
 } from "../helpers/peers.js";
-import type { DojangHandle } from "../../src/index.js";
 
-const cleanups: (() => unknown)[] = [];
-function track<T>(value: T, close: (v: T) => unknown): T {
-  cleanups.push(() => close(value));
-  return value;
-}
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+import { useFixtures, waitFor } from "../helpers/fixtures.js";
 
-async function proxyFor(upstream: string, o: Parameters<typeof startProxy>[1] = {}): Promise<DojangHandle> {
-  return track(await startProxy(upstream, o), (p) => p.close(0));
-}
-async function rawUpstream(onStream: Parameters<typeof startRawUpstream>[0]): Promise<RawUpstream> {
-  return track(await startRawUpstream(onStream), (u) => u.close());
-}
-function client(address: string): EchoClient {
-  return track(echoClient(address), (c) => c.close());
-}
-
-async function waitFor(what: string, pred: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!pred()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const { proxyFor, rawUpstream, client, track } = useFixtures();
 
 // === grpc-timeout, written here from the spec (§2.2, §2.3), independent of src/translate ===
 
@@ -229,7 +201,7 @@ describe('"a budget that runs out in dojang ends the call with 4 DEADLINE_EXCEED
       }
       blockedUntil = performance.now() - t0;
     }, 150);
-    cleanups.push(() => clearTimeout(block));
+    track(block, clearTimeout);
     const r = await rawCall(px.address, {}, frame(Buffer.from("q")));
     expect(blockedUntil).toBeGreaterThanOrEqual(450);
     const sent = events.find((e) => e.type === "cancel-sent");

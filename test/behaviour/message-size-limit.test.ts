@@ -1,63 +1,20 @@
 // Message size limits (route maxRequestMessageBytes / maxResponseMessageBytes, default 4 MiB):
 // refused at the 5-byte prefix with 8 RESOURCE_EXHAUSTED in grpc-go's words, the over-limit
 // message never forwarded, the upstream stream cancelled (RST_STREAM CANCEL).
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import {
-  echoClient,
   frame,
-  sample,
-  scrape,
-  startGrpcServer,
-  startProxy,
-  startRawUpstream,
   unary,
-  type EchoClient,
   type GrpcServer,
   type RawUpstream,
 } from "../helpers/peers.js";
 import type { DojangHandle } from "../../src/index.js";
+import { useFixtures, waitFor, waitForMetric } from "../helpers/fixtures.js";
 
-const cleanups: (() => unknown)[] = [];
-function track<T>(value: T, close: (v: T) => unknown): T {
-  cleanups.push(() => close(value));
-  return value;
-}
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const { proxyFor, rawUpstream, grpcServer, client, track } = useFixtures();
 
-async function proxyFor(upstream: string, o: Parameters<typeof startProxy>[1] = {}): Promise<DojangHandle> {
-  return track(await startProxy(upstream, o), (p) => p.close(0));
-}
-async function rawUpstream(onStream: Parameters<typeof startRawUpstream>[0]): Promise<RawUpstream> {
-  return track(await startRawUpstream(onStream), (u) => u.close());
-}
-async function grpcServer(impl: grpc.UntypedServiceImplementation): Promise<GrpcServer> {
-  return track(await startGrpcServer(impl), (s) => s.close());
-}
-function client(address: string): EchoClient {
-  return track(echoClient(address), (c) => c.close());
-}
-
-async function waitFor(what: string, pred: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!pred()) {
-    if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-async function waitForMetric(px: DojangHandle, name: string, labels: Record<string, string>, want: number): Promise<void> {
-  let last = -1;
-  const end = performance.now() + 3000;
-  while (performance.now() < end) {
-    last = sample(await scrape(px.adminAddress), name, labels);
-    if (last === want) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(last, `${name} ${JSON.stringify(labels)}`).toBe(want);
-}
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const LIMIT_1K = { maxRequestMessageBytes: 1024, maxResponseMessageBytes: 1024 };

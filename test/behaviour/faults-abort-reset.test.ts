@@ -8,6 +8,7 @@ import http2 from "node:http2";
 import { echoClient, frame, rawCall, startGrpcServer, startProxy, unary, type EchoClient, type RawResult } from "../helpers/peers.js";
 import { Cleanup, hasEndStream } from "../helpers/scripted-upstream.js";
 import type { DojangHandle } from "../../src/index.js";
+import { connections } from "../helpers/fixtures.js";
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -65,12 +66,6 @@ function client(px: DojangHandle): EchoClient {
   return cleanup.add(echoClient(px.address), (c) => c.close());
 }
 
-/** Counts TCP connections accepted by dojang's (first) listener. */
-function connections(px: DojangHandle): () => number {
-  let n = 0;
-  px.instance.listeners[0]!.server.on("connection", () => n++);
-  return () => n;
-}
 
 function session(px: DojangHandle): http2.ClientHttp2Session {
   const s = http2.connect(`http://${px.address}`);

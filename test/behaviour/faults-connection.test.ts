@@ -8,6 +8,7 @@ import http2 from "node:http2";
 import { echoClient, frame, rawCall, startGrpcServer, startProxy, startRawUpstream, unary, type EchoClient, type RawResult } from "../helpers/peers.js";
 import { Cleanup, GRPC_RESPONSE_HEADERS } from "../helpers/scripted-upstream.js";
 import type { DojangHandle } from "../../src/index.js";
+import { connections } from "../helpers/fixtures.js";
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -49,11 +50,6 @@ function client(px: DojangHandle, opts: grpc.ClientOptions = {}): EchoClient {
   return cleanup.add(echoClient(px.address, opts), (c) => c.close());
 }
 
-function connections(px: DojangHandle): () => number {
-  let n = 0;
-  px.instance.listeners[0]!.server.on("connection", () => n++);
-  return () => n;
-}
 
 function session(px: DojangHandle): http2.ClientHttp2Session {
   const s = http2.connect(`http://${px.address}`);

@@ -8,6 +8,7 @@ import type http2 from "node:http2";
 import { echoClient, frame, rawCall, startGrpcServer, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { Cleanup, GRPC_RESPONSE_HEADERS, afterRequest } from "../helpers/scripted-upstream.js";
 import type { DojangHandle } from "../../src/index.js";
+import { connections } from "../helpers/fixtures.js";
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -55,11 +56,6 @@ function client(px: DojangHandle): EchoClient {
   return cleanup.add(echoClient(px.address), (c) => c.close());
 }
 
-function connections(px: DojangHandle): () => number {
-  let n = 0;
-  px.instance.listeners[0]!.server.on("connection", () => n++);
-  return () => n;
-}
 
 function md(entries: Record<string, string>): grpc.Metadata {
   const m = new grpc.Metadata();

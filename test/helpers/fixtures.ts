@@ -24,15 +24,29 @@ export interface Fixtures {
   client(address: string): EchoClient;
 }
 
-export function useFixtures(): Fixtures {
-  const cleanups: (() => unknown)[] = [];
-  afterEach(async () => {
-    while (cleanups.length > 0) await cleanups.pop()!();
-  });
-  const track = <T>(value: T, close: (v: T) => unknown): T => {
-    cleanups.push(() => close(value));
+/** Closers run last-added first; one that throws does not stop the rest. */
+export class Cleanup {
+  private readonly fns: (() => unknown)[] = [];
+  add<T>(value: T, close: (v: T) => unknown): T {
+    this.fns.push(() => close(value));
     return value;
-  };
+  }
+  async run(): Promise<void> {
+    while (this.fns.length > 0) {
+      const fn = this.fns.pop()!;
+      try {
+        await fn();
+      } catch {
+        /* keep closing the rest */
+      }
+    }
+  }
+}
+
+export function useFixtures(): Fixtures {
+  const cleanup = new Cleanup();
+  afterEach(() => cleanup.run());
+  const track = <T>(value: T, close: (v: T) => unknown): T => cleanup.add(value, close);
   return {
     track,
     proxyFor: async (upstream, o = {}) => track(await startProxy(upstream, o), (p) => p.close(0)),
@@ -61,4 +75,11 @@ export async function waitForMetric(px: DojangHandle, name: string, labels: Reco
     await new Promise((r) => setTimeout(r, 20));
   }
   expect(last, `${name} ${JSON.stringify(labels)}`).toBe(want);
+}
+
+/** Counts TCP connections accepted by dojang's (first) listener from now on. */
+export function connections(px: DojangHandle): () => number {
+  let n = 0;
+  px.instance.listeners[0]!.server.on("connection", () => n++);
+  return () => n;
 }

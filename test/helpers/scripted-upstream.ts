@@ -61,21 +61,5 @@ export async function sampleReaching(adminAddress: string | undefined, name: str
   }
 }
 
-/** Things to close after each test, closed last-in first-out. */
-export class Cleanup {
-  private readonly fns: (() => unknown)[] = [];
-  add<T>(value: T, close: (v: T) => unknown): T {
-    this.fns.push(() => close(value));
-    return value;
-  }
-  async run(): Promise<void> {
-    while (this.fns.length > 0) {
-      const fn = this.fns.pop()!;
-      try {
-        await fn();
-      } catch {
-        /* keep closing the rest */
-      }
-    }
-  }
-}
+// Kept here for the files that import it from this module; defined once in fixtures.ts.
+export { Cleanup } from "./fixtures.js";

@@ -34,7 +34,7 @@ import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSe
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
-import { copyHeaders, rawGet, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, type OutgoingHeaders } from "./headers.js";
 import type { FaultExec, FaultableCall } from "./faults.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
@@ -144,8 +144,12 @@ export class Call implements SessionWaiter, FaultableCall {
   // === request headers → upstream request ===
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    const rid = rawGet(raw, "x-request-id");
-    this.prevAttempts = rawGet(raw, "grpc-previous-rpc-attempts");
+    // Read from node's parsed headers (a lookup, not another pass over rawHeaders; copyHeaders
+    // below is the one pass, and it forwards every field as sent).
+    const ridv = headers["x-request-id"];
+    const rid = typeof ridv === "string" ? ridv : undefined;
+    const prev = headers["grpc-previous-rpc-attempts"];
+    this.prevAttempts = typeof prev === "string" ? prev : undefined;
     this.requestId = rid ?? newRequestId();
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.

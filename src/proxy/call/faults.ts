@@ -172,11 +172,10 @@ export class FaultExec {
   after(ms: number, f: () => void): void {
     const t = setTimeout(() => {
       this.timers = this.timers.filter((x) => x !== t);
-      if (!this.call.done || f === this.noop) f();
+      if (!this.call.done) f();
     }, ms);
     this.timers.push(t);
   }
-  private readonly noop = (): void => {};
 
   /** The call ended: timers off, and the call no longer counts against maxActiveFaults. */
   clear(): void {

@@ -29,7 +29,7 @@ let ENV_CPUS;
 const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm run bench:quick)
   --quick                  direct vs dojang; unary-c1, unary-10x10, stream-64KiB; 1 round, short durations
   --peers a,b,...          peers to run (${ALL_PEERS.join(", ")})
-                           default: direct,dojang,dojang-log,dojang-2w,nginx,haproxy (+dojang-alt with an extra)
+                           default: direct,dojang,dojang-log,dojang-2w,node-naive,nginx,haproxy (+dojang-alt with an extra)
   --shapes a,b,...         shapes to run (${SHAPES.map((s) => s.id).join(", ")})
   --rounds N               rounds, each running every shape on every peer in turn (default 3; quick 1)
   --duration S             measured seconds per h2load run (default 3; quick 2)
@@ -37,6 +37,8 @@ const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm r
   --dojang-config-extra F  YAML fragment merged into the dojang-alt peer's config (dojang stays the baseline)
   --dojang-alt-node-args=A  node flags for the dojang-alt peer only (write it with "="), e.g.
                            --dojang-alt-node-args="--max-semi-space-size=32"
+  --dojang-alt-dist D       run dojang-alt from another build (a copy of dist/ kept inside the repo,
+                           e.g. cp -r dist .bench-alt-dist, then change and rebuild): A/B of code
   --proxy-cpus L           taskset CPU list for the proxies (default 0)
   --load-cpus L            taskset CPU list for the upstream, load generators and harness (default 1)
   --results-dir D          where to write <date>.json, latest.json|md|svg (default bench/results)
@@ -58,6 +60,7 @@ try {
       warmup: { type: "string" },
       "dojang-config-extra": { type: "string" },
       "dojang-alt-node-args": { type: "string" },
+      "dojang-alt-dist": { type: "string" },
       "proxy-cpus": { type: "string", default: "0" },
       "load-cpus": { type: "string", default: "1" },
       "results-dir": { type: "string", default: join(HERE, "results") },
@@ -238,9 +241,11 @@ async function main() {
     extraConfig = YAML.parse(readFileSync(extraFile, "utf8")) ?? {};
     if (typeof extraConfig !== "object" || Array.isArray(extraConfig)) throw new Error(`${extraFile}: the fragment must be a YAML mapping`);
   }
-  const defaultPeers = quick ? ["direct", "dojang"] : ["direct", "dojang", "dojang-log", "dojang-2w", "nginx", "haproxy"];
+  const defaultPeers = quick ? ["direct", "dojang"] : ["direct", "dojang", "dojang-log", "dojang-2w", "node-naive", "nginx", "haproxy"];
   const altNodeArgs = args["dojang-alt-node-args"] ? args["dojang-alt-node-args"].split(/\s+/).filter(Boolean) : [];
-  if (extraConfig !== undefined || altNodeArgs.length > 0) defaultPeers.splice(2, 0, "dojang-alt");
+  const altDist = args["dojang-alt-dist"] === undefined ? undefined : resolve(args["dojang-alt-dist"]);
+  if (altDist !== undefined && !existsSync(join(altDist, "cli.js"))) throw new Error(`--dojang-alt-dist ${altDist}: no cli.js there`);
+  if (extraConfig !== undefined || altNodeArgs.length > 0 || altDist !== undefined) defaultPeers.splice(2, 0, "dojang-alt");
   const peerNames = args.peers ? args.peers.split(",").map((s) => s.trim()).filter(Boolean) : defaultPeers;
   for (const n of peerNames) if (!ALL_PEERS.includes(n)) throw new Error(`unknown peer "${n}" (known: ${ALL_PEERS.join(", ")})`);
   const shapes = (args.shapes ? args.shapes.split(",").map((s) => s.trim()) : quick ? QUICK_SHAPES : SHAPES.map((s) => s.id)).map(shapeById);
@@ -259,6 +264,8 @@ async function main() {
     // Reported relative to the repo: results are committed, machine paths are not.
     extraFile: extraFile === undefined ? undefined : relative(REPO, extraFile),
     altNodeArgs,
+    altDist,
+    altDistLabel: altDist === undefined ? undefined : relative(REPO, altDist),
     upstreamPort: undefined,
     proxyCpuList: parseCpuList(proxyCpus),
     loadCpuList: parseCpuList(loadCpus),

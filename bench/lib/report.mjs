@@ -33,6 +33,7 @@ const RATIO_PAIRS = [
   ["dojang", "nginx"],
   ["dojang", "haproxy"],
   ["dojang", "direct"],
+  ["dojang", "node-naive"],
   ["dojang-log", "dojang"],
   ["dojang-2w", "dojang"],
   ["dojang-alt", "dojang"],

@@ -97,6 +97,9 @@ export interface Config {
   /** recent calls kept for GET /calls and the library's `calls` (0 = none, the CLI's default:
    * a kept record per call is old-generation garbage; startDojang defaults it to 1000) */
   readonly journal: number;
+  /** `shrinkHeapWhenIdle`: after this long with no call, one memory-reducing GC gives the
+   * young generation back (CLI and workers only; 0 = never) */
+  readonly shrinkHeapWhenIdleMs: number;
   /** the fault rule set's seed (percentages replay identically) and concurrency cap */
   readonly faultInjection: FaultSetSettings;
 }
@@ -135,6 +138,7 @@ export const DEFAULTS = Object.freeze({
     logLevel: "info" as LogLevel,
     accessLog: true,
     journal: 0,
+    shrinkHeapWhenIdleMs: 10_000,
   }),
 });
 
@@ -404,6 +408,7 @@ const document = z.strictObject(
     logLevel: logLevel.default(DEFAULTS.config.logLevel),
     accessLog: flag.default(DEFAULTS.config.accessLog),
     journal: count({ min: 0, max: 100000 }).default(DEFAULTS.config.journal),
+    shrinkHeapWhenIdle: durationMs(0).default(DEFAULTS.config.shrinkHeapWhenIdleMs),
     faultInjection: z.unknown().optional(),
   },
   { error: expected("a mapping with listeners and clusters") },
@@ -449,6 +454,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
     logLevel: d.logLevel,
     accessLog: d.accessLog,
     journal: d.journal,
+    shrinkHeapWhenIdleMs: d.shrinkHeapWhenIdle,
     faultInjection: d.faultInjection as unknown as FaultSetSettings,
   }),
 );

@@ -9,6 +9,7 @@ import type { CallContext } from "./call/call.js";
 import { Listener } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
+import { HeapShrinker } from "./observe/heap.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/pool.js";
 import { FaultExec } from "./call/faults.js";
@@ -226,4 +227,16 @@ export class Dojang {
     // The access log is asynchronous: its last lines go out before the process may exit.
     if (this.access !== this.log) await flushLogger(this.access);
   }
+}
+
+/**
+ * The process-level side of `shrinkHeapWhenIdle` (the CLI and each cluster worker call this
+ * once the instance serves; the library does not, its host owns the heap).
+ */
+export function startHeapShrinker(d: Dojang, config: Config, log: Logger): HeapShrinker | undefined {
+  if (config.shrinkHeapWhenIdleMs <= 0) return undefined;
+  const live = d.metrics.live;
+  const s = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
+  s.start();
+  return s;
 }

@@ -72,6 +72,7 @@ describe("parseConfigText(): a valid config", () => {
       logLevel: "info",
       accessLog: true,
       journal: 0,
+      shrinkHeapWhenIdleMs: 10_000,
       faultInjection: { seed: 0, maxActiveFaults: null },
     } satisfies Config);
   });

@@ -137,7 +137,9 @@ export class Call implements SessionWaiter, FaultableCall {
     down.on("close", onDownClose);
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
-    ctx.metrics.live.activeCalls++;
+    const live = ctx.metrics.live;
+    live.activeCalls++;
+    live.startedCalls++;
     ctx.active.add(this);
   }
 

@@ -14,6 +14,8 @@ const N_CODES = CODE_NAMES.length + 1; // 0..16 plus "OTHER"
 /** Live numbers the gauges read at scrape time (no prom-client work per call). */
 export interface LiveState {
   activeCalls: number;
+  /** calls started since the process began (the idle heap shrinker watches it) */
+  startedCalls: number;
   upstreamSessions: number;
   downstreamSessions: number;
 }
@@ -39,7 +41,7 @@ export class MethodSeries {
 
 export class Metrics {
   readonly registry: client.Registry;
-  readonly live: LiveState = { activeCalls: 0, upstreamSessions: 0, downstreamSessions: 0 };
+  readonly live: LiveState = { activeCalls: 0, startedCalls: 0, upstreamSessions: 0, downstreamSessions: 0 };
   readonly callsTotal: client.Counter<string>;
   readonly callDuration: client.Histogram<string>;
   readonly messages: client.Counter<string>;
@@ -47,6 +49,7 @@ export class Metrics {
   readonly budgetOut: client.Histogram<string>;
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
+  readonly heapShrinks: client.Counter<string>;
   readonly budgetInNoLabels: client.Histogram.Internal<string>;
   readonly budgetOutNoLabels: client.Histogram.Internal<string>;
   private readonly methods = new Map<string, MethodSeries>();
@@ -99,6 +102,11 @@ export class Metrics {
       name: "dojang_faults_injected_total",
       help: "Fault actions applied to calls, by rule id (\"header\" for request-header faults) and kind.",
       labelNames: ["rule", "kind"],
+      registers: r,
+    });
+    this.heapShrinks = new client.Counter({
+      name: "dojang_heap_shrinks_total",
+      help: "Memory-reducing GCs run by shrinkHeapWhenIdle (once at start-up, then after each idle period that followed calls).",
       registers: r,
     });
     const live = this.live;

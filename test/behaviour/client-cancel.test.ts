@@ -126,3 +126,32 @@ describe('"a client whose connection drops has its upstream streams cancelled"',
     await waitForMetric(px, "dojang_calls_total", CLIENT_CANCEL, 1);
   });
 });
+
+describe("a client reset at its own deadline is the deadline deciding", () => {
+  // grpc-js's deadline timer starts at its send time, so it resets the stream a transit time
+  // before dojang's timer fires; the metric says deadline (4), not client_cancel (1).
+  it("counts a grpc-js call that hits its deadline on a silent upstream as DEADLINE_EXCEEDED, decided_by deadline", async () => {
+    const up = await rawUpstream(() => {
+      /* never answers */
+    });
+    const px = await proxyFor(up.address);
+    for (let i = 0; i < 5; i++) {
+      const err = await new Promise<grpc.ServiceError | null>((r) =>
+        client(px.address).Unary(Buffer.from("q"), new grpc.Metadata(), { deadline: Date.now() + 150 }, (e: grpc.ServiceError | null) => r(e)),
+      );
+      expect(err?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    }
+    await waitForMetric(px, "dojang_calls_total", { grpc_code: "DEADLINE_EXCEEDED", decided_by: "deadline" }, 5);
+  });
+
+  it("still counts a reset well before the deadline as client_cancel", async () => {
+    const up = await rawUpstream(() => {
+      /* never answers */
+    });
+    const px = await proxyFor(up.address);
+    const call = client(px.address).Unary(Buffer.from("q"), new grpc.Metadata(), { deadline: Date.now() + 10_000 }, () => {});
+    await waitFor("the call to reach the upstream", () => up.seen.length === 1);
+    call.cancel();
+    await waitForMetric(px, "dojang_calls_total", CLIENT_CANCEL, 1);
+  });
+});

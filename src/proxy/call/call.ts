@@ -51,6 +51,10 @@ function newRequestId(): string {
 /** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
  * the deadline is the deadline (spec §11.2). */
 const DEADLINE_SLACK_MS = 2;
+/** A client's deadline is anchored before dojang's (at its send time, not at dojang's t0), so
+ * its own timer usually fires first and it resets the stream with CANCEL a transit time before
+ * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
+const CLIENT_DEADLINE_SLACK_MS = 10;
 
 /** What every call on one listener shares; built once at start. */
 export interface CallContext {
@@ -611,7 +615,8 @@ export class Call implements SessionWaiter, FaultableCall {
   onDownstreamClose(): void {
     if (!this.done) {
       // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
-      this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
+      if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+      else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
     if (this.fault !== null) this.fault.clear();

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import YAML from "yaml";
 import { frame } from "./lib/grpc.mjs";
-import { runH2load } from "./lib/h2load.mjs";
+import { parseH2loadOutput, runH2load } from "./lib/h2load.mjs";
 import { ALL_PEERS, correctnessProbe, httpGet, isDojang, makePeer } from "./lib/peers.mjs";
 import { CLK_TCK, cpuBusy, cpuStat, parseCpuList, sleep, startProcess, stopProcess, tail, treeCpuUs, treeRssKiB, which } from "./lib/proc.mjs";
 import { QUICK_SHAPES, SHAPES, shapeById } from "./lib/shapes.mjs";
@@ -308,7 +308,7 @@ async function main() {
     // --- data files ---
     const dataFiles = {};
     for (const s of shapes) {
-      if (s.kind === "h2load" && dataFiles[s.size] === undefined) {
+      if ((s.kind === "h2load" || s.kind === "soak") && dataFiles[s.size] === undefined) {
         dataFiles[s.size] = join(tmp, `req-${s.size}.bin`);
         writeFileSync(dataFiles[s.size], frame(s.size));
       }
@@ -485,7 +485,7 @@ async function main() {
 }
 
 function shapeSkipReason(shape, peer, h2loadBin) {
-  if (shape.kind === "h2load" && h2loadBin === undefined) return "h2load not installed";
+  if ((shape.kind === "h2load" || shape.kind === "soak") && h2loadBin === undefined) return "h2load not installed";
   if (shape.only === "proxied" && !peer.proxied) return "no proxy process to measure (direct)";
   if (shape.only === "dojang" && !isDojang(peer)) return "admin /metrics is dojang's own HTTP/1.1 path";
   if (shape.skip?.[peer.name]) return shape.skip[peer.name];
@@ -574,6 +574,7 @@ async function measure(env, peer, shape, ctx) {
   else if (shape.kind === "latency") r = await measureLatency(env, peer, shape, ctx);
   else if (shape.kind === "hold") r = await measureHold(env, peer, shape, { sample, upStats });
   else if (shape.kind === "idle") r = await measureIdle(env, peer, shape);
+  else if (shape.kind === "soak") r = await measureSoak(env, peer, shape, ctx);
   else if (shape.kind === "admin") r = await measureAdmin(env, peer, shape, ctx);
   else throw new Error(`unknown shape kind ${shape.kind}`);
   if (peer.pid && r.metrics && r.metrics.rssKiB === undefined) r.metrics.rssKiB = treeRssKiB(peer.pid);
@@ -729,8 +730,68 @@ async function measureHold(env, peer, shape, { upStats }) {
     metrics.openMs = held.openMs;
     metrics.upstreamSaw = upstreamSaw;
     metrics.clientConnections = held.connections;
+    if (shape.afterMs !== undefined && result.ok === true) {
+      // Back to baseline? The calls have ended; dojang's bench config shrinks its heap after 2 s idle.
+      await sleep(shape.afterMs);
+      metrics.rssAfterKiB = treeRssKiB(peer.pid);
+      metrics.rssAfterOverBasePct = ((metrics.rssAfterKiB - base) / base) * 100;
+    }
   }
   return { ok: result.ok === true && held !== undefined, error: result.error, metrics };
+}
+
+/** h2load -n N (a count, not a duration) against the peer; resolves with the parsed summary. */
+async function h2loadCount(env, peer, shape, h2loadBin, dataFile, n) {
+  const args = ["-c", String(shape.clients), "-m", String(shape.streams), "-t", "1", "-n", String(n), "-d", dataFile, "-H", "content-type: application/grpc", "-H", "te: trailers", peer.url + shape.path];
+  const p = startProcess(`soak-${peer.name}`, h2loadBin, args, { cpus: env.loadCpus, logDir: env.tmp, pipeStdout: true });
+  let stdout = "";
+  p.child.stdout.setEncoding("utf8");
+  p.child.stdout.on("data", (d) => (stdout += d));
+  const killer = setTimeout(() => {
+    try {
+      process.kill(p.pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }, 600_000);
+  const exit = await p.exited;
+  clearTimeout(killer);
+  const parsed = parseH2loadOutput(stdout);
+  let error;
+  if (exit.code !== 0) error = `h2load exited ${exit.code ?? exit.signal}`;
+  else if (parsed.succeeded !== n) error = `h2load: ${parsed.succeeded ?? 0} of ${n} succeeded`;
+  return { error, parsed };
+}
+
+/** RSS after `first` calls and after `total`, each `settleMs` after the load stops (a leak grows the second). */
+async function measureSoak(env, peer, shape, { h2loadBin, dataFiles }) {
+  await sleep(300);
+  const base = treeRssKiB(peer.pid);
+  const t0 = performance.now();
+  const a = await h2loadCount(env, peer, shape, h2loadBin, dataFiles[shape.size], shape.first);
+  if (a.error) return { ok: false, error: a.error, metrics: {} };
+  const loadedFirst = treeRssKiB(peer.pid);
+  await sleep(shape.settleMs);
+  const first = treeRssKiB(peer.pid);
+  const b = await h2loadCount(env, peer, shape, h2loadBin, dataFiles[shape.size], shape.total - shape.first);
+  if (b.error) return { ok: false, error: b.error, metrics: {} };
+  const loadedTotal = treeRssKiB(peer.pid);
+  await sleep(shape.settleMs);
+  const total = treeRssKiB(peer.pid);
+  const seconds = (performance.now() - t0) / 1000 - (2 * shape.settleMs) / 1000;
+  return {
+    ok: true,
+    metrics: {
+      callsPerSec: shape.total / seconds,
+      rssBaseKiB: base,
+      rssLoadedFirstKiB: loadedFirst,
+      rssFirstKiB: first,
+      rssLoadedTotalKiB: loadedTotal,
+      rssKiB: total,
+      rssAfterKiB: total,
+      soakGrowthPct: ((total - first) / first) * 100,
+    },
+  };
 }
 
 async function measureIdle(env, peer, shape) {

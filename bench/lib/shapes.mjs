@@ -64,13 +64,14 @@ export const SHAPES = [
   },
   {
     id: "held-10k",
-    title: "10,000 calls held open (100 conns × 100), memory",
+    title: "10,000 calls held open (100 conns × 100), memory; RSS again 3 s after they end",
     kind: "hold",
     streams: 10_000,
     perConn: 100,
     only: "proxied",
     skip: { "dojang-log": SAME_MEMORY },
     fresh: true,
+    afterMs: 3000,
   },
   {
     id: "idle-5k",
@@ -98,10 +99,28 @@ for (const s of SHAPES) {
   s.responseBytes = s.path === STREAM_PATH ? n * (5 + 64 * 1024) : 5 + s.size;
 }
 
+// Opt-in (--shapes soak-1m): about 2 minutes per peer, too long for the default run.
+export const EXTRA_SHAPES = [
+  {
+    id: "soak-1m",
+    title: "1,000,000 unary 100 B calls (10 conns × 10 streams): RSS after 100k and after 1M, each 3 s after the load stops",
+    kind: "soak",
+    path: UNARY_PATH,
+    size: 100,
+    clients: 10,
+    streams: 10,
+    first: 100_000,
+    total: 1_000_000,
+    settleMs: 3000,
+    only: "proxied",
+    fresh: true,
+  },
+];
+
 export const QUICK_SHAPES = ["unary-c1", "unary-10x10", "stream-64KiB"];
 
 export function shapeById(id) {
-  const s = SHAPES.find((x) => x.id === id);
-  if (s === undefined) throw new Error(`unknown shape "${id}" (known: ${SHAPES.map((x) => x.id).join(", ")})`);
+  const s = SHAPES.find((x) => x.id === id) ?? EXTRA_SHAPES.find((x) => x.id === id);
+  if (s === undefined) throw new Error(`unknown shape "${id}" (known: ${[...SHAPES, ...EXTRA_SHAPES].map((x) => x.id).join(", ")})`);
   return s;
 }

@@ -4,7 +4,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
-import { Dojang, startHeapShrinker } from "./proxy/dojang.js";
+import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
 import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     process.stderr.write(`dojang: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
     process.exit(1);
   }
-  startHeapShrinker(d, config, log);
+  startHeapTuning(d, config, log);
 }
 
 void main();

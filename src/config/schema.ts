@@ -83,6 +83,9 @@ export interface AdminConfig {
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** `concurrentMarking`: V8's old-generation marking on a helper thread (src/proxy/observe/heap.ts). */
+export const CONCURRENT_MARKING_MODES = ["auto", "on", "off"] as const;
+export type ConcurrentMarkingMode = (typeof CONCURRENT_MARKING_MODES)[number];
 
 export interface Config {
   /** Omitted (or null) → no admin listener. */
@@ -100,6 +103,9 @@ export interface Config {
   /** `shrinkHeapWhenIdle`: after this long with no call, one memory-reducing GC gives the
    * young generation back (CLI and workers only; 0 = never) */
   readonly shrinkHeapWhenIdleMs: number;
+  /** V8's concurrent marking: auto (off on one CPU while bytes flow fast), on, off (CLI and
+   * workers only; see src/proxy/observe/heap.ts) */
+  readonly concurrentMarking: ConcurrentMarkingMode;
   /** the fault rule set's seed (percentages replay identically) and concurrency cap */
   readonly faultInjection: FaultSetSettings;
 }
@@ -139,6 +145,7 @@ export const DEFAULTS = Object.freeze({
     accessLog: true,
     journal: 0,
     shrinkHeapWhenIdleMs: 10_000,
+    concurrentMarking: "auto" as ConcurrentMarkingMode,
   }),
 });
 
@@ -262,20 +269,24 @@ const name = z
       `invalid name ${describeValue(iss.input)}: use letters, digits, "_", "." and "-", starting with a letter or digit`,
   });
 
-const logLevel = z
-  .string({ error: expected(`one of ${LOG_LEVELS.join(", ")}`) })
-  .transform((v, ctx): LogLevel => {
-    const level = LOG_LEVELS.find((l) => l === v.toLowerCase());
-    if (level === undefined) {
+/** One of a fixed set of words (case-insensitive); `what` names the key in the message. */
+function oneOf<T extends string>(values: readonly T[], what: string) {
+  return z.string({ error: expected(`one of ${values.join(", ")}`) }).transform((v, ctx): T => {
+    const found = values.find((l) => l === v.toLowerCase());
+    if (found === undefined) {
       ctx.issues.push({
         code: "custom",
-        message: `unknown log level ${describeValue(v)}: expected one of ${LOG_LEVELS.join(", ")}${didYouMean(v, LOG_LEVELS)}`,
+        message: `unknown ${what} ${describeValue(v)}: expected one of ${values.join(", ")}${didYouMean(v, values)}`,
         input: v,
       });
       return z.NEVER;
     }
-    return level;
+    return found;
   });
+}
+
+const logLevel = oneOf(LOG_LEVELS, "log level");
+const concurrentMarking = oneOf(CONCURRENT_MARKING_MODES, "concurrentMarking value");
 
 /** `timeout`: a positive duration, or null / "none" for no cap. */
 const routeTimeout = z
@@ -409,6 +420,7 @@ const document = z.strictObject(
     accessLog: flag.default(DEFAULTS.config.accessLog),
     journal: count({ min: 0, max: 100000 }).default(DEFAULTS.config.journal),
     shrinkHeapWhenIdle: durationMs(0).default(DEFAULTS.config.shrinkHeapWhenIdleMs),
+    concurrentMarking: concurrentMarking.default(DEFAULTS.config.concurrentMarking),
     faultInjection: z.unknown().optional(),
   },
   { error: expected("a mapping with listeners and clusters") },
@@ -455,6 +467,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
     accessLog: d.accessLog,
     journal: d.journal,
     shrinkHeapWhenIdleMs: d.shrinkHeapWhenIdle,
+    concurrentMarking: d.concurrentMarking,
     faultInjection: d.faultInjection as unknown as FaultSetSettings,
   }),
 );

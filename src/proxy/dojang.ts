@@ -9,7 +9,7 @@ import type { CallContext } from "./call/call.js";
 import { Listener } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
-import { HeapShrinker } from "./observe/heap.js";
+import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/pool.js";
 import { FaultExec } from "./call/faults.js";
@@ -230,13 +230,16 @@ export class Dojang {
 }
 
 /**
- * The process-level side of `shrinkHeapWhenIdle` (the CLI and each cluster worker call this
- * once the instance serves; the library does not, its host owns the heap).
+ * The process-level heap settings, `shrinkHeapWhenIdle` and `concurrentMarking` (the CLI and
+ * each cluster worker call this once the instance serves; the library does not, its host owns
+ * the heap and V8's flags).
  */
-export function startHeapShrinker(d: Dojang, config: Config, log: Logger): HeapShrinker | undefined {
-  if (config.shrinkHeapWhenIdleMs <= 0) return undefined;
+export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker?: HeapShrinker; marking: MarkingTuner } {
   const live = d.metrics.live;
-  const s = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
-  s.start();
-  return s;
+  const marking = new MarkingTuner(config.concurrentMarking, () => live.forwardedBytes, log, (on) => (live.concurrentMarking = on ? 1 : 0));
+  marking.start();
+  if (config.shrinkHeapWhenIdleMs <= 0) return { marking };
+  const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
+  shrinker.start();
+  return { shrinker, marking };
 }

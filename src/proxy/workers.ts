@@ -8,7 +8,7 @@ import { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import { AdminServer } from "./admin/admin.js";
-import { Dojang, startHeapShrinker } from "./dojang.js";
+import { Dojang, startHeapTuning } from "./dojang.js";
 import { createAccessLogger } from "./observe/log.js";
 
 const READY = "dojang:ready";
@@ -34,7 +34,7 @@ export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
   // The primary disconnecting the IPC channel is a stop too (it died or is stopping).
   process.on("disconnect", stop);
   await d.start();
-  startHeapShrinker(d, config, log);
+  startHeapTuning(d, config, log);
   process.send?.({ type: READY });
   return d;
 }

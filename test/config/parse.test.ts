@@ -73,6 +73,7 @@ describe("parseConfigText(): a valid config", () => {
       accessLog: true,
       journal: 0,
       shrinkHeapWhenIdleMs: 10_000,
+      concurrentMarking: "auto",
       faultInjection: { seed: 0, maxActiveFaults: null },
     } satisfies Config);
   });

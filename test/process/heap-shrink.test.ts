@@ -24,12 +24,12 @@ async function metric(admin: string, name: string): Promise<number> {
 }
 const NEW_SPACE = 'dojang_process_nodejs_heap_space_size_total_bytes{space="new"}';
 
-async function start(shrink: string): Promise<{ admin: string; target: string }> {
+async function start(shrink: string, extraTop = ""): Promise<{ admin: string; target: string }> {
   up = await startGrpcServer({ Unary: (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, c.request) });
   const [listenPort, adminPort] = [await freePort(), await freePort()];
   const dir = tempDir();
   dirs.push(dir);
-  const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream: up.address, logLevel: "info", extraTop: `shrinkHeapWhenIdle: ${shrink}\naccessLog: false` }));
+  const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream: up.address, logLevel: "info", extraTop: `shrinkHeapWhenIdle: ${shrink}\naccessLog: false\n${extraTop}` }));
   const p = spawnDojang(["--config", file]);
   const admin = `127.0.0.1:${adminPort}`;
   await waitReady(p, admin);
@@ -70,5 +70,17 @@ describe("shrinkHeapWhenIdle", () => {
     await burst(target);
     await new Promise((r) => setTimeout(r, 500));
     expect(await metric(admin, "dojang_heap_shrinks_total")).toBe(0);
+  });
+});
+
+describe("concurrentMarking", () => {
+  it("off turns V8's concurrent marking off in the process and says so in /metrics; on leaves it on", async () => {
+    const off = await start("0", "concurrentMarking: off");
+    expect(await metric(off.admin, "dojang_gc_concurrent_marking")).toBe(0);
+    await burst(off.target); // calls still work with the flag changed under them
+    await killSpawned();
+    await up?.close();
+    const on = await start("0", "concurrentMarking: on");
+    expect(await metric(on.admin, "dojang_gc_concurrent_marking")).toBe(1);
   });
 });

@@ -306,6 +306,7 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
+    this.ctx.metrics.live.forwardedBytes += chunk.length;
     if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
     if (!up.write(chunk)) {
       this.down.pause();
@@ -370,6 +371,7 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
+    this.ctx.metrics.live.forwardedBytes += chunk.length;
     if (this.fault !== null) {
       if (this.fault.discarding) return;
       if (this.fault.resp !== null) return this.fault.resp.push(chunk);

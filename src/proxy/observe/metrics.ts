@@ -18,6 +18,10 @@ export interface LiveState {
   startedCalls: number;
   upstreamSessions: number;
   downstreamSessions: number;
+  /** payload bytes forwarded both ways (concurrentMarking: auto follows its rate) */
+  forwardedBytes: number;
+  /** V8's concurrent marking as dojang set it (1 on, 0 off) */
+  concurrentMarking: number;
 }
 
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
@@ -41,7 +45,7 @@ export class MethodSeries {
 
 export class Metrics {
   readonly registry: client.Registry;
-  readonly live: LiveState = { activeCalls: 0, startedCalls: 0, upstreamSessions: 0, downstreamSessions: 0 };
+  readonly live: LiveState = { activeCalls: 0, startedCalls: 0, upstreamSessions: 0, downstreamSessions: 0, forwardedBytes: 0, concurrentMarking: 1 };
   readonly callsTotal: client.Counter<string>;
   readonly callDuration: client.Histogram<string>;
   readonly messages: client.Counter<string>;
@@ -132,6 +136,14 @@ export class Metrics {
       registers: r,
       collect() {
         this.set(live.downstreamSessions);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_gc_concurrent_marking",
+      help: "1 while V8 marks the old generation on a helper thread (its default), 0 while dojang has turned that off (concurrentMarking: off, or auto on one CPU under a high byte rate).",
+      registers: r,
+      collect() {
+        this.set(live.concurrentMarking);
       },
     });
     client.collectDefaultMetrics({ register: this.registry, prefix: "dojang_process_" });

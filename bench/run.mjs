@@ -797,6 +797,7 @@ async function measureSoak(env, peer, shape, { h2loadBin, dataFiles }) {
 async function measureIdle(env, peer, shape) {
   await sleep(300);
   const base = treeRssKiB(peer.pid);
+  const anonBase = treeRssKiB(peer.pid, "RssAnon");
   let held;
   const { result } = await runClient(env, `idle-${peer.name}`, "idle", ["--url", peer.url, "--conns", String(shape.conns), "--timeout-ms", "60000"], {
     onOpened: async (ev) => {
@@ -808,6 +809,7 @@ async function measureIdle(env, peer, shape) {
   if (held) {
     metrics.rssKiB = held.rssKiB;
     metrics.rssBaseKiB = base;
+    metrics.rssAnonBaseKiB = anonBase;
     metrics.memDeltaKiB = held.rssKiB - base;
     metrics.kibPerUnit = (held.rssKiB - base) / shape.conns;
     metrics.unit = "conn";

@@ -122,10 +122,10 @@ export function cpuTicks(pid) {
   }
 }
 
-/** VmRSS in KiB, or undefined. */
-export function rssKiB(pid) {
+/** VmRSS in KiB (or another /proc/<pid>/status field: RssAnon, RssFile), or undefined. */
+export function rssKiB(pid, field = "VmRSS") {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return m ? Number(m[1]) : undefined;
   } catch {
     return undefined;
@@ -165,10 +165,13 @@ export function treeCpuUs(pid) {
   return (ticks * 1e6) / CLK_TCK;
 }
 
-/** RSS of a process tree (sum of VmRSS; shared pages of forked workers count more than once). */
-export function treeRssKiB(pid) {
+/** RSS of a process tree (sum of VmRSS; shared pages of forked workers count more than once).
+ * `field: "RssAnon"` sums only the anonymous pages (heap, stacks, malloc): what the process itself
+ * allocated, without the executable's and libraries' file pages that every process of the same
+ * binary shares. */
+export function treeRssKiB(pid, field = "VmRSS") {
   let kib = 0;
-  for (const p of processTree(pid)) kib += rssKiB(p) ?? 0;
+  for (const p of processTree(pid)) kib += rssKiB(p, field) ?? 0;
   return kib;
 }
 

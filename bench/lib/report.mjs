@@ -15,13 +15,15 @@ export const METRICS = {
   rssKiB: { label: "proxy RSS MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   memDeltaKiB: { label: "RSS Δ MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   kibPerUnit: { label: "KiB per call/conn", better: "lower", fmt: (v) => fmtNum(v) },
+  rssBaseKiB: { label: "idle RSS MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
+  rssAnonBaseKiB: { label: "idle anon MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   rssAfterKiB: { label: "RSS after MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   rssFirstKiB: { label: "RSS at 100k MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   soakGrowthPct: { label: "RSS 100k→1M %", better: "lower", fmt: (v) => fmtNum(v) },
 };
 
 /** Columns of the tables, in order. */
-const COLUMNS = ["callsPerSec", "mbPerSec", "p50Us", "p90Us", "p99Us", "p999Us", "cpuUsPerCall", "cpuUsPerMiB", "cpuPercent", "upstreamCpuUsPerCall", "rssKiB", "memDeltaKiB", "kibPerUnit", "rssAfterKiB", "rssFirstKiB", "soakGrowthPct"];
+const COLUMNS = ["callsPerSec", "mbPerSec", "p50Us", "p90Us", "p99Us", "p999Us", "cpuUsPerCall", "cpuUsPerMiB", "cpuPercent", "upstreamCpuUsPerCall", "rssKiB", "memDeltaKiB", "kibPerUnit", "rssBaseKiB", "rssAnonBaseKiB", "rssAfterKiB", "rssFirstKiB", "soakGrowthPct"];
 
 /** What the ratios compare, per shape kind. */
 const RATIO_METRICS = {
@@ -29,7 +31,7 @@ const RATIO_METRICS = {
   h2load: ["callsPerSec", "p99Us", "cpuUsPerCall", "rssKiB"],
   h2loadBytes: ["mbPerSec", "p99Us", "cpuUsPerMiB", "rssKiB"],
   hold: ["kibPerUnit", "rssKiB"],
-  idle: ["kibPerUnit", "rssKiB"],
+  idle: ["kibPerUnit", "rssKiB", "rssBaseKiB", "rssAnonBaseKiB"],
   soak: ["soakGrowthPct", "rssKiB"],
   admin: ["callsPerSec", "p99Us", "cpuUsPerCall"],
 };

@@ -29,7 +29,7 @@ let ENV_CPUS;
 const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm run bench:quick)
   --quick                  direct vs dojang; unary-c1, unary-10x10, stream-64KiB; 1 round, short durations
   --peers a,b,...          peers to run (${ALL_PEERS.join(", ")})
-                           default: direct,dojang,dojang-log,dojang-2w,node-naive,nginx,haproxy (+dojang-alt with an extra)
+                           default: direct,dojang,dojang-2w,node-naive,nginx,haproxy (+dojang-alt with an extra)
   --shapes a,b,...         shapes to run (${SHAPES.map((s) => s.id).join(", ")})
   --rounds N               rounds, each running every shape on every peer in turn (default 3; quick 1)
   --duration S             measured seconds per h2load run (default 3; quick 2)
@@ -241,7 +241,7 @@ async function main() {
     extraConfig = YAML.parse(readFileSync(extraFile, "utf8")) ?? {};
     if (typeof extraConfig !== "object" || Array.isArray(extraConfig)) throw new Error(`${extraFile}: the fragment must be a YAML mapping`);
   }
-  const defaultPeers = quick ? ["direct", "dojang"] : ["direct", "dojang", "dojang-log", "dojang-2w", "node-naive", "nginx", "haproxy"];
+  const defaultPeers = quick ? ["direct", "dojang"] : ["direct", "dojang", "dojang-2w", "node-naive", "nginx", "haproxy"];
   const altNodeArgs = args["dojang-alt-node-args"] ? args["dojang-alt-node-args"].split(/\s+/).filter(Boolean) : [];
   const altDist = args["dojang-alt-dist"] === undefined ? undefined : resolve(args["dojang-alt-dist"]);
   if (altDist !== undefined && !existsSync(join(altDist, "cli.js"))) throw new Error(`--dojang-alt-dist ${altDist}: no cli.js there`);

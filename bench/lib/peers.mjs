@@ -235,8 +235,6 @@ class DojangPeer extends Peer {
       drainTimeout: "1s",
       logLevel,
       accessLog,
-      // 2 s, not the default 10 s: the memory shapes look again 3 s after their calls end.
-      shrinkHeapWhenIdle: "2s",
       listeners: [{ name: "main", address: `127.0.0.1:${this.port}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
       clusters: [{ name: "backend", endpoints: [`127.0.0.1:${this.env.upstreamPort}`] }],
     };
@@ -284,7 +282,7 @@ class DojangPeer extends Peer {
     if (extra) parts.push(`+ ${this.env.extraFile}`);
     if (this.opts.nodeArgs.length > 0) parts.push(`node ${this.opts.nodeArgs.join(" ")}`);
     if (this.opts.dist !== undefined) parts.push(`build ${this.env.altDistLabel}`);
-    return `dojang (node ${process.version}), ${parts.join(", ")}, shrinkHeapWhenIdle 2s, other keys default`;
+    return `dojang (node ${process.version}), ${parts.join(", ")}, other keys default`;
   }
 }
 

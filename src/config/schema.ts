@@ -101,7 +101,8 @@ export interface Config {
    * a kept record per call is old-generation garbage; startDojang defaults it to 1000) */
   readonly journal: number;
   /** `shrinkHeapWhenIdle`: after this long with no call, one memory-reducing GC gives the
-   * young generation back (CLI and workers only; 0 = never) */
+   * young generation back (CLI and workers only; 0 = never, the default: see
+   * src/proxy/observe/heap.ts for its CPU cost) */
   readonly shrinkHeapWhenIdleMs: number;
   /** V8's concurrent marking: auto (off on one CPU while bytes flow fast), on, off (CLI and
    * workers only; see src/proxy/observe/heap.ts) */
@@ -144,7 +145,7 @@ export const DEFAULTS = Object.freeze({
     logLevel: "info" as LogLevel,
     accessLog: true,
     journal: 0,
-    shrinkHeapWhenIdleMs: 10_000,
+    shrinkHeapWhenIdleMs: 0,
     concurrentMarking: "auto" as ConcurrentMarkingMode,
   }),
 });

@@ -234,11 +234,10 @@ export class Dojang {
  * each cluster worker call this once the instance serves; the library does not, its host owns
  * the heap and V8's flags).
  */
-export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker?: HeapShrinker; marking: MarkingTuner } {
+export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker: HeapShrinker; marking: MarkingTuner } {
   const live = d.metrics.live;
   const marking = new MarkingTuner(config.concurrentMarking, () => live.forwardedBytes, log, (on) => (live.concurrentMarking = on ? 1 : 0));
   marking.start();
-  if (config.shrinkHeapWhenIdleMs <= 0) return { marking };
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();
   return { shrinker, marking };

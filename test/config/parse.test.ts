@@ -72,7 +72,7 @@ describe("parseConfigText(): a valid config", () => {
       logLevel: "info",
       accessLog: true,
       journal: 0,
-      shrinkHeapWhenIdleMs: 10_000,
+      shrinkHeapWhenIdleMs: 0,
       concurrentMarking: "auto",
       faultInjection: { seed: 0, maxActiveFaults: null },
     } satisfies Config);

@@ -1,10 +1,17 @@
 // Give memory back when the proxy goes quiet (in the spirit of Envoy's overload action
 // `shrink_heap`). V8 grows the young generation under load (to 2 × 64 MiB on Node 24) and never
 // shrinks it while idle, so a sidecar that served one burst would keep its peak RSS for the
-// rest of its life. After `shrinkHeapWhenIdle` with no call started and none in flight, dojang
-// runs one memory-reducing major GC (V8's "last resort" flavour: it compacts and shrinks the
-// new space back to its minimum), and once right after start-up, when the config parsing's
-// garbage is gone. Measured (bench/results, held-10k then idle): see the README's memory section.
+// rest of its life. Once right after start-up, when the config parsing's garbage is gone, and
+// (opt-in) after `shrinkHeapWhenIdle` with no call started and none in flight, dojang runs one
+// memory-reducing major GC (V8's "last resort" flavour: it compacts and shrinks the new space
+// back to its minimum).
+//
+// The idle shrink is off by default because it has a price, measured A/B on one pinned CPU
+// (10 conns × 10 streams): for many seconds after a shrink that followed load, dojang spends
+// 1.6-1.8x the CPU per call (about 110 µs against 66 µs; still ~100 µs 8 s into the next load),
+// with 2.3x the scavenges and 3x the mark-compact time: the heap limits V8 derives from the
+// shrunken heap keep it collecting. A regular (not last-resort) major GC costs the same and
+// gives nothing back. The start-up shrink costs nothing measurable (the heap is small then).
 //
 // The CLI and cluster workers run it; the library (startDojang) does not: a host process owns
 // its own heap.
@@ -82,15 +89,17 @@ export class HeapShrinker {
     private readonly log: Logger,
     private readonly onShrink: (r: ShrinkResult) => void = () => {},
   ) {
-    this.gc = idleMs > 0 ? exposeGc() : undefined;
+    this.gc = exposeGc();
     this.st = newIdleState(performance.now(), activity());
-    if (idleMs > 0 && this.gc === undefined) log.warn("shrinkHeapWhenIdle: cannot reach node's gc(); the heap is left to V8");
+    if (this.gc === undefined) log.warn("shrinkHeapWhenIdle: cannot reach node's gc(); the heap is left to V8");
   }
 
-  /** Shrinks once now (after start-up) and then whenever the proxy has been idle for idleMs. */
+  /** Shrinks once now (after start-up) and then, with idleMs > 0, whenever the proxy has been
+   * idle for idleMs. */
   start(): void {
     if (this.gc === undefined) return;
     this.shrink("startup");
+    if (this.idleMs <= 0) return;
     // Sample four times per idle period: a shrink is at most a quarter period late.
     const every = Math.max(50, Math.floor(this.idleMs / 4));
     this.timer = setInterval(() => {

@@ -110,7 +110,7 @@ export class Metrics {
     });
     this.heapShrinks = new client.Counter({
       name: "dojang_heap_shrinks_total",
-      help: "Memory-reducing GCs run by shrinkHeapWhenIdle (once at start-up, then after each idle period that followed calls).",
+      help: "Memory-reducing GCs: one at start-up, then (with shrinkHeapWhenIdle) one after each idle period that followed calls.",
       registers: r,
     });
     const live = this.live;

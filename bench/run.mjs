@@ -32,7 +32,7 @@ const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm r
                            default: direct,dojang,dojang-2w,node-naive,nginx,haproxy (+dojang-alt with an extra)
   --shapes a,b,...         shapes to run (${SHAPES.map((s) => s.id).join(", ")})
   --rounds N               rounds, each running every shape on every peer in turn (default 3; quick 1)
-  --duration S             measured seconds per h2load run (default 3; quick 2)
+  --duration S             measured seconds per h2load run (default 2.5; quick 2)
   --warmup S               h2load warm-up seconds (default 1; quick 0.5)
   --dojang-config-extra F  YAML fragment merged into the dojang-alt peer's config (dojang stays the baseline)
   --dojang-alt-node-args=A  node flags for the dojang-alt peer only (write it with "="), e.g.
@@ -228,7 +228,7 @@ async function main() {
   const proxyCpus = args["proxy-cpus"];
   const loadCpus = args["load-cpus"];
   const rounds = Number(args.rounds ?? (quick ? 1 : 3));
-  const durationS = Number(args.duration ?? (quick ? 2 : 3));
+  const durationS = Number(args.duration ?? (quick ? 2 : 2.5));
   const warmupS = Number(args.warmup ?? (quick ? 0.5 : 1));
   const maxMinutes = Number(args["max-minutes"] ?? (quick ? 3 : 14));
   const latencyWarmMs = quick ? 300 : 500;

@@ -1,108 +1,18 @@
 #!/usr/bin/env node
-// dojang's command line: argv and env, --check, and the signals that drain the proxy.
-// Exit codes: 0 clean stop, 1 runtime failure (e.g. cannot listen), 2 invalid config or usage.
-import { parseArgs } from "node:util";
-import { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile, type Config } from "./config/index.js";
-import { ConfigError } from "./errors.js";
-import { Dojang, startHeapTuning } from "./proxy/dojang.js";
-import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
-import { VERSION } from "./index.js";
-import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
+// The `dojang` command's entry. It makes sure V8's memory reducer is off before anything else is
+// loaded: after the proxy sits idle for a while, that reducer runs memory-reducing GCs, and the
+// heap limits V8 derives from the shrunken heap keep the next load collecting far more (measured
+// on one pinned CPU: 1.15x the CPU per call on unary 10x10 and half the streaming MB/s until it
+// is off; README, Benchmarks). The flag only takes effect when node starts (v8.setFlagsFromString
+// is too late, and NODE_OPTIONS refuses it), so the launcher replaces its own process image
+// with node started again with the flag (process.execve: same pid, same stdio, signals and exit
+// code untouched), then loads the real command line (src/main.ts).
+//
+// DOJANG_MEMORY_REDUCER=on keeps V8's reducer (idle memory given back, at that CPU price); where
+// process.execve does not exist (Node < 22.15, Windows) dojang runs without the flag.
+const FLAG = "--no-memory-reducer";
 
-const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
-  --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
-  --check           validate the config and exit (0 valid, 2 invalid)
-  --log-level L     fatal|error|warn|info|debug|trace|silent (overrides the config)
-  --version`;
-const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
-
-function fail(code: number, msg: string): never {
-  process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
-  process.exit(code);
+if (process.env["DOJANG_MEMORY_REDUCER"] !== "on" && !process.execArgv.includes(FLAG) && typeof process.execve === "function" && process.platform !== "win32") {
+  process.execve(process.execPath, [process.execPath, FLAG, ...process.execArgv, ...process.argv.slice(1)], process.env);
 }
-
-async function main(): Promise<void> {
-  let args;
-  try {
-    args = parseArgs({
-      options: {
-        config: { type: "string", short: "c" },
-        check: { type: "boolean", default: false },
-        "log-level": { type: "string" },
-        version: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-    }).values;
-  } catch (err) {
-    fail(2, `dojang: ${(err as Error).message}\n${USAGE}`);
-  }
-  if (args.help) fail(0, USAGE);
-  if (args.version) fail(0, VERSION);
-  const level = args["log-level"];
-  if (level !== undefined && !LEVELS.has(level)) fail(2, `dojang: --log-level: unknown level "${level}"\n${USAGE}`);
-
-  const given = args.config ?? process.env["DOJANG_CONFIG"];
-  const file = given === undefined || given === "" ? undefined : given;
-  let config: Config;
-  try {
-    config = file === undefined ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>") : loadConfigFile(file);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
-    throw err;
-  }
-  if (args.check) {
-    process.stdout.write(`dojang: config ${file ?? "<embedded default>"} is valid\n`);
-    return;
-  }
-  const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
-  if (config.workers > 1) {
-    if (isWorkerProcess()) {
-      await runWorker(config, log).catch((err: unknown) => {
-        const e = err as Error & { cause?: Error };
-        process.stderr.write(`dojang worker: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
-        process.exit(1);
-      });
-      return;
-    }
-    process.exit(await runPrimary(config, log));
-  }
-  const d = new Dojang(config, { logger: log, accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }) });
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, "signal received, draining");
-    d.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, "error while stopping");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
-  // SIGHUP reloads the config file's fault rules (API-added rules stay). An invalid file changes
-  // nothing and says why; listeners and clusters need a restart.
-  process.on("SIGHUP", () => {
-    if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
-    try {
-      const next = loadConfigFile(file);
-      d.loadConfigFaults(next);
-      log.info({ file, rules: d.listFaults().length }, "fault rules reloaded");
-    } catch (err) {
-      log.error({ file, err: (err as Error).message }, "reload failed; keeping the current rules");
-    }
-  });
-  try {
-    await d.start();
-  } catch (err) {
-    const e = err as Error & { cause?: Error };
-    process.stderr.write(`dojang: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
-    process.exit(1);
-  }
-  startHeapTuning(d, config, log);
-}
-
-void main();
+await import("./main.js");

@@ -326,3 +326,32 @@ describe("the default config", () => {
     expect(r.stdout).toBe("dojang: config <embedded default> is valid\n");
   });
 });
+
+describe("the launcher (src/cli.ts)", () => {
+  /** The serving process's node flags, read from /proc (Linux). */
+  function nodeArgs(pid: number): string[] {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a.startsWith("--"));
+  }
+
+  it.runIf(process.platform === "linux")("serves from the same pid with V8's memory reducer off, and still stops cleanly on SIGTERM", async () => {
+    const u = await upstream();
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const file = tmp.write("launcher.yaml", configYaml({ listenPort, adminPort, upstream: u.address }));
+    const p = spawnDojang(["--config", file]);
+    await waitReady(p, `127.0.0.1:${adminPort}`);
+    expect(nodeArgs(p.pid)).toContain("--no-memory-reducer");
+    const r = await unary(echoClient(`127.0.0.1:${listenPort}`), Buffer.from("x"));
+    expect(r.err).toBeNull();
+    await stopClean(p);
+  });
+
+  it.runIf(process.platform === "linux")("keeps V8's memory reducer with DOJANG_MEMORY_REDUCER=on", async () => {
+    const u = await upstream();
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const file = tmp.write("launcher-on.yaml", configYaml({ listenPort, adminPort, upstream: u.address }));
+    const p = spawnDojang(["--config", file], childEnv({ DOJANG_MEMORY_REDUCER: "on" }));
+    await waitReady(p, `127.0.0.1:${adminPort}`);
+    expect(nodeArgs(p.pid)).not.toContain("--no-memory-reducer");
+    await stopClean(p);
+  });
+});

@@ -1,7 +1,7 @@
 // dojang's command line (after src/cli.ts, the launcher): argv and env, --check, and the signals that drain the proxy.
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. cannot listen), 2 invalid config or usage.
 import { parseArgs } from "node:util";
-import { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile, type Config } from "./config/index.js";
+import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
@@ -13,7 +13,7 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
   --check           validate the config and exit (0 valid, 2 invalid)
   --log-level L     fatal|error|warn|info|debug|trace|silent (overrides the config)
   --version`;
-const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace", "silent"]);
+const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
 
 function fail(code: number, msg: string): never {
   process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");

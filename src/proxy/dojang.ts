@@ -227,6 +227,17 @@ export class Dojang {
     // The access log is asynchronous: its last lines go out before the process may exit.
     if (this.access !== this.log) await flushLogger(this.access);
   }
+
+  /**
+   * Payload bytes forwarded so far, both ways: finished calls' totals plus what the calls in
+   * flight have scanned (their prefix scanners count every chunk already, so the hot path
+   * keeps no second counter). Read a few times a second by concurrentMarking: auto.
+   */
+  forwardedBytes(): number {
+    let n = this.metrics.live.forwardedBytes;
+    for (const l of this.listeners) for (const c of l.ctx.active) n += c.reqScan.bytes + c.respScan.bytes;
+    return n;
+  }
 }
 
 /**
@@ -236,7 +247,7 @@ export class Dojang {
  */
 export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker: HeapShrinker; marking: MarkingTuner } {
   const live = d.metrics.live;
-  const marking = new MarkingTuner(config.concurrentMarking, () => live.forwardedBytes, log, (on) => (live.concurrentMarking = on ? 1 : 0));
+  const marking = new MarkingTuner(config.concurrentMarking, () => d.forwardedBytes(), log, (on) => (live.concurrentMarking = on ? 1 : 0));
   marking.start();
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();

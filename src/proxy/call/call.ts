@@ -306,7 +306,6 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    this.ctx.metrics.live.forwardedBytes += chunk.length;
     if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
     if (!up.write(chunk)) {
       this.down.pause();
@@ -371,7 +370,6 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    this.ctx.metrics.live.forwardedBytes += chunk.length;
     if (this.fault !== null) {
       if (this.fault.discarding) return;
       if (this.fault.resp !== null) return this.fault.resp.push(chunk);
@@ -633,6 +631,7 @@ export class Call implements SessionWaiter, FaultableCall {
     this.series.duration.observe(dur / 1000);
     if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
     if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
+    m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
     const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {
       const prev = this.prevAttempts;

@@ -140,7 +140,6 @@ function mib(b: number): number {
 // concurrent marking off, but unary 100 B about 10% more CPU per call. So `concurrentMarking:
 // auto` turns it off only while dojang forwards bytes fast, and only when it has one CPU.
 
-
 /** auto: off above this many forwarded bytes per second, on again below the lower figure. */
 export const MARKING_OFF_ABOVE_BYTES_PER_SEC = 32 * 1_048_576;
 export const MARKING_ON_BELOW_BYTES_PER_SEC = 8 * 1_048_576;

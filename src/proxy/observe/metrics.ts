@@ -18,7 +18,7 @@ export interface LiveState {
   startedCalls: number;
   upstreamSessions: number;
   downstreamSessions: number;
-  /** payload bytes forwarded both ways (concurrentMarking: auto follows its rate) */
+  /** payload bytes of finished calls, both ways (Dojang.forwardedBytes adds the calls in flight) */
   forwardedBytes: number;
   /** V8's concurrent marking as dojang set it (1 on, 0 off) */
   concurrentMarking: number;

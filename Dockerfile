@@ -8,7 +8,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY src ./src
-RUN ./node_modules/.bin/tsc -p tsconfig.json
+COPY scripts ./scripts
+# tsc, then esbuild bundles the serving process into dist/dojang.mjs (what dist/cli.js loads)
+RUN ./node_modules/.bin/tsc -p tsconfig.json && node scripts/bundle.mjs
 
 FROM node:24-bookworm-slim AS prod-deps
 WORKDIR /app

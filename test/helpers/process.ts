@@ -82,9 +82,9 @@ export interface DojangProcess {
 
 const spawned = new Set<DojangProcess>();
 
-/** Spawns `node dist/cli.js ...args` in the repo root; stdout and stderr are collected. */
-export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = childEnv()): DojangProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+/** Spawns `node dist/cli.js ...args` (or another copy of the CLI) in the repo root; stdout and stderr are collected. */
+export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = childEnv(), cli: string = CLI): DojangProcess {
+  const child = spawn(process.execPath, [cli, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

@@ -1,6 +1,6 @@
 // The CLI as a real process: exit codes (0 clean, 1 runtime failure, 2 invalid config or usage),
 // key-path messages on stderr, --check, DOJANG_CONFIG and ${VAR:-default} expansion.
-import { readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -158,6 +158,31 @@ describe("DOJANG_CONFIG", () => {
     } finally {
       c.close();
     }
+    await stopClean(p);
+  });
+
+  it("runs from dist/cli.js and the dist/dojang.mjs bundle alone, copied where no node_modules can be found", async () => {
+    // The serving process is one bundled file (scripts/bundle.mjs): nothing it runs is resolved
+    // from node_modules at run time.
+    const u = await upstream();
+    const alone = join(tmp.dir, "alone");
+    mkdirSync(alone);
+    for (const f of ["cli.js", "dojang.mjs"]) copyFileSync(join(REPO_ROOT, "dist", f), join(alone, f));
+    writeFileSync(join(alone, "package.json"), '{"type":"module"}');
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const file = tmp.write("alone.yaml", configYaml({ listenPort, adminPort, upstream: u.address, logLevel: "warn" }));
+    const p = spawnDojang(["--config", file], childEnv(), join(alone, "cli.js"));
+    await waitReady(p, `127.0.0.1:${adminPort}`);
+    const c = echoClient(`127.0.0.1:${listenPort}`);
+    try {
+      const r = await unary(c, Buffer.from("bundled"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
+      expect(r.err).toBeNull();
+      expect(r.res?.toString()).toBe("echo:bundled");
+    } finally {
+      c.close();
+    }
+    const metrics = await httpGet(`127.0.0.1:${adminPort}`, "/metrics");
+    expect(metrics.body).toContain("dojang_calls_total{");
     await stopClean(p);
   });
 

@@ -8,6 +8,7 @@
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { randomBytes } from "node:crypto";
+import { Readable, addAbortSignal } from "node:stream";
 import {
   Code,
   classifyResponseHead,
@@ -38,6 +39,19 @@ import { copyHeaders, type OutgoingHeaders } from "./headers.js";
 import type { FaultExec, FaultableCall } from "./faults.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
+/**
+ * node's AbortError class (not exported): `stream.destroy(new AbortErrorClass())` is the one way
+ * to reset a request stream with CANCEL that never sends END_STREAM first, whatever the timing
+ * (probed on Node 24: HEADERS, DATA, RST_STREAM(CANCEL); `close(CANCEL)` on a request opened
+ * without waitForTrailers may send DATA(END_STREAM) before the RST, spec §10.2 P1).
+ * Taken once from an aborted stream.
+ */
+const AbortErrorClass: new (message?: string) => Error = (() => {
+  const r = new Readable({ read() {} });
+  r.on("error", () => {});
+  addAbortSignal(AbortSignal.abort(), r);
+  return (r.errored as Error).constructor as new (message?: string) => Error;
+})();
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -122,6 +136,10 @@ export class Call implements SessionWaiter, FaultableCall {
   /** the upstream's trailers, held until its readable side has ended */
   upTrailers: OutgoingHeaders | undefined = undefined;
   upError: Error | undefined = undefined;
+  /** a setImmediate(flushUpstream) is queued and the upstream stream is corked until it runs */
+  private upFlushQueued = false;
+  /** the request has ended; flushUpstream ends the upstream request unless the client reset */
+  private upEndPending = false;
   /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
   upEndedByReset = false;
   /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
@@ -243,9 +261,13 @@ export class Call implements SessionWaiter, FaultableCall {
     }
     let up: ClientHttp2Stream;
     try {
-      // waitForTrailers on every upstream request: without it node's close(code) first sends
-      // DATA(END_STREAM), so a cancel would look like a complete request (spec §10.2 P1).
-      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: true });
+      // Without waitForTrailers node ends the request with END_STREAM on its last DATA frame
+      // (holdUpstreamWrites, so the last chunk and end() meet in one tick): one frame, one
+      // write and one wake-up of the upstream fewer per call. dojang cancels such a stream with
+      // destroy(AbortError), a bare RST_STREAM(CANCEL) (finish). Calls with faults keep
+      // waitForTrailers: their upstream resets carry any code, which only close(code) can send,
+      // and close(code) is a bare RST only with waitForTrailers (spec §10.2 P1).
+      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: this.fault !== null });
     } catch (err) {
       if (sess.h2.destroyed || sess.h2.closed) {
         return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"));
@@ -262,7 +284,7 @@ export class Call implements SessionWaiter, FaultableCall {
     up.on("end", onUpEnd);
     up.on("close", onUpClose);
     up.on("error", onUpError);
-    up.on("wantTrailers", onUpWantTrailers);
+    if (this.fault !== null) up.on("wantTrailers", onUpWantTrailers);
     // Only now does the request body flow: until here it waits in the stream (flow-controlled).
     const down = this.down;
     down.on("data", onDownData);
@@ -307,6 +329,7 @@ export class Call implements SessionWaiter, FaultableCall {
       );
     }
     if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
+    this.holdUpstreamWrites(up);
     if (!up.write(chunk)) {
       this.down.pause();
       if (!this.upDrainHooked) {
@@ -527,9 +550,10 @@ export class Call implements SessionWaiter, FaultableCall {
     this.decidedBy = o.decidedBy;
     const up = this.up;
     if (up !== undefined && !this.upClosed && !up.closed) {
-      // close(CANCEL) explicitly: node's default abort code is INTERNAL_ERROR, and destroy()
-      // sends NO_ERROR (spec §10.2 P2). Closing also discards unread DATA (P7).
-      up.close(NGHTTP2_CANCEL);
+      // RST_STREAM(CANCEL), never a plain destroy() (NO_ERROR) or destroy(err) (INTERNAL_ERROR),
+      // spec §10.2 P2. Either way unread DATA is discarded (P7).
+      if (this.fault !== null) up.close(NGHTTP2_CANCEL);
+      else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
     }
     this.respondLocal(o, extra ?? this.fault?.extra);
   }
@@ -578,7 +602,39 @@ export class Call implements SessionWaiter, FaultableCall {
   endRequestContinue(): void {
     const up = this.up;
     if (this.done || up === undefined || up.writableEnded) return;
-    up.end();
+    // Not now: flushUpstream decides, once this loop turn's events are in. A client's
+    // RST_STREAM also ends node's readable side ('end' comes before 'aborted' and 'close'),
+    // and that cancel must not reach the upstream as END_STREAM (spec §10.2 P1).
+    this.upEndPending = true;
+    this.holdUpstreamWrites(up);
+  }
+
+  /**
+   * Corks the upstream stream until the check phase of this loop turn (setImmediate), where
+   * flushUpstream uncorks it, or ends it if the request has ended by then: the request's end
+   * ('end' follows in the same turn when the client's DATA carried END_STREAM) then rides on
+   * the last DATA frame (Writable.end() uncorks and ends in one tick), and the chunks read in
+   * one turn leave in one writev. One setImmediate per turn with request data, not per chunk.
+   */
+  private holdUpstreamWrites(up: ClientHttp2Stream): void {
+    if (this.upFlushQueued) return;
+    this.upFlushQueued = true;
+    up.cork();
+    setImmediate(flushUpstream, this);
+  }
+
+  /** See holdUpstreamWrites. */
+  flushUpstream(): void {
+    this.upFlushQueued = false;
+    const up = this.up;
+    if (up === undefined || up.destroyed || up.writableEnded) return;
+    const down = this.down;
+    if (this.upEndPending && !this.done && !down.aborted && !down.destroyed) {
+      this.upEndPending = false;
+      up.end();
+    } else if (up.writableCorked > 0) {
+      up.uncork();
+    }
   }
 
   private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
@@ -732,6 +788,9 @@ function onUpError(this: ClientHttp2Stream, err: Error): void {
 function onUpDrain(this: ClientHttp2Stream): void {
   const c = callOf(this);
   if (!c.done) c.down.resume();
+}
+function flushUpstream(call: Call): void {
+  call.flushUpstream();
 }
 function onUpWantTrailers(this: ClientHttp2Stream): void {
   // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).

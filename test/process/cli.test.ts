@@ -41,6 +41,18 @@ async function upstream(): Promise<GrpcServer> {
   return up;
 }
 
+/** One unary call through the proxy listening on `listenPort`: the upstream's echo comes back. */
+async function expectEcho(listenPort: number, text: string): Promise<void> {
+  const c = echoClient(`127.0.0.1:${listenPort}`);
+  try {
+    const r = await unary(c, Buffer.from(text), new grpc.Metadata(), { deadline: Date.now() + 5000 });
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe(`echo:${text}`);
+  } finally {
+    c.close();
+  }
+}
+
 /** Stops a started child with SIGTERM and expects a clean exit. */
 async function stopClean(p: ReturnType<typeof spawnDojang>): Promise<void> {
   p.child.kill("SIGTERM");
@@ -150,14 +162,7 @@ describe("DOJANG_CONFIG", () => {
     const file = tmp.write("env-start.yaml", configYaml({ listenPort, adminPort, upstream: u.address, logLevel: "warn" }));
     const p = spawnDojang([], childEnv({ DOJANG_CONFIG: file }));
     await waitReady(p, `127.0.0.1:${adminPort}`);
-    const c = echoClient(`127.0.0.1:${listenPort}`);
-    try {
-      const r = await unary(c, Buffer.from("via-env"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
-      expect(r.err).toBeNull();
-      expect(r.res?.toString()).toBe("echo:via-env");
-    } finally {
-      c.close();
-    }
+    await expectEcho(listenPort, "via-env");
     await stopClean(p);
   });
 
@@ -173,14 +178,7 @@ describe("DOJANG_CONFIG", () => {
     const file = tmp.write("alone.yaml", configYaml({ listenPort, adminPort, upstream: u.address, logLevel: "warn" }));
     const p = spawnDojang(["--config", file], childEnv(), join(alone, "cli.js"));
     await waitReady(p, `127.0.0.1:${adminPort}`);
-    const c = echoClient(`127.0.0.1:${listenPort}`);
-    try {
-      const r = await unary(c, Buffer.from("bundled"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
-      expect(r.err).toBeNull();
-      expect(r.res?.toString()).toBe("echo:bundled");
-    } finally {
-      c.close();
-    }
+    await expectEcho(listenPort, "bundled");
     const metrics = await httpGet(`127.0.0.1:${adminPort}`, "/metrics");
     expect(metrics.body).toContain("dojang_calls_total{");
     await stopClean(p);
@@ -210,14 +208,7 @@ describe("${VAR:-default} expansion in a real process", () => {
     await waitReady(p, `127.0.0.1:${adminPort}`);
     const cfg = JSON.parse((await httpGet(`127.0.0.1:${adminPort}`, "/config")).body) as { listeners: { address: unknown }[] };
     expect(cfg.listeners[0]?.address).toEqual({ host: "127.0.0.1", port: listenPort });
-    const c = echoClient(`127.0.0.1:${listenPort}`);
-    try {
-      const r = await unary(c, Buffer.from("port-from-env"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
-      expect(r.err).toBeNull();
-      expect(r.res?.toString()).toBe("echo:port-from-env");
-    } finally {
-      c.close();
-    }
+    await expectEcho(listenPort, "port-from-env");
     await stopClean(p);
   });
 

@@ -261,13 +261,7 @@ export class Call implements SessionWaiter, FaultableCall {
     }
     let up: ClientHttp2Stream;
     try {
-      // Without waitForTrailers node ends the request with END_STREAM on its last DATA frame
-      // (holdUpstreamWrites, so the last chunk and end() meet in one tick): one frame, one
-      // write and one wake-up of the upstream fewer per call. dojang cancels such a stream with
-      // destroy(AbortError), a bare RST_STREAM(CANCEL) (finish). Calls with faults keep
-      // waitForTrailers: their upstream resets carry any code, which only close(code) can send,
-      // and close(code) is a bare RST only with waitForTrailers (spec §10.2 P1).
-      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: this.fault !== null });
+      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: this.upResetByClose });
     } catch (err) {
       if (sess.h2.destroyed || sess.h2.closed) {
         return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"));
@@ -284,7 +278,7 @@ export class Call implements SessionWaiter, FaultableCall {
     up.on("end", onUpEnd);
     up.on("close", onUpClose);
     up.on("error", onUpError);
-    if (this.fault !== null) up.on("wantTrailers", onUpWantTrailers);
+    if (this.upResetByClose) up.on("wantTrailers", onUpWantTrailers);
     // Only now does the request body flow: until here it waits in the stream (flow-controlled).
     const down = this.down;
     down.on("data", onDownData);
@@ -552,7 +546,7 @@ export class Call implements SessionWaiter, FaultableCall {
     if (up !== undefined && !this.upClosed && !up.closed) {
       // RST_STREAM(CANCEL), never a plain destroy() (NO_ERROR) or destroy(err) (INTERNAL_ERROR),
       // spec §10.2 P2. Either way unread DATA is discarded (P7).
-      if (this.fault !== null) up.close(NGHTTP2_CANCEL);
+      if (this.upResetByClose) up.close(NGHTTP2_CANCEL);
       else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
     }
     this.respondLocal(o, extra ?? this.fault?.extra);
@@ -621,6 +615,19 @@ export class Call implements SessionWaiter, FaultableCall {
     this.upFlushQueued = true;
     up.cork();
     setImmediate(flushUpstream, this);
+  }
+
+  /**
+   * How the upstream request is opened and reset; fixed when the call starts (its faults are
+   * chosen before the upstream is asked). Without faults: no waitForTrailers, so node ends the
+   * request with END_STREAM on its last DATA frame (holdUpstreamWrites makes the last chunk and
+   * end() meet in one tick): one frame, one write and one upstream wake-up fewer per call; a
+   * cancel is destroy(AbortError), a bare RST_STREAM(CANCEL). With faults: waitForTrailers, and
+   * resets by close(code), because an injected upstream_reset carries any code, which only
+   * close(code) can send, and close(code) is a bare RST only with waitForTrailers (spec §10.2 P1).
+   */
+  private get upResetByClose(): boolean {
+    return this.fault !== null;
   }
 
   /** See holdUpstreamWrites. */

@@ -39,6 +39,8 @@ export interface RouteConfig {
   readonly maxResponseMessageBytes: number;
   /** fault rules for calls on this route (parsed by src/proxy/filters/fault/config.ts) */
   readonly faults: readonly FaultRule[];
+  /** `streamIdleTimeout` for calls on this route; null = the listener's */
+  readonly streamIdleTimeoutMs: number | null;
 }
 
 export interface ListenerConfig {
@@ -63,6 +65,9 @@ export interface ListenerConfig {
   readonly faultHeaders: boolean;
   /** name the fault rule(s) in an `x-dojang-fault` response trailer */
   readonly faultTrailer: boolean;
+  /** `streamIdleTimeout`: a call on which no frame moves either way for this long ends with
+   * 14 UNAVAILABLE (decided_by stream_idle); 0 = never. Envoy's default is 5 minutes. */
+  readonly streamIdleTimeoutMs: number;
 }
 
 export interface ClusterConfig {
@@ -79,6 +84,11 @@ export interface ClusterConfig {
 
 export interface AdminConfig {
   readonly address: HostPort;
+  /** admin requests that change traffic (non-GET /faults, later /reload, /drain); off unless set */
+  readonly mutations: boolean;
+  /** bearer token required on every admin mutation; required when mutations are on and the
+   * address is not loopback. Never logged or shown on /config. */
+  readonly token: string | null;
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -130,6 +140,8 @@ export const DEFAULTS = Object.freeze({
     initialWindowSize: 1 * MiB,
     connectionWindowSize: 16 * MiB,
     maxSessionMemoryMiB: 64,
+    // Envoy's stream_idle_timeout default (5 minutes).
+    streamIdleTimeoutMs: 300_000,
   }),
   cluster: Object.freeze({
     connectTimeoutMs: 5000,
@@ -365,6 +377,7 @@ const route = z.strictObject(
     maxResponseMessageBytes: sizeBytes(LIMITS.messageBytes).default(DEFAULTS.route.maxResponseMessageBytes),
     // Rules are validated by the fault filter's own parser (parse.ts, after this schema).
     faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
+    streamIdleTimeout: durationMs(0).nullable().default(null),
   },
   { error: expected("a route mapping") },
 );
@@ -383,6 +396,7 @@ const listener = z.strictObject(
     faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
     faultHeaders: flag.default(false),
     faultTrailer: flag.default(false),
+    streamIdleTimeout: durationMs(0).default(DEFAULTS.listener.streamIdleTimeoutMs),
   },
   { error: expected("a listener mapping") },
 );
@@ -404,7 +418,29 @@ const cluster = z.strictObject(
   { error: expected("a cluster mapping") },
 );
 
-const admin = z.strictObject({ address: hostPort(true) }, { error: expected("a mapping like { address: 127.0.0.1:9901 }") });
+const admin = z
+  .strictObject(
+    {
+      address: hostPort(true),
+      mutations: flag.default(false),
+      token: z.string({ error: expected("a bearer token (text)") }).min(16, "must be at least 16 characters").nullable().default(null),
+    },
+    { error: expected("a mapping like { address: 127.0.0.1:9901 }") },
+  )
+  .superRefine((a, ctx) => {
+    if (a.mutations && a.token === null && !isLoopbackHost(a.address.host)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["token"],
+        message: `admin.mutations is on and admin.address ${a.address.host} is not a loopback address: set admin.token (for example \${DOJANG_ADMIN_TOKEN})`,
+      });
+    }
+  });
+
+/** 127.0.0.0/8, ::1 and "localhost": addresses only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || /^::ffff:127\./.test(host);
+}
 
 /**
  * The whole document. Keys later versions will add (tls, faults, rateLimits, per-route filters)
@@ -442,6 +478,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
         maxResponseMessageBytes: r.maxResponseMessageBytes,
         // Raw here; parse.ts replaces them with parsed rules before the Config is frozen.
         faults: r.faults as unknown as readonly FaultRule[],
+        streamIdleTimeoutMs: r.streamIdleTimeout,
       })),
       maxConcurrentStreams: l.maxConcurrentStreams,
       maxHeaderListPairs: l.maxHeaderListPairs,
@@ -452,6 +489,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       faults: l.faults as unknown as readonly FaultRule[],
       faultHeaders: l.faultHeaders,
       faultTrailer: l.faultTrailer,
+      streamIdleTimeoutMs: l.streamIdleTimeout,
     })),
     clusters: d.clusters.map((c) => ({
       name: c.name,

@@ -43,6 +43,7 @@ describe("parseConfigText(): a valid config", () => {
               maxRequestMessageBytes: 4194304,
               maxResponseMessageBytes: 4194304,
               faults: [],
+              streamIdleTimeoutMs: null,
             },
           ],
           maxConcurrentStreams: 1000,
@@ -54,6 +55,7 @@ describe("parseConfigText(): a valid config", () => {
           faults: [],
           faultHeaders: false,
           faultTrailer: false,
+          streamIdleTimeoutMs: 300000,
         },
       ],
       clusters: [
@@ -130,7 +132,7 @@ clusters:
     initialWindowSize: 64KiB
     connectionWindowSize: 2MiB
 `);
-    expect(c.admin).toEqual({ address: { host: "::1", port: 9901 } });
+    expect(c.admin).toEqual({ address: { host: "::1", port: 9901 }, mutations: false, token: null });
     expect(c.drainTimeoutMs).toBe(90_000);
     expect(c.workers).toBe(4);
     expect(c.logLevel).toBe("warn");

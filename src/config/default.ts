@@ -5,7 +5,8 @@ import { configFromText } from "./parse.js";
 import type { Config } from "./schema.js";
 
 /** Listener 127.0.0.1:8080 (h2c), admin 127.0.0.1:9901, cluster "backend" at 127.0.0.1:50051, route prefix "/" with timeout 30s and 4 MiB limits. */
-export const DEFAULT_CONFIG_YAML: string = `# dojang: the embedded default config (also used when no --config is given).
+export const DEFAULT_CONFIG_YAML: string = `# yaml-language-server: $schema=./dojang.schema.json
+# dojang: the embedded default config (also used when no --config is given).
 #
 # A newcomer's reference: every value here is checked at start-up, and an invalid config never
 # starts (the CLI exits 2 naming the key, e.g. \`listeners[0].routes[0].cluster: unknown cluster\`).

@@ -2,7 +2,7 @@
 // owns start-up and the graceful drain.
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { Config } from "../config/index.js";
+import { formatHostPort, type Config } from "../config/index.js";
 import { DojangError } from "../errors.js";
 import { AdminServer } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
@@ -174,8 +174,13 @@ export class Dojang {
       throw err;
     }
     this.started = true;
+    // Each cluster's endpoints, so a wrong UPSTREAM is visible here, before the first call fails.
     this.log.info(
-      { listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })), admin: this.adminAddress },
+      {
+        listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })),
+        clusters: this.config.clusters.map((c) => ({ name: c.name, endpoints: c.endpoints.map(formatHostPort) })),
+        admin: this.adminAddress,
+      },
       "dojang started",
     );
   }

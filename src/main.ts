@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
+import { reloadReport } from "./config/reload.js";
 import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
       });
       return;
     }
-    process.exit(await runPrimary(config, log));
+    process.exit(await runPrimary(config, log, file));
   }
   const d = new Dojang(config, { logger: log, accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }) });
   let stopping = false;
@@ -82,16 +83,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  // SIGHUP reloads the config file's fault rules (API-added rules stay). An invalid file changes
-  // nothing and says why; listeners and clusters need a restart.
+  // SIGHUP reloads the config file's fault rules (API-added rules stay) and says which other
+  // changes it did not apply (they need a restart until full reload exists). An invalid file
+  // changes nothing and says why.
   process.on("SIGHUP", () => {
     if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
     try {
       const next = loadConfigFile(file);
       d.loadConfigFaults(next);
-      log.info({ file, rules: d.listFaults().length }, "fault rules reloaded");
+      const r = reloadReport(config, next);
+      const fields = { file, applied: r.applied, notApplied: r.notApplied, rules: d.listFaults().length };
+      if (r.notApplied.length > 0) log.warn(fields, r.message);
+      else log.info(fields, r.message);
     } catch (err) {
-      log.error({ file, err: (err as Error).message }, "reload failed; keeping the current rules");
+      log.error({ file, err: (err as Error).message }, "reload failed; nothing changed");
     }
   });
   try {

@@ -90,7 +90,7 @@ export class Dojang {
       this.listeners.push(new Listener(l, ctx));
     }
     if (config.admin !== null) {
-      this.admin = new AdminServer(config.admin.address, {
+      this.admin = new AdminServer(config.admin, {
         faults: (method, path, body) => {
           const r = handleFaultsApi(method, path, body, this.faults, performance.now());
           return r === null ? null : { status: r.status, body: r.body };

@@ -18,10 +18,13 @@ import {
   decodeTimeout,
   encodeGrpcMessage,
   encodeTimeout,
+  forwardedBytes,
+  forwardedMessages,
   isGrpcContentType,
   newScanner,
   outcome,
   parseGrpcStatus,
+  refusedBytes,
   scanChunk,
   statusTrailers,
   trailersOnlyHeaders,
@@ -692,8 +695,14 @@ export class Call implements SessionWaiter, FaultableCall {
     m.countCall(this.series, code, this.decidedBy, f === null ? undefined : f.ruleIds.join(","));
     const dur = ctx.now() - this.t0;
     this.series.duration.observe(dur / 1000);
-    if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
-    if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
+    // What was forwarded, not what was read: a message refused at its prefix is not counted
+    // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
+    // The request side drops a refused chunk whole; the response side still forwards the whole
+    // messages before the refused prefix (onResponseData).
+    const reqMessages = forwardedMessages(this.reqScan, false);
+    const respMessages = forwardedMessages(this.respScan, true);
+    if (reqMessages > 0) this.series.reqMessages.inc(reqMessages);
+    if (respMessages > 0) this.series.respMessages.inc(respMessages);
     m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
     const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {
@@ -711,10 +720,12 @@ export class Call implements SessionWaiter, FaultableCall {
         budget_in_ms: this.budgetInMs,
         budget_out_ms: this.budgetOutMs,
         duration_ms: Math.round(dur * 1000) / 1000,
-        req_messages: this.reqScan.messages,
-        req_bytes: this.reqScan.bytes,
-        resp_messages: this.respScan.messages,
-        resp_bytes: this.respScan.bytes,
+        req_messages: reqMessages,
+        req_bytes: forwardedBytes(this.reqScan, false),
+        req_refused_bytes: refusedBytes(this.reqScan, false),
+        resp_messages: respMessages,
+        resp_bytes: forwardedBytes(this.respScan, true),
+        resp_refused_bytes: refusedBytes(this.respScan, true),
         faults: f === null ? undefined : f.ruleIds,
         fault_kinds: f === null ? undefined : f.kinds,
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,

@@ -7,7 +7,7 @@ import { ConfigError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
 
-import type { FaultRule, FaultRuleStatus } from "./proxy/filters/fault/index.js";
+import type { FaultRule, FaultRuleInput, FaultRuleStatus } from "./proxy/filters/fault/index.js";
 import type { AccessRecord } from "./proxy/observe/log.js";
 
 export const VERSION = "0.1.0";
@@ -33,7 +33,7 @@ export interface DojangHandle {
   /** fault rules, Toxiproxy-style (the same rule shape as the config's `faults:` lists) */
   readonly faults: {
     /** adds a rule and returns it normalized (with its id); throws DojangError with the reasons when invalid */
-    add(rule: Readonly<Record<string, unknown>>): FaultRule;
+    add(rule: FaultRuleInput): FaultRule;
     remove(id: string): boolean;
     /** removes the API-added rules and zeroes every counter */
     reset(): void;
@@ -120,5 +120,35 @@ export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
 export { Dojang } from "./proxy/dojang.js";
 export { ConfigError, DojangError } from "./errors.js";
 export type { Config } from "./config/index.js";
-export type { FaultRule, FaultRuleStatus, FaultAction } from "./proxy/filters/fault/index.js";
-export type { AccessRecord as CallRecord } from "./proxy/observe/log.js";
+export type {
+  FaultRule,
+  FaultRuleStatus,
+  FaultAction,
+  FaultRuleInput,
+  FaultActionInput,
+  FaultMatchInput,
+  FaultFireInput,
+  MetadataMatchInput,
+  AbortInput,
+  HttpInput,
+  ResetInput,
+  GoawayInput,
+  CloseConnectionInput,
+  ShapeInput,
+  DelayInput,
+  DelayLengthInput,
+  BandwidthInput,
+  BlackholeInput,
+  StallInput,
+  DeadlineInput,
+  UnreachableInput,
+  UpstreamResetInput,
+  DurationInput,
+  SizeInput,
+  GrpcCodeInput,
+  GrpcCodeName,
+  H2CodeInput,
+  H2ErrorName,
+} from "./proxy/filters/fault/index.js";
+/** One call in the journal (`calls`, `GET /calls`): the access log's record. */
+export type { AccessRecord as CallRecord, AccessRecord } from "./proxy/observe/log.js";

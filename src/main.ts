@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
+import { runHealth } from "./health.js";
 import { reloadReport } from "./config/reload.js";
 import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
@@ -13,7 +14,9 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
   --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
   --check           validate the config and exit (0 valid, 2 invalid)
   --log-level L     fatal|error|warn|info|debug|trace|silent (overrides the config)
-  --version`;
+  --version
+       dojang health [--config FILE] [--timeout DURATION]
+                    ask the running dojang's admin /ready (0 ready, 1 not, 2 config/no admin)`;
 const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
 
 function fail(code: number, msg: string): never {
@@ -22,6 +25,13 @@ function fail(code: number, msg: string): never {
 }
 
 async function main(): Promise<void> {
+  // `dojang health`: a probe for HEALTHCHECK / exec probes; it reads the config and asks /ready,
+  // and never starts the proxy (src/health.ts).
+  if (process.argv[2] === "health") {
+    const r = await runHealth(process.argv.slice(3));
+    (r.code === 0 ? process.stdout : process.stderr).write(`dojang health: ${r.line}\n`);
+    process.exit(r.code);
+  }
   let args;
   try {
     args = parseArgs({

@@ -10,12 +10,16 @@ import { handleStream, type CallContext } from "./call/call.js";
 export class Listener {
   readonly server: Http2Server;
   readonly sessions = new Set<ServerHttp2Session>();
+  readonly ctx: CallContext;
   private bound: AddressInfo | undefined;
 
   constructor(
     readonly cfg: ListenerConfig,
-    readonly ctx: CallContext,
+    callContext: CallContext,
   ) {
+    // The listener's own settings the calls read (the same `active` set and counters).
+    const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs };
+    this.ctx = ctx;
     const server = http2.createServer({
       settings: {
         maxConcurrentStreams: cfg.maxConcurrentStreams,

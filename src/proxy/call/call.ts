@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { Readable, addAbortSignal } from "node:stream";
 import {
   Code,
+  atMessageBoundary,
   classifyResponseHead,
   codeName,
   decideUpstreamEnd,
@@ -92,6 +93,8 @@ export interface CallContext {
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
   readonly onCallClosed: () => void;
+  /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
+  readonly streamIdleTimeoutMs?: number;
 }
 
 type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
@@ -148,6 +151,16 @@ export class Call implements SessionWaiter, FaultableCall {
   /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
   upDrainHooked = false;
   downDrainHooked = false;
+  /**
+   * streamIdleTimeout (issue 10 item 12): one timer per call, armed only when the timeout is on
+   * and shorter than the call's deadline, and never reset per chunk: when it fires it compares
+   * the bytes scanned both ways (counters the hot path keeps anyway) with what it saw last
+   * time; if they moved it re-arms, else nothing moved for a whole period and the call ends.
+   * A call is cut after between one and two idle periods without a frame.
+   */
+  idleTimer: NodeJS.Timeout | undefined = undefined;
+  idleMs = 0;
+  idleSeen = 0;
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
@@ -219,6 +232,11 @@ export class Call implements SessionWaiter, FaultableCall {
       this.budgetOutMs = left;
       this.ctx.metrics.budgetOutNoLabels.observe(left / 1000);
       this.armTimer(left);
+    }
+    const idle = route.streamIdleTimeoutMs ?? this.ctx.streamIdleTimeoutMs ?? 0;
+    if (idle > 0 && this.deadlineAt - this.t0 > idle) {
+      this.idleMs = idle > MAX_TIMER_MS ? MAX_TIMER_MS : idle;
+      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
     }
 
     const out: OutgoingHeaders = {
@@ -311,6 +329,20 @@ export class Call implements SessionWaiter, FaultableCall {
     const left = this.deadlineAt - this.ctx.now();
     if (left > DEADLINE_SLACK_MS) return this.armTimer(left);
     this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+  }
+
+  onIdleTimer(): void {
+    this.idleTimer = undefined;
+    if (this.done) return;
+    const moved = this.reqScan.bytes + this.respScan.bytes + (this.responded ? 1 : 0);
+    if (moved !== this.idleSeen) {
+      this.idleSeen = moved;
+      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
+      return;
+    }
+    // 14: an intermediary giving up on a silent stream, as a connection idle timeout surfaces
+    // in gRPC; 4 would blame a deadline the client never set (Envoy answers 408 "stream timeout").
+    this.finish(outcome(Code.UNAVAILABLE, `stream idle timeout: nothing moved either way for ${this.idleMs} ms`, "stream_idle"));
   }
 
   // === request body ===
@@ -641,6 +673,12 @@ export class Call implements SessionWaiter, FaultableCall {
     const down = this.down;
     if (this.upEndPending && !this.done && !down.aborted && !down.destroyed) {
       this.upEndPending = false;
+      // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
+      // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
+      // 13 "unexpected EOF" (spec §3). Decided here, not at 'end', so a client's RST_STREAM
+      // (which ends node's readable side too) stays a cancel. The upstream gets CANCEL, never
+      // END_STREAM after half a message.
+      if (!atMessageBoundary(this.reqScan)) return this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
       up.end();
     } else if (up.writableCorked > 0) {
       up.uncork();
@@ -742,6 +780,10 @@ export class Call implements SessionWaiter, FaultableCall {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    }
   }
 }
 
@@ -762,6 +804,9 @@ function callOf(s: unknown): Call {
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
+}
+function onIdleTimer(c: Call): void {
+  c.onIdleTimer();
 }
 function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
   callOf(this).onRequestData(chunk);

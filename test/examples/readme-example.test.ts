@@ -4,20 +4,9 @@
 // block against the packed, installed package.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-
-/** The first ```ts block after `marker` in the README. */
-export function readmeBlockAfter(text: string, marker: string): string {
-  const at = text.indexOf(marker);
-  if (at < 0) throw new Error(`README has no "${marker}"`);
-  const open = text.indexOf("```ts\n", at);
-  const close = text.indexOf("\n```\n", open);
-  if (open < 0 || close < 0) throw new Error(`no \`\`\`ts block after "${marker}"`);
-  return text.slice(open + "```ts\n".length, close + 1);
-}
-
-export const HARNESS_MARKER = "A vitest file that tests a @grpc/grpc-js client's retry policy";
 
 describe("the README's harness example", () => {
   const block = readmeBlockAfter(readme, HARNESS_MARKER);

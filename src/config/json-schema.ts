@@ -98,6 +98,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "admin.token": {
     description: "Bearer token every admin mutation must carry (at least 16 characters), typically ${DOJANG_ADMIN_TOKEN}. Never logged or shown on /config.",
+    kind: { type: ["string", "null"], pattern: withEnv("[\\s\\S]{16,}") },
+    default: null,
   },
   listeners: { description: "The h2c (plain-text HTTP/2) listeners gRPC clients connect to. At least one." },
   "listeners[].name": { description: "The listener's name, in logs and metric labels.", kind: NAME },
@@ -360,7 +362,7 @@ function visitItem(item: JsonSchema, path: string, docs: Readonly<Record<string,
 /** Replaces zod's bare `string | number` for a transformed scalar with the table's kind, and adds description and default. */
 function applyDoc(node: JsonSchema, doc: KeyDoc): void {
   if (doc.kind !== undefined) {
-    for (const k of ["type", "anyOf", "oneOf", "enum", "pattern", "minimum", "maximum"]) delete node[k];
+    for (const k of ["type", "anyOf", "oneOf", "enum", "pattern", "minimum", "maximum", "minLength", "maxLength"]) delete node[k];
     Object.assign(node, structuredClone(doc.kind));
   }
   node["description"] = doc.kind?.["description"] !== undefined ? `${doc.description} ${String(doc.kind["description"])}` : doc.description;

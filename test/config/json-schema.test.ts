@@ -206,6 +206,7 @@ describe("the schema and dojang agree", () => {
     ["a flag that is not true or false", (d) => (d["accessLog"] = "yes"), /^accessLog/],
     ["too many workers", (d) => (d["workers"] = 65), /^workers: above 64$/],
     ["an address without a port", (d) => (d.clusters[0]!.endpoints[0] = "127.0.0.1"), /endpoints\[0\]/],
+    ["an admin token shorter than 16 characters", (d) => (d["admin"] = { address: "127.0.0.1:0", token: "short" }), /admin\.token: "short" does not match/],
     ["an empty listener list", (d) => (d.listeners = []), /^listeners: fewer than 1 items$/],
     ["an unknown fault kind", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "explode" } }]), /faults\[0\]\.action: matches none/],
     ["a fault rule with an unknown key", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "blackhole" }, when: 1 }]), /faults\[0\]\.when: unknown key/],
@@ -228,7 +229,7 @@ describe("the schema and dojang agree", () => {
 
   it("accepts what dojang accepts: units, ${VAR} references, faults of every shape", () => {
     const d = base() as Doc;
-    Object.assign(d, { workers: "${WORKERS:-2}", logLevel: "${LOG_LEVEL:-debug}", accessLog: "false", drainTimeout: "1m30s", faultInjection: { seed: 7, maxActiveFaults: null } });
+    Object.assign(d, { admin: { address: "127.0.0.1:0", mutations: true, token: "${DOJANG_ADMIN_TOKEN}" }, workers: "${WORKERS:-2}", logLevel: "${LOG_LEVEL:-debug}", accessLog: "false", drainTimeout: "1m30s", faultInjection: { seed: 7, maxActiveFaults: null } });
     Object.assign(d.listeners[0]!, {
       address: "[::1]:8080",
       maxHeaderListSize: "64KiB",
@@ -242,7 +243,7 @@ describe("the schema and dojang agree", () => {
     });
     Object.assign(d.listeners[0]!.routes[0]!, { timeout: "none", maxRequestMessageBytes: 1024, streamIdleTimeout: null });
     expect(check(d)).toEqual([]);
-    expect(parseConfigValue(d, { WORKERS: "2" })).toEqual([]);
+    expect(parseConfigValue(d, { WORKERS: "2", DOJANG_ADMIN_TOKEN: "0123456789abcdef" })).toEqual([]);
   });
 });
 

@@ -144,7 +144,7 @@ export class Dojang {
 
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
   loadConfigFaults(config: Config): void {
-    for (const st of this.faults.list()) if (st.rule.source === "config") this.faults.remove(st.rule.id);
+    this.faults.removeConfigRules();
     const now = performance.now();
     for (const l of config.listeners) {
       for (const r of l.faults) this.faults.add(r, now);

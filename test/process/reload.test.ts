@@ -112,3 +112,28 @@ describe("SIGHUP says what it applied and what it did not", () => {
     expect(await p.exited(10_000)).toEqual({ code: 0, signal: null });
   });
 });
+
+describe("POST /faults/reset after a SIGHUP", () => {
+  it("restores the rules of the file as last reloaded, once each, not the ones it had before", async () => {
+    up = await startGrpcServer({ Unary: (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, c.request) });
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    dirs.push(dir);
+    const admin = `127.0.0.1:${adminPort}`;
+    const base = configYaml({ listenPort, adminPort, upstream: up.address }).replace(`  address: ${admin}\n`, `  address: ${admin}\n  mutations: true\n`);
+    const withRule = (code: string) => base.replace("    routes:\n", `${rule(code)}\n    routes:\n`);
+    const file = dir.write("dojang.yaml", withRule("UNAVAILABLE"));
+    const p = spawnDojang(["--config", file]);
+    await waitReady(p, admin);
+    const c = echoClient(`127.0.0.1:${listenPort}`);
+    dir.write("dojang.yaml", withRule("PERMISSION_DENIED"));
+    process.kill(p.pid, "SIGHUP");
+    await waitFor("the new rule", async () => ((await unary(c, Buffer.from("x"))).err?.code === grpc.status.PERMISSION_DENIED ? true : undefined), 5000, 50);
+    const reset = await fetch(`http://${admin}/faults/reset`, { method: "POST", signal: AbortSignal.timeout(3000) });
+    expect(reset.status).toBe(200);
+    const body = (await reset.json()) as { faults: { id: string; action: { code: string } }[] };
+    expect(body.faults.map((f) => [f.id, f.action.code])).toEqual([["r1", "PERMISSION_DENIED"]]);
+    expect((await unary(c, Buffer.from("x"))).err?.code).toBe(grpc.status.PERMISSION_DENIED);
+    c.close();
+  });
+});

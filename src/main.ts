@@ -8,7 +8,7 @@ import { reloadReport } from "./config/reload.js";
 import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
-import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
+import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
   --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
@@ -56,7 +56,15 @@ async function main(): Promise<void> {
   const file = given === undefined || given === "" ? undefined : given;
   let config: Config;
   try {
-    config = file === undefined ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>") : loadConfigFile(file);
+    // A cluster worker runs the config text its primary read, not the file as it is now (a
+    // replacement forked after an edit must match the other workers: src/proxy/workers.ts).
+    const fromPrimary = configTextFromPrimary();
+    config =
+      fromPrimary !== undefined
+        ? configFromText(fromPrimary, file ?? "<embedded default>")
+        : file === undefined
+          ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>")
+          : loadConfigFile(file);
   } catch (err) {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;

@@ -31,6 +31,17 @@ export function isWorkerProcess(): boolean {
   return cluster.isWorker;
 }
 
+/** The environment variable that carries the primary's config text to the workers it forks. */
+const CONFIG_TEXT_ENV = "DOJANG_WORKER_CONFIG";
+
+/**
+ * In a worker: the config text the primary started with (unexpanded: `${VAR}` stays a reference,
+ * expanded in the worker with the same environment). undefined in the primary and a single process.
+ */
+export function configTextFromPrimary(): string | undefined {
+  return cluster.isWorker ? process.env[CONFIG_TEXT_ENV] : undefined;
+}
+
 /** A worker runs one op from the primary (live, or replayed from the log) against its instance. */
 function runOp(d: Dojang, op: WorkerOp): AdminReply {
   switch (op.op) {
@@ -153,13 +164,15 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
   const aggregator = new AggregatorRegistry();
   const fanout = new Fanout();
   const mutations = new MutationLog();
-  // The file as the primary read it: a replacement worker applies these fault rules, not
-  // whatever the file says by the time it starts.
+  // The file as the primary read it: every worker, a replacement forked after the file was edited
+  // too, runs this text (listeners, clusters, fault rules), then the mutation log, which holds
+  // the fault rules of each SIGHUP since.
+  let configText: string | undefined;
   if (file !== undefined) {
     try {
-      mutations.record({ op: "reload", text: readFileSync(file, "utf8"), source: file });
+      configText = readFileSync(file, "utf8");
     } catch {
-      /* read by main a moment ago; a replacement then keeps what it reads itself */
+      /* read by main a moment ago; the workers then read the file themselves */
     }
   }
   const serving = (): Worker[] => [...synced.values()].filter((w) => w.isConnected());
@@ -188,7 +201,7 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
           calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
         });
   const fork = (): Worker => {
-    const w = cluster.fork();
+    const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });
     w.on("message", (m: unknown) => {
       if (isType<{ type: typeof READY }>(m, READY)) ready.add(w.id);
       else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);

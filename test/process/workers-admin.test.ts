@@ -150,10 +150,16 @@ describe("workers: 2 behind one admin", () => {
     expect((await api(adminAddr, "GET", "/faults")).json.faults).toEqual([]);
   });
 
-  it("replays API-added rules into a worker started after a crash", async () => {
-    const { p, adminAddr, listen } = await start(["mutations: true"]);
-    expect((await api(adminAddr, "POST", "/faults", { id: "early", action: { kind: "abort", code: "UNAVAILABLE", message: "early" } }, null)).status).toBe(201);
+  it("gives a worker started after a crash the primary's config, the API-added rules and the SIGHUP-loaded ones, whatever the file says by then", async () => {
+    const { p, adminAddr, listen, file } = await start(["mutations: true"]);
+    expect((await api(adminAddr, "POST", "/faults", { id: "early", match: { metadata: [{ name: "x-which", equals: "early" }] }, action: { kind: "abort", code: "UNAVAILABLE", message: "early" } }, null)).status).toBe(201);
     expect((await api(adminAddr, "PATCH", "/faults/early", { action: { code: "DATA_LOSS" } }, null)).status).toBe(200);
+    const text = readFileSync(file, "utf8");
+    tmp.write(file.slice(tmp.dir.length + 1), text.replace("    routes:\n", "    faults:\n      - { id: hup, action: { kind: abort, code: RESOURCE_EXHAUSTED, message: hup } }\n    routes:\n"));
+    process.kill(p.pid, "SIGHUP");
+    await waitFor("the reload", () => logLines(p).find((l) => Array.isArray(l["applied"])), 8000);
+    // The file now would not even start a worker; the replacement must not read it.
+    tmp.write(file.slice(tmp.dir.length + 1), text.replace("drainTimeout: 5s", "drainTimeout: whenever"));
     const before = childPids(p.pid);
     expect(before).toHaveLength(2);
     process.kill(before[0]!, "SIGKILL");
@@ -162,10 +168,16 @@ describe("workers: 2 behind one admin", () => {
       return now.length === 2 && !now.includes(before[0]!) ? now : undefined;
     }, 10_000);
     await waitReady(p, adminAddr, 10_000);
-    expect(await codesOver(listen, 8)).toEqual(Array(8).fill(grpc.status.DATA_LOSS));
+    const md = new grpc.Metadata();
+    md.set("x-which", "early");
+    const codes = async (m: grpc.Metadata) =>
+      (await Promise.all(Array.from({ length: 8 }, () => unary(client(listen), Buffer.from("x"), m, { deadline: Date.now() + 5000 })))).map((r) => r.err?.code);
+    expect(await codes(md)).toEqual(Array(8).fill(grpc.status.DATA_LOSS));
+    expect(await codes(new grpc.Metadata())).toEqual(Array(8).fill(grpc.status.RESOURCE_EXHAUSTED));
     const list = await api(adminAddr, "GET", "/faults", undefined, null);
-    expect(list.status).toBe(200); // not 500: the workers agree
-    expect(list.json.faults.map((f: { id: string }) => f.id)).toEqual(["early"]);
+    expect(list.status).toBe(200); // not 500: the workers agree, rule for rule and in order
+    expect(list.json.faults.map((f: { id: string }) => f.id)).toEqual(["early", "hup"]);
+    expect(p.hasExited).toBe(false);
   });
 
   it("refuses mutations on the primary's admin unless admin.mutations is on, and its 404 lists what exists", async () => {

@@ -16,8 +16,9 @@ export const DEFAULT_CONFIG_YAML: string = `# yaml-language-server: $schema=./do
 # Units: durations "250ms", "5s", "1.5s", "1m", "1h" (a plain number is milliseconds);
 # sizes in bytes or "64KiB", "4MiB", "1GiB" (binary) / "4MB" (decimal).
 
-# Admin listener: /metrics, /ready, /live, /config. Leave the key out for no admin listener.
-# Keep it on loopback: it is not authenticated.
+# Admin listener: /metrics, /ready, /live, /config, GET /faults, GET /calls. Leave the key out for
+# no admin listener. Reads are not authenticated: keep it on loopback. Requests that change traffic
+# (POST/PATCH/DELETE /faults) are refused unless \`mutations: true\` (see config/example-full.yaml).
 admin:
   address: 127.0.0.1:9901
 

@@ -31,6 +31,10 @@ export class Listener {
       // ENHANCE_YOUR_CALM, which a client reads as RESOURCE_EXHAUSTED (spec §1.1, probe Y).
       maxHeaderListPairs: cfg.maxHeaderListPairs,
       maxSessionMemory: cfg.maxSessionMemoryMiB,
+      // nghttp2 would drop a field with leading or trailing whitespace (RFC 9113 §8.2.1) and
+      // pass the call on without it; let it through so dojang refuses the call instead
+      // (copyRequestHeaders, issue 10 item 9). Node 24.2+.
+      strictFieldWhitespaceValidation: false,
     });
     this.server = server;
     const live = ctx.metrics.live;

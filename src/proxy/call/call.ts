@@ -39,7 +39,7 @@ import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSe
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
-import { copyHeaders, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, type OutgoingHeaders } from "./headers.js";
 import type { FaultExec, FaultableCall } from "./faults.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
@@ -245,7 +245,11 @@ export class Call implements SessionWaiter, FaultableCall {
       ":path": this.path,
       ":authority": this.authority ?? "",
     };
-    copyHeaders(out, raw, "grpc-timeout");
+    // Checked in the same pass that copies: a field an upstream would take for a connection
+    // error (bad -bin base64, a name or value gRPC forbids) is this call's error alone, 400 +
+    // 13 as grpc-go's server answers malformed binary metadata (issue 10 item 9).
+    const bad = copyRequestHeaders(out, raw, "grpc-timeout");
+    if (bad !== null) return this.finish(outcome(Code.INTERNAL, bad, "bad_request", 400));
     if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
     if (out["te"] === undefined) out["te"] = "trailers";
     if (rid === undefined) out["x-request-id"] = this.requestId;

@@ -81,13 +81,19 @@ export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
     const r = runOp(d, m.req);
     if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "fault rules reloaded from the primary");
     const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
-    process.send?.(reply);
+    // With a callback a closed channel (the primary is gone) is an error passed here, not an
+    // 'error' event that would end the worker before its drain.
+    process.send?.(reply, undefined, undefined, ignoreSendError);
   });
   await syncFromPrimary(d, wlog);
   await d.start();
   startHeapTuning(d, config, log);
   process.send?.({ type: READY });
   return d;
+}
+
+function ignoreSendError(): void {
+  /* the primary is gone: the 'disconnect' handler stops this worker */
 }
 
 /** Applies the primary's mutation log before listening (bounded wait; an old primary never answers). */
@@ -112,7 +118,7 @@ function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
     }, SYNC_TIMEOUT_MS);
     process.on("message", onMessage);
     const req: SyncRequest = { type: "dojang:sync-request" };
-    process.send?.(req);
+    process.send?.(req, undefined, undefined, ignoreSendError);
   });
 }
 
@@ -202,6 +208,9 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
         });
   const fork = (): Worker => {
     const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });
+    // A send to a worker whose channel just closed is an 'error' event: unhandled, it would end the
+    // primary. The worker's 'exit' follows and settles whatever waited for it.
+    w.on("error", (err: Error) => log.warn({ worker: w.id, err: err.message }, "worker IPC error"));
     w.on("message", (m: unknown) => {
       if (isType<{ type: typeof READY }>(m, READY)) ready.add(w.id);
       else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);

@@ -112,6 +112,14 @@ describe("workers: 2 behind one admin", () => {
     expect(failed["err"]).toContain("NOT_A_CODE");
     expect(await codesOver(listen, 4)).toEqual(Array(4).fill(grpc.status.UNAVAILABLE));
 
+    // A SIGHUP that reaches a worker itself (a closing terminal signals the whole process group)
+    // neither ends it nor reloads twice.
+    const workers = childPids(p.pid);
+    for (const w of workers) process.kill(w, "SIGHUP");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(childPids(p.pid)).toEqual(workers);
+    expect(logLines(p).filter((l) => Array.isArray(l["applied"]))).toHaveLength(1);
+
     p.child.kill("SIGTERM");
     expect(await p.exited(15_000)).toEqual({ code: 0, signal: null });
   });

@@ -108,7 +108,8 @@ function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
       if (!isType<SyncMessage>(m, "dojang:sync")) return;
       for (const op of m.ops) {
         const r = runOp(d, op);
-        if (r.status >= 300) log.warn({ op: op.op, status: r.status, body: r.body }, "replaying an admin change into this worker failed");
+        // The log keeps refused changes too (they are refused again here, as they were then).
+        if (r.status >= 300) log.debug({ op: op.op, status: r.status, body: r.body }, "replayed admin change refused, as it was");
       }
       done();
     };
@@ -185,15 +186,15 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
 
   const faults = async (method: string, path: string, body: string): Promise<AdminReply> => {
     const op: WorkerOp = { op: "faults", method, path, body };
+    const m = method.toUpperCase();
+    const mutation = m !== "GET" && m !== "HEAD";
+    // Recorded as it is sent, whatever the answers: replayed in the same order a refused change is
+    // refused again, and a worker that syncs while this one is in flight (it is not asked) still
+    // gets it from the log.
+    if (mutation) mutations.record(op);
     const { replies, missing } = await fanout.ask(serving(), op);
     const r = mergeFaultReplies(replies, missing);
-    const m = method.toUpperCase();
-    if (m !== "GET" && m !== "HEAD") {
-      // Recorded when any worker took it: a worker that refused it while another took it is
-      // already out of step (the 500 says so), and a replacement should match the majority.
-      if (replies.some((x) => x.status < 300)) mutations.record(op);
-      if (r.status >= 500) log.error({ method, path, status: r.status, body: r.body }, "fault API: the workers did not all apply the change");
-    }
+    if (mutation && r.status >= 500) log.error({ method, path, status: r.status, body: r.body }, "fault API: the workers did not all apply the change");
     return r;
   };
   const admin =

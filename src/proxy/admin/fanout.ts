@@ -98,7 +98,8 @@ export function mergeCalls(replies: readonly WorkerReply[], last: number | undef
 
 /**
  * What a worker started later (a replacement after a crash) must apply to match the others:
- * every successful fault mutation and reload, in order. POST /faults/reset brings every worker
+ * every fault mutation (a refused one is refused again) and reload, in the order the primary
+ * sent them. POST /faults/reset brings every worker
  * back to its last loaded config file, so the log shrinks to that reload. Bounded: past
  * MAX_LOG ops a new worker would start without the oldest ones, and `complete` says so.
  */

@@ -40,6 +40,8 @@ export interface RawH2Client {
   headerBlocks(streamId: number): [string, string][][];
   /** the first GOAWAY received, if any */
   goaway(): SeenFrame | undefined;
+  /** ACKs the peer's SETTINGS now (with `holdSettingsAck`, nothing ACKs them before) */
+  ackSettings(): void;
   close(): void;
 }
 
@@ -56,22 +58,32 @@ export function grpcRequestFields(path: string, extra: readonly (readonly [strin
   ];
 }
 
+export interface RawH2Options {
+  /** more SETTINGS entries to send */
+  readonly settings?: readonly (readonly [number, number])[];
+  /** do not ACK the peer's SETTINGS until ackSettings() (the peer's limits are then not yet in force for it) */
+  readonly holdSettingsAck?: boolean;
+}
+
 /** Connects to "host:port", sends the preface and SETTINGS, resolves once the peer's SETTINGS are ACKed. */
-export async function connectRawH2(address: string, settings: readonly (readonly [number, number])[] = []): Promise<RawH2Client> {
+export async function connectRawH2(address: string, opts: RawH2Options = {}): Promise<RawH2Client> {
   const i = address.lastIndexOf(":");
   const sock = net.connect(Number(address.slice(i + 1)), address.slice(0, i).replace(/^\[|\]$/g, ""));
   const frames: SeenFrame[] = [];
   const reader = new FrameReader(false);
   let closed = false;
   let acked = false;
+  let peerSettingsSeen = false;
+  const hold = opts.holdSettingsAck === true;
   sock.on("error", () => {});
   sock.on("close", () => (closed = true));
   sock.on("data", (d: Buffer) => {
     for (const f of reader.push(d)) {
       frames.push(f);
       if (f.type === FRAME.SETTINGS) {
-        if ((f.flags & FLAG_ACK) === 0) sock.write(encodeFrame(FRAME.SETTINGS, FLAG_ACK, 0));
-        else acked = true;
+        if ((f.flags & FLAG_ACK) !== 0) acked = true;
+        else if (hold) peerSettingsSeen = true;
+        else sock.write(encodeFrame(FRAME.SETTINGS, FLAG_ACK, 0));
       }
       if (f.type === FRAME.PING && (f.flags & FLAG_ACK) === 0) sock.write(encodeFrame(FRAME.PING, FLAG_ACK, 0, f.payload));
     }
@@ -80,9 +92,9 @@ export async function connectRawH2(address: string, settings: readonly (readonly
     sock.once("connect", resolve);
     sock.once("error", reject);
   });
-  sock.write(Buffer.concat([PREFACE, settingsFrame([[SETTING.HEADER_TABLE_SIZE, 0], [SETTING.ENABLE_PUSH, 0], ...settings])]));
+  sock.write(Buffer.concat([PREFACE, settingsFrame([[SETTING.HEADER_TABLE_SIZE, 0], [SETTING.ENABLE_PUSH, 0], ...(opts.settings ?? [])])]));
   const end = performance.now() + 5000;
-  while (!acked) {
+  while (!acked || (hold && !peerSettingsSeen)) {
     if (performance.now() > end || closed) throw new Error("raw h2 client: no SETTINGS ACK from the peer");
     await new Promise((r) => setTimeout(r, 2));
   }
@@ -108,6 +120,7 @@ export async function connectRawH2(address: string, settings: readonly (readonly
     ended: (id) => on(id).some((f) => f.type === FRAME.RST_STREAM || ((f.flags & FLAG_END_STREAM) !== 0 && (f.type === FRAME.DATA || f.type === FRAME.HEADERS))),
     headerBlocks: (id) => on(id).filter((f) => f.type === FRAME.HEADERS).map((f) => decodeHeaderBlock(f.payload!)),
     goaway: () => frames.find((f) => f.type === FRAME.GOAWAY),
+    ackSettings: () => sock.write(encodeFrame(FRAME.SETTINGS, FLAG_ACK, 0)),
     close: () => sock.destroy(),
   };
 }

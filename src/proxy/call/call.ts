@@ -723,7 +723,10 @@ export class Call implements SessionWaiter, FaultableCall {
   onDownstreamClose(): void {
     if (!this.done) {
       // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
-      if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+      // PROTOCOL_ERROR: nghttp2 reset a malformed request (e.g. DATA beyond its content-length,
+      // issue 10 item 11), or the client said its own stream was broken: not a cancel.
+      if (this.down.rstCode === http2.constants.NGHTTP2_PROTOCOL_ERROR) this.finish(outcome(Code.INTERNAL, "request stream reset with PROTOCOL_ERROR (malformed request, e.g. DATA beyond its content-length)", "bad_request"));
+      else if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();

@@ -423,7 +423,7 @@ const admin = z
     {
       address: hostPort(true),
       mutations: flag.default(false),
-      token: z.string({ error: expected("a bearer token (text)") }).min(16, "must be at least 16 characters").nullable().default(null),
+      token: z.string({ error: (iss) => (iss.input === undefined ? "is required" : "expected a bearer token as text (the value given is not shown: it may be a secret)") }).min(16, "must be at least 16 characters").nullable().default(null),
     },
     { error: expected("a mapping like { address: 127.0.0.1:9901 }") },
   )

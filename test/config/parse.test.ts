@@ -611,3 +611,13 @@ clusters: [{ name: backend, endpoints: ["127.0.0.1:50051"] }]
     ]);
   });
 });
+
+describe("admin.token", () => {
+  it("is never echoed in an error, whatever its type", () => {
+    const r = parseConfigText(`admin: { address: "127.0.0.1:0", token: 12345678901234567 }\n${MINIMAL}`, {});
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.issues.map((i) => i.path)).toEqual(["admin.token"]);
+    expect(JSON.stringify(r.issues)).not.toMatch(/1234567890/);
+  });
+});

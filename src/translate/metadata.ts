@@ -1,6 +1,6 @@
 // Which request metadata dojang refuses rather than forwards (issue 10 item 9): a field an
 // upstream would treat as a connection error costs every call sharing that connection, so a
-// bad field is that call's error alone, answered by dojang. Pure: no node:, no Buffer.
+// bad field is that call's error alone, answered by dojang. Pure (see purity.test.ts).
 
 /*
  * Rules, each field of the request (pseudo-headers and the fields dojang does not forward

@@ -40,6 +40,7 @@ function guardedDestroy(this: GuardedSession, err?: Error, code?: number): Serve
   if (this[kProbing] === true) return this;
   this[kProbing] = true;
   const timer = setTimeout(probeFailed, PROTO_PROBE_MS, this, err);
+  timer.unref(); // a probe never holds the process open
   try {
     this.ping((pingErr) => {
       clearTimeout(timer);

@@ -133,7 +133,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: null,
   },
   "listeners[].maxConcurrentStreams": {
-    description: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.",
+    description: "Streams per client connection; more are refused with RST_STREAM REFUSED_STREAM (nghttp2 is told limit + max(limit, 100), so a client over the limit loses only its extra streams).",
     kind: countKind(LIMITS.maxConcurrentStreams),
     default: DEFAULTS.listener.maxConcurrentStreams,
   },

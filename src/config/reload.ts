@@ -23,11 +23,13 @@ const APPLIED_KEYS: ReadonlySet<string> = new Set(["faults"]);
 export function reloadReport(running: Config, next: Config): ReloadReport {
   const notApplied: string[] = [];
   diff(running, next, "", notApplied);
-  return { applied: ["fault rules"], notApplied, message: notApplied.length > 0 ? NOT_RELOADED_MESSAGE : RELOADED_MESSAGE };
+  return { applied: ["fault rules"], notApplied: [...new Set(notApplied)], message: notApplied.length > 0 ? NOT_RELOADED_MESSAGE : RELOADED_MESSAGE };
 }
 
 /** The config file's key for a normalized field (`timeoutMs` is `timeout` in the file). */
 function fileKey(k: string): string {
+  // weights are written inside `endpoints` ({ address, weight })
+  if (k === "endpointWeights") return "endpoints";
   return k.endsWith("Ms") ? k.slice(0, -2) : k;
 }
 

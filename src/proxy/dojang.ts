@@ -11,7 +11,7 @@ import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js"
 import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
 import { compileRoutes } from "./router.js";
-import { Cluster } from "./upstream/pool.js";
+import { Cluster } from "./upstream/cluster.js";
 import { FaultExec } from "./call/faults.js";
 import { rawGet } from "./call/headers.js";
 import { FaultSet, faultsFromHeaders, handleFaultsApi, mulberry32, parseFaultRule, select, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";

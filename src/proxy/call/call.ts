@@ -31,7 +31,8 @@ import {
   type Outcome,
 } from "../../translate/index.js";
 import type { CompiledRoute, Router } from "../router.js";
-import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSession } from "../upstream/pool.js";
+import type { Cluster } from "../upstream/cluster.js";
+import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";

@@ -36,7 +36,7 @@ import type {
   ResetAction,
   ShapeAction,
   UpstreamResetAction,
-} from "../filters/fault/model.js";
+} from "../../config/faults/model.js";
 import { mulberry32 } from "../filters/fault/prng.js";
 import type { OutgoingHeaders } from "./headers.js";
 

@@ -1,19 +1,19 @@
-// One gRPC call: a downstream (client) stream and an upstream stream forwarded both ways with
-// backpressure. The call gathers facts (what the upstream sent, how its stream closed, the
-// clock) and asks src/translate what the status is; its only exits are forwardStatus() (the
-// upstream's own grpc-status) and finish(outcome) (dojang's), each of which runs at most once.
+// One gRPC call: the client (downstream) stream, the deadline budget, the route, and the
+// attempt that carries it upstream (attempt.ts: one upstream stream on one session). The call
+// gathers facts (what its attempt reports, the clock) and asks src/translate what the status is;
+// its only exits are forwardStatus() (the upstream's own grpc-status) and finish(outcome)
+// (dojang's), each of which runs at most once. The commit point: with no retry policy (none
+// exists yet) a call commits to its first attempt at once, so nothing is buffered.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { randomBytes } from "node:crypto";
-import { Readable, addAbortSignal } from "node:stream";
 import {
   Code,
   classifyResponseHead,
   codeName,
-  decideUpstreamEnd,
   decodeGrpcMessage,
   decodeTimeout,
   encodeGrpcMessage,
@@ -32,27 +32,14 @@ import {
 } from "../../translate/index.js";
 import type { CompiledRoute, Router } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
-import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { copyHeaders, type OutgoingHeaders } from "./headers.js";
 import type { FaultExec, FaultableCall } from "./faults.js";
+import { Attempt, type AttemptOwner } from "./attempt.js";
 
-const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
-/**
- * node's AbortError class (not exported): `stream.destroy(new AbortErrorClass())` is the one way
- * to reset a request stream with CANCEL that never sends END_STREAM first, whatever the timing
- * (probed on Node 24: HEADERS, DATA, RST_STREAM(CANCEL); `close(CANCEL)` on a request opened
- * without waitForTrailers may send DATA(END_STREAM) before the RST, spec §10.2 P1).
- * Taken once from an aborted stream.
- */
-const AbortErrorClass: new (message?: string) => Error = (() => {
-  const r = new Readable({ read() {} });
-  r.on("error", () => {});
-  addAbortSignal(AbortSignal.abort(), r);
-  return (r.errored as Error).constructor as new (message?: string) => Error;
-})();
+const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -92,9 +79,9 @@ export interface CallContext {
   readonly onCallClosed: () => void;
 }
 
-type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
+type DownStream = ServerHttp2Stream & { [kCall]?: Call };
 
-export class Call implements SessionWaiter, FaultableCall {
+export class Call implements AttemptOwner, FaultableCall {
   readonly ctx: CallContext;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
@@ -104,8 +91,8 @@ export class Call implements SessionWaiter, FaultableCall {
   requestId = "";
   prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
-  up: ClientHttp2Stream | undefined = undefined;
-  upSession: UpstreamSession | undefined = undefined;
+  /** the attempt the call is committed to (the only one, until retries exist) */
+  attempt: Attempt | null = null;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -117,8 +104,6 @@ export class Call implements SessionWaiter, FaultableCall {
   responded = false;
   /** the final status is fixed (forwarded from upstream or synthesized); later events are ignored */
   done = false;
-  upEnded = false;
-  upClosed = false;
   code = -1;
   message: string | undefined = undefined;
   /** `message` is a header value as the upstream sent it (percent-encoded), not plain text */
@@ -131,21 +116,15 @@ export class Call implements SessionWaiter, FaultableCall {
   faultTrailersReady = false;
   faultHeadSeen = false;
   upCloseDeferred = false;
-  /** request headers for the upstream while the call waits for a session to be ready */
+  /** the request head every attempt starts from (a filter may change it before the attempt) */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
   /** the upstream's trailers, held until its readable side has ended */
   upTrailers: OutgoingHeaders | undefined = undefined;
-  upError: Error | undefined = undefined;
-  /** a setImmediate(flushUpstream) is queued and the upstream stream is corked until it runs */
-  private upFlushQueued = false;
-  /** the request has ended; flushUpstream ends the upstream request unless the client reset */
-  private upEndPending = false;
-  /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
-  upEndedByReset = false;
-  /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
-  upDrainHooked = false;
-  downDrainHooked = false;
+  /** the request body is being read (its listeners are on the client stream) */
+  private reading = false;
+  /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
+  private downDrainHooked = false;
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
@@ -156,7 +135,7 @@ export class Call implements SessionWaiter, FaultableCall {
     const a = headers[":authority"] ?? headers["host"];
     this.authority = typeof a === "string" ? a : undefined;
     this.series = ctx.metrics.seriesFor(this.path);
-    (down as AnyStream)[kCall] = this;
+    (down as DownStream)[kCall] = this;
     down.on("close", onDownClose);
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
@@ -243,60 +222,60 @@ export class Call implements SessionWaiter, FaultableCall {
     this.proceed();
   }
 
-  /** Picks an endpoint and opens the upstream stream (FaultableCall: also after a delay). */
-  proceed(): void {
-    if (this.done) return;
-    this.useSession(this.route!.cluster.pick().acquire());
+  /** The current attempt's upstream stream (undefined until it is open). */
+  get up(): ClientHttp2Stream | undefined {
+    return this.attempt?.up;
   }
 
-  /**
-   * Opens the upstream stream on `sess`, or waits for it: a session is used only once the
-   * peer's SETTINGS are in, so a burst never exceeds its SETTINGS_MAX_CONCURRENT_STREAMS and
-   * gets REFUSED_STREAM (streams sent before SETTINGS arrive are not bound by it).
-   */
-  private useSession(sess: UpstreamSession): void {
-    this.upSession = sess;
-    if (!sess.connected) {
-      sess.waiting.push(this);
-      return;
-    }
-    let up: ClientHttp2Stream;
-    try {
-      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: this.upResetByClose });
-    } catch (err) {
-      if (sess.h2.destroyed || sess.h2.closed) {
-        return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"));
-      }
-      return this.finish(outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
-    }
+  /** Picks an endpoint and starts the attempt (FaultableCall: also after a delay). */
+  proceed(): void {
+    if (this.done) return;
+    const a = new Attempt(this, this.route!.cluster.pick(), this.upHeaders!, this.upEndStream, this.upResetByClose);
+    this.attempt = a;
     this.upHeaders = undefined;
-    sess.active++;
-    this.up = up;
-    (up as AnyStream)[kCall] = this;
-    up.on("response", onUpResponse);
-    up.on("data", onUpData);
-    up.on("trailers", onUpTrailers);
-    up.on("end", onUpEnd);
-    up.on("close", onUpClose);
-    up.on("error", onUpError);
-    if (this.upResetByClose) up.on("wantTrailers", onUpWantTrailers);
+    a.start();
+  }
+
+  // === AttemptOwner: what the attempt reports ===
+
+  onAttemptOpen(_a: Attempt): void {
     // Only now does the request body flow: until here it waits in the stream (flow-controlled).
-    const down = this.down;
-    down.on("data", onDownData);
-    down.on("end", onDownEnd);
+    if (!this.reading) {
+      this.reading = true;
+      const down = this.down;
+      down.on("data", onDownData);
+      down.on("end", onDownEnd);
+    }
     if (this.fault !== null) this.fault.onUpstreamOpen();
   }
 
-  /** SessionWaiter: the session this call waited for has the peer's SETTINGS. */
-  onSessionReady(sess: UpstreamSession): void {
-    if (this.done) return;
-    // Full already (the peer allows fewer streams than were waiting): another session.
-    this.useSession(sess.active < sess.limit ? sess : sess.endpoint.acquire());
+  onAttemptFailed(_a: Attempt, o: Outcome): void {
+    this.finish(o);
   }
 
-  /** SessionWaiter: the session failed before it was ready (refused, timeout, closed). */
-  onSessionFailed(sess: UpstreamSession): void {
-    this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream ${sess.endpoint.label} unreachable`, "upstream_unreachable"));
+  onAttemptHead(_a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    this.onResponse(headers, flags, raw);
+  }
+
+  onAttemptData(_a: Attempt, chunk: Buffer): void {
+    this.onResponseData(chunk);
+  }
+
+  onAttemptTrailers(_a: Attempt, raw: readonly string[]): void {
+    this.onTrailers(raw);
+  }
+
+  onAttemptEnd(_a: Attempt): void {
+    if (this.upTrailers !== undefined && !this.done) this.forwardStatus(this.upTrailers, false);
+  }
+
+  onAttemptDrain(_a: Attempt): void {
+    if (!this.done) this.down.resume();
+  }
+
+  mayEndRequest(): boolean {
+    const down = this.down;
+    return !this.done && !down.aborted && !down.destroyed;
   }
 
   private armTimer(ms: number): void {
@@ -314,8 +293,8 @@ export class Call implements SessionWaiter, FaultableCall {
   // === request body ===
 
   onRequestData(chunk: Buffer): void {
-    const up = this.up;
-    if (this.done || up === undefined) return;
+    const a = this.attempt;
+    if (this.done || a === null) return;
     const route = this.route!;
     if (!scanChunk(this.reqScan, chunk, route.maxRequestMessageBytes)) {
       // Refused at the prefix: the over-limit message (and this chunk) never goes upstream.
@@ -324,14 +303,7 @@ export class Call implements SessionWaiter, FaultableCall {
       );
     }
     if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
-    this.holdUpstreamWrites(up);
-    if (!up.write(chunk)) {
-      this.down.pause();
-      if (!this.upDrainHooked) {
-        this.upDrainHooked = true;
-        up.on("drain", onUpDrain);
-      }
-    }
+    if (!a.write(chunk)) this.down.pause();
   }
 
   onRequestEnd(): void {
@@ -393,7 +365,7 @@ export class Call implements SessionWaiter, FaultableCall {
       if (this.fault.resp !== null) return this.fault.resp.push(chunk);
     }
     if (!this.down.write(chunk)) {
-      this.up!.pause();
+      this.attempt!.pause();
       if (!this.downDrainHooked) {
         this.downDrainHooked = true;
         this.down.on("drain", onDownDrain);
@@ -420,13 +392,7 @@ export class Call implements SessionWaiter, FaultableCall {
     // still buffered behind backpressure: forward the status only after 'end', once every
     // message has been passed on, or the client would get OK with its last messages missing.
     this.upTrailers = copyHeaders({}, raw, undefined);
-    if (this.upEnded) this.forwardStatus(this.upTrailers, false);
-  }
-
-  onUpstreamEnd(ended: boolean): void {
-    this.upEnded = true;
-    this.upEndedByReset = ended;
-    if (this.upTrailers !== undefined && !this.done) this.forwardStatus(this.upTrailers, false);
+    if (this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
   /**
@@ -470,6 +436,7 @@ export class Call implements SessionWaiter, FaultableCall {
       if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
     } else {
       this.code = gs;
+      this.attempt!.status = gs;
       // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
       this.message = typeof gm === "string" ? gm : undefined;
       this.messageEncoded = true;
@@ -491,10 +458,7 @@ export class Call implements SessionWaiter, FaultableCall {
     down.end();
   }
 
-  onUpstreamClose(): void {
-    this.upClosed = true;
-    const sess = this.upSession!;
-    sess.active--;
+  onAttemptClose(_a: Attempt): void {
     if (this.done) return;
     if (this.fault !== null) {
       if (this.fault.discarding) return;
@@ -507,29 +471,8 @@ export class Call implements SessionWaiter, FaultableCall {
   }
 
   private decideAfterUpstreamClose(): void {
-    const up = this.up!;
-    const sess = this.upSession!;
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
-    let o: Outcome | null;
-    if (!sess.connected) {
-      // The stream learns of a failed connect before the session does: the reason is the
-      // cause of the stream's own error ("pending stream has been canceled (caused by: ...)").
-      const cause = (this.upError as (Error & { cause?: unknown }) | undefined)?.cause;
-      const why =
-        sess.failure ??
-        (cause instanceof Error ? describeConnectError(cause as NodeJS.ErrnoException, sess.endpoint) : `upstream ${sess.endpoint.label} unreachable`);
-      o = outcome(Code.UNAVAILABLE, why, "upstream_unreachable");
-    } else {
-      const rst = up.rstCode;
-      o = decideUpstreamEnd({
-        statusFixed: false,
-        rstCode: rst,
-        endedWithoutTrailers: this.upEnded && this.responded && !this.upEndedByReset,
-        sessionLost: sess.lost || sess.h2.destroyed,
-        refused: rst === NGHTTP2_REFUSED_STREAM || (sess.goawayLastStreamId >= 0 && (up.id ?? 0) > sess.goawayLastStreamId),
-        budgetExpired: this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS,
-      });
-    }
+    const o = this.attempt!.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
     if (o !== null) this.finish(o);
   }
 
@@ -543,13 +486,8 @@ export class Call implements SessionWaiter, FaultableCall {
     this.code = o.code;
     this.message = o.message;
     this.decidedBy = o.decidedBy;
-    const up = this.up;
-    if (up !== undefined && !this.upClosed && !up.closed) {
-      // RST_STREAM(CANCEL), never a plain destroy() (NO_ERROR) or destroy(err) (INTERNAL_ERROR),
-      // spec §10.2 P2. Either way unread DATA is discarded (P7).
-      if (this.upResetByClose) up.close(NGHTTP2_CANCEL);
-      else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
-    }
+    const a = this.attempt;
+    if (a !== null) a.cancel();
     this.respondLocal(o, extra ?? this.fault?.extra);
   }
 
@@ -576,7 +514,7 @@ export class Call implements SessionWaiter, FaultableCall {
     this.onResponse(h.headers, h.flags, h.raw);
     if (this.done) return;
     if (this.upCloseDeferred) this.decideAfterUpstreamClose();
-    else if (this.upTrailers !== undefined && this.upEnded) this.forwardStatus(this.upTrailers, false);
+    else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
   forwardTrailersContinue(block: OutgoingHeaders): void {
@@ -595,54 +533,18 @@ export class Call implements SessionWaiter, FaultableCall {
   }
 
   endRequestContinue(): void {
-    const up = this.up;
-    if (this.done || up === undefined || up.writableEnded) return;
-    // Not now: flushUpstream decides, once this loop turn's events are in. A client's
-    // RST_STREAM also ends node's readable side ('end' comes before 'aborted' and 'close'),
-    // and that cancel must not reach the upstream as END_STREAM (spec §10.2 P1).
-    this.upEndPending = true;
-    this.holdUpstreamWrites(up);
+    const a = this.attempt;
+    if (this.done || a === null) return;
+    a.endRequest();
   }
 
   /**
-   * Corks the upstream stream until the check phase of this loop turn (setImmediate), where
-   * flushUpstream uncorks it, or ends it if the request has ended by then: the request's end
-   * ('end' follows in the same turn when the client's DATA carried END_STREAM) then rides on
-   * the last DATA frame (Writable.end() uncorks and ends in one tick), and the chunks read in
-   * one turn leave in one writev. One setImmediate per turn with request data, not per chunk.
-   */
-  private holdUpstreamWrites(up: ClientHttp2Stream): void {
-    if (this.upFlushQueued) return;
-    this.upFlushQueued = true;
-    up.cork();
-    setImmediate(flushUpstream, this);
-  }
-
-  /**
-   * How the upstream request is opened and reset; fixed when the call starts (its faults are
-   * chosen before the upstream is asked). Without faults: no waitForTrailers, so node ends the
-   * request with END_STREAM on its last DATA frame (holdUpstreamWrites makes the last chunk and
-   * end() meet in one tick): one frame, one write and one upstream wake-up fewer per call; a
-   * cancel is destroy(AbortError), a bare RST_STREAM(CANCEL). With faults: waitForTrailers, and
-   * resets by close(code), because an injected upstream_reset carries any code, which only
-   * close(code) can send, and close(code) is a bare RST only with waitForTrailers (spec §10.2 P1).
+   * How the upstream request is opened and reset (see Attempt.resetByClose); fixed when the call
+   * starts (its faults are chosen before the upstream is asked): with faults, because an
+   * injected upstream_reset carries any code.
    */
   private get upResetByClose(): boolean {
     return this.fault !== null;
-  }
-
-  /** See holdUpstreamWrites. */
-  flushUpstream(): void {
-    this.upFlushQueued = false;
-    const up = this.up;
-    if (up === undefined || up.destroyed || up.writableEnded) return;
-    const down = this.down;
-    if (this.upEndPending && !this.done && !down.aborted && !down.destroyed) {
-      this.upEndPending = false;
-      up.end();
-    } else if (up.writableCorked > 0) {
-      up.uncork();
-    }
   }
 
   private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
@@ -708,7 +610,7 @@ export class Call implements SessionWaiter, FaultableCall {
         decided_by: this.decidedBy,
         grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
         route: this.route?.label,
-        upstream: this.upSession?.endpoint.label,
+        upstream: this.attempt?.session?.endpoint.label,
         budget_in_ms: this.budgetInMs,
         budget_out_ms: this.budgetOutMs,
         duration_ms: Math.round(dur * 1000) / 1000,
@@ -748,7 +650,7 @@ function closeRequestSide(down: ServerHttp2Stream): void {
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
 function callOf(s: unknown): Call {
-  return (s as AnyStream)[kCall]!;
+  return (s as DownStream)[kCall]!;
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
@@ -761,7 +663,7 @@ function onDownEnd(this: ServerHttp2Stream): void {
 }
 function onDownDrain(this: ServerHttp2Stream): void {
   const c = callOf(this);
-  if (!c.done) c.up?.resume();
+  if (!c.done) c.attempt?.resume();
 }
 function onDownClose(this: ServerHttp2Stream): void {
   callOf(this).onDownstreamClose();
@@ -772,39 +674,6 @@ function onDownError(this: ServerHttp2Stream): void {
 function onDownWantTrailers(this: ServerHttp2Stream): void {
   callOf(this).onWantTrailers();
 }
-function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
-  callOf(this).onResponse(headers, flags, raw);
-}
-function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
-  callOf(this).onResponseData(chunk);
-}
-function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: number, raw: string[]): void {
-  callOf(this).onTrailers(raw);
-}
-function onUpEnd(this: ClientHttp2Stream): void {
-  // node emits 'end' for RST_STREAM(NO_ERROR) too; then the stream is already closed, while
-  // after END_STREAM on DATA it is not yet (probed on Node 24). This tells apart what spec §10.2
-  // P4 calls indistinguishable, for the message and decided_by (the code is 13 either way).
-  callOf(this).onUpstreamEnd(this.closed);
-}
-function onUpClose(this: ClientHttp2Stream): void {
-  callOf(this).onUpstreamClose();
-}
-function onUpError(this: ClientHttp2Stream, err: Error): void {
-  callOf(this).upError = err;
-}
-function onUpDrain(this: ClientHttp2Stream): void {
-  const c = callOf(this);
-  if (!c.done) c.down.resume();
-}
-function flushUpstream(call: Call): void {
-  call.flushUpstream();
-}
-function onUpWantTrailers(this: ClientHttp2Stream): void {
-  // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).
-  this.sendTrailers({});
-}
-
 /** The listener's 'stream' handler. */
 export function handleStream(ctx: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
   const call = new Call(ctx, stream, headers);

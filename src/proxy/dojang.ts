@@ -12,12 +12,10 @@ import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
-import { FaultExec } from "./call/faults.js";
-import { rawGet } from "./call/headers.js";
-import { FaultSet, faultsFromHeaders, handleFaultsApi, mulberry32, parseFaultRule, select, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import { compileFilterChain } from "./call/filter.js";
+import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
 import { Journal } from "./observe/log.js";
-import type { Call } from "./call/call.js";
-import type { CompiledRoute } from "./router.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */
@@ -43,7 +41,7 @@ export class Dojang {
   readonly faults: FaultSet;
   readonly journal: Journal;
   /** calls currently running a fault (maxActiveFaults) */
-  private faultActive = 0;
+  private readonly faultCounter: FaultCounter = { active: 0 };
   private draining = false;
   private started = false;
   private idleWaiters: (() => void)[] = [];
@@ -57,9 +55,6 @@ export class Dojang {
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
-    const release = (): void => {
-      this.faultActive--;
-    };
     const onCallClosed = (): void => {
       if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
         const w = this.idleWaiters;
@@ -82,7 +77,19 @@ export class Dojang {
         access: this.access,
         accessLog: config.accessLog,
         now,
-        faultsFor: this.faultSelector(l.name, l.faultHeaders, l.faultTrailer, config.faultInjection.seed, release),
+        filters: compileFilterChain([
+          faultFilterFactory({
+            listener: l.name,
+            headers: l.faultHeaders,
+            trailer: l.faultTrailer,
+            seed: config.faultInjection.seed,
+            set: this.faults,
+            counter: this.faultCounter,
+            metrics: this.metrics,
+            log: this.log,
+            now,
+          }),
+        ]),
         journal: this.journal,
         active: new Set(),
         onCallClosed,
@@ -101,45 +108,6 @@ export class Dojang {
         config: () => this.config,
       });
     }
-  }
-
-  /**
-   * The listener's fault selection: null-cheap when no rule exists (one size test per call, no
-   * allocation), since rules may be added through the admin API at any time.
-   */
-  private faultSelector(listener: string, headers: boolean, trailer: boolean, seed: number, release: () => void) {
-    const rand = mulberry32(seed ^ 0x5eed);
-    const set = this.faults;
-    const log = this.log;
-    return (call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]): FaultExec | null => {
-      let hActions: ReturnType<typeof faultsFromHeaders>["actions"] | undefined;
-      if (headers) {
-        const h = faultsFromHeaders((n) => rawGet(raw, n), rand);
-        if (h.errors.length > 0) log.info({ request_id: call.requestId, errors: h.errors }, "fault headers ignored");
-        if (h.actions.length > 0) hActions = h.actions;
-      }
-      if (set.size === 0 && hActions === undefined) return null;
-      const ids: string[] = [];
-      const actions = select(
-        set,
-        {
-          listener,
-          routeLabel: route.label,
-          routeIndex: route.index,
-          service: call.series.service,
-          method: call.series.method,
-          metadata: (n) => rawGet(raw, n),
-          nowMs: performance.now(),
-        },
-        this.faultActive,
-        hActions,
-        ids,
-      );
-      if (actions === null || actions.length === 0) return null;
-      for (let i = 0; i < actions.length; i++) this.metrics.faultsInjected.labels(ids[i] ?? "header", actions[i]!.kind).inc();
-      this.faultActive++;
-      return new FaultExec(call, actions, ids, seed, trailer, release);
-    };
   }
 
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */

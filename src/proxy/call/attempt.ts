@@ -72,6 +72,8 @@ export class Attempt implements SessionWaiter {
   status = -1;
   /** dojang cancelled this attempt (its result says nothing of the endpoint) */
   private cancelled = false;
+  /** start() ran: the endpoint counts this attempt, and hears its result once */
+  private started = false;
   private reported = false;
   /** a setImmediate(flush) is queued and the stream is corked until it runs */
   private flushQueued = false;
@@ -100,6 +102,7 @@ export class Attempt implements SessionWaiter {
 
   /** Takes a stream slot on the endpoint (opening a session if need be). */
   start(): void {
+    this.started = true;
     this.endpoint.attemptStarted();
     this.use(this.endpoint.acquire());
   }
@@ -287,7 +290,7 @@ export class Attempt implements SessionWaiter {
 
   /** Tells the endpoint how this attempt ended; once. */
   private report(result: AttemptResult): void {
-    if (this.reported) return;
+    if (this.reported || !this.started) return;
     this.reported = true;
     this.endpoint.attemptEnded(result);
   }

@@ -36,8 +36,8 @@ import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { copyHeaders, type OutgoingHeaders } from "./headers.js";
-import type { FaultExec, FaultableCall } from "./faults.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
+import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
@@ -69,8 +69,8 @@ export interface CallContext {
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
-  /** fault selection for a call on a route; null when the listener can have no faults at all */
-  readonly faultsFor: ((call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]) => FaultExec | null) | null;
+  /** the listener's filter chain, compiled once; null when empty (one test per call) */
+  readonly filters: readonly FilterFactory[] | null;
   /** recent calls (GET /calls); size 0 keeps none */
   readonly journal: Journal;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
@@ -81,7 +81,7 @@ export interface CallContext {
 
 type DownStream = ServerHttp2Stream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FaultableCall {
+export class Call implements AttemptOwner, FilterCall {
   readonly ctx: CallContext;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
@@ -110,12 +110,14 @@ export class Call implements AttemptOwner, FaultableCall {
   messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
-  /** the faults selected for this call; null on the normal path (one null test per hook) */
-  fault: FaultExec | null = null;
+  /** the filters acting on this call; null on the normal path (one null test per hook point) */
+  filters: CallFilter[] | null = null;
+  /** a response head a filter holds (continueResponseHead sends it) */
   heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  faultTrailersReady = false;
-  faultHeadSeen = false;
+  /** the upstream stream closed while the head was held: decided once the head has gone out */
   upCloseDeferred = false;
+  /** a filter owns the rest of the response (takeOverResponse): upstream events are dropped */
+  responseTakenOver = false;
   /** the request head every attempt starts from (a filter may change it before the attempt) */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
@@ -211,34 +213,46 @@ export class Call implements AttemptOwner, FaultableCall {
 
     this.upHeaders = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    const faultsFor = this.ctx.faultsFor;
-    if (faultsFor !== null) {
-      const f = faultsFor(this, route, raw);
-      if (f !== null) {
-        this.fault = f;
-        return f.beforeUpstream();
+    const factories = this.ctx.filters;
+    if (factories !== null) {
+      let fs: CallFilter[] | null = null;
+      for (let i = 0; i < factories.length; i++) {
+        const f = factories[i]!.forCall(this, route, raw);
+        if (f !== null) (fs ??= []).push(f);
+      }
+      if (fs !== null) {
+        this.filters = fs;
+        if (!this.runRequestHead(0)) return;
       }
     }
     this.proceed();
   }
 
-  /** The current attempt's upstream stream (undefined until it is open). */
-  get up(): ClientHttp2Stream | undefined {
+  /** FilterCall: the current attempt's upstream stream (undefined until it is open). */
+  get upstream(): ClientHttp2Stream | undefined {
     return this.attempt?.up;
   }
 
-  /** Picks an endpoint and starts the attempt (FaultableCall: also after a delay). */
-  proceed(): void {
+  /** Picks an endpoint and starts the attempt. */
+  private proceed(): void {
     if (this.done) return;
-    const a = new Attempt(this, this.route!.cluster.pick(), this.upHeaders!, this.upEndStream, this.upResetByClose);
+    const fs = this.filters;
+    const a = new Attempt(this, this.route!.cluster.pick(), this.upHeaders!, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
     this.upHeaders = undefined;
+    if (fs !== null) {
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onAttemptStart !== undefined && !f.onAttemptStart(this, a)) return;
+        if (this.done) return;
+      }
+    }
     a.start();
   }
 
   // === AttemptOwner: what the attempt reports ===
 
-  onAttemptOpen(_a: Attempt): void {
+  onAttemptOpen(a: Attempt): void {
     // Only now does the request body flow: until here it waits in the stream (flow-controlled).
     if (!this.reading) {
       this.reading = true;
@@ -246,7 +260,10 @@ export class Call implements AttemptOwner, FaultableCall {
       down.on("data", onDownData);
       down.on("end", onDownEnd);
     }
-    if (this.fault !== null) this.fault.onUpstreamOpen();
+    const fs = this.filters;
+    if (fs !== null) {
+      for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onAttemptOpen?.(this, a);
+    }
   }
 
   onAttemptFailed(_a: Attempt, o: Outcome): void {
@@ -254,15 +271,13 @@ export class Call implements AttemptOwner, FaultableCall {
   }
 
   onAttemptHead(_a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    if (this.done) return;
+    if (this.filters !== null) {
+      this.heldHead = { headers, flags, raw };
+      if (!this.runResponseHead(0)) return;
+      this.heldHead = undefined;
+    }
     this.onResponse(headers, flags, raw);
-  }
-
-  onAttemptData(_a: Attempt, chunk: Buffer): void {
-    this.onResponseData(chunk);
-  }
-
-  onAttemptTrailers(_a: Attempt, raw: readonly string[]): void {
-    this.onTrailers(raw);
   }
 
   onAttemptEnd(_a: Attempt): void {
@@ -302,26 +317,30 @@ export class Call implements AttemptOwner, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
+    const fs = this.filters;
+    if (fs !== null) {
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onRequestData !== undefined && f.onRequestData(this, chunk)) return;
+      }
+    }
     if (!a.write(chunk)) this.down.pause();
   }
 
   onRequestEnd(): void {
-    if (this.fault !== null) return this.fault.onRequestEnd();
-    this.endRequestContinue();
+    if (this.filters !== null && !this.runRequestEnd(0)) return;
+    this.endRequest();
+  }
+
+  private endRequest(): void {
+    const a = this.attempt;
+    if (this.done || a === null) return;
+    a.endRequest();
   }
 
   // === response ===
 
-  onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    if (this.done) return;
-    if (this.fault !== null && this.heldHead === undefined && !this.faultHeadSeen) {
-      this.faultHeadSeen = true;
-      if (this.fault.delayResponseHead()) {
-        this.heldHead = { headers, flags, raw };
-        return;
-      }
-    }
+  private onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     const st = headers[":status"];
     const ct = headers["content-type"];
     const gs = headers["grpc-status"];
@@ -335,7 +354,8 @@ export class Call implements AttemptOwner, FaultableCall {
     if (v.kind === "skip") return;
     if (v.kind === "synthesize") return this.finish(v.outcome);
     const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
-    if (this.fault !== null) this.fault.shapeHead(out);
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(this, out);
     if (endStream) {
       // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
       return this.forwardStatus(out, endStream);
@@ -343,13 +363,13 @@ export class Call implements AttemptOwner, FaultableCall {
     try {
       this.down.respond(out, { waitForTrailers: true });
       this.responded = true;
-      if (this.fault !== null) this.fault.onHeadersSent();
+      if (fs !== null) for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onResponseHeadSent?.(this);
     } catch (err) {
       this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
     }
   }
 
-  onResponseData(chunk: Buffer): void {
+  onAttemptData(_a: Attempt, chunk: Buffer): void {
     if (this.done) return;
     const route = this.route!;
     if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
@@ -360,9 +380,13 @@ export class Call implements AttemptOwner, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
-      if (this.fault.resp !== null) return this.fault.resp.push(chunk);
+    const fs = this.filters;
+    if (fs !== null) {
+      if (this.responseTakenOver) return;
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onResponseData !== undefined && f.onResponseData(this, chunk)) return;
+      }
     }
     if (!this.down.write(chunk)) {
       this.attempt!.pause();
@@ -373,10 +397,10 @@ export class Call implements AttemptOwner, FaultableCall {
     }
   }
 
-  onTrailers(raw: readonly string[]): void {
+  onAttemptTrailers(_a: Attempt, raw: readonly string[]): void {
     if (this.done) return;
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
+    if (this.filters !== null) {
+      if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
         // A delayed response head: the trailers wait behind it (and behind the data).
         this.upTrailers = copyHeaders({}, raw, undefined);
@@ -401,25 +425,20 @@ export class Call implements AttemptOwner, FaultableCall {
    * client would decide (spec §4.1), and dojang says it decided.
    */
   private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
-    const f = this.fault;
-    if (f !== null) {
-      if (f.discarding) return;
-      if (!trailersOnly && !this.faultTrailersReady && !f.onTrailers(block)) return; // held back by a fault
-      if (trailersOnly && f.extra !== undefined) Object.assign(block, f.extra);
-      const sh = f.shape?.shape;
-      if (!trailersOnly && (sh === "no_trailers" || sh === "trailers_without_status")) {
-        // The broken ending is the fault: send it as it is, and count what a client makes of it.
-        this.done = true;
-        this.clearTimer();
-        this.code = sh === "no_trailers" ? Code.INTERNAL : Code.UNKNOWN;
-        this.message = sh === "no_trailers" ? "fault: stream ended without trailers" : "fault: trailers without grpc-status";
-        this.decidedBy = "fault";
-        if (this.down.destroyed || this.down.closed) return;
-        this.pendingTrailers = block;
-        this.down.end();
-        return;
+    const fs = this.filters;
+    if (fs !== null) {
+      if (this.responseTakenOver) return;
+      if (trailersOnly) {
+        const extra = this.filterExtra();
+        if (extra !== undefined) Object.assign(block, extra);
+      } else if (!this.runTrailers(0, block)) {
+        return; // held back by a filter (continueTrailers goes on)
       }
     }
+    this.forwardStatusNow(block, trailersOnly);
+  }
+
+  private forwardStatusNow(block: OutgoingHeaders, trailersOnly: boolean): void {
     this.done = true;
     this.clearTimer();
     const gsRaw = block["grpc-status"];
@@ -460,8 +479,8 @@ export class Call implements AttemptOwner, FaultableCall {
 
   onAttemptClose(_a: Attempt): void {
     if (this.done) return;
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
+    if (this.filters !== null) {
+      if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
         this.upCloseDeferred = true; // decided once the delayed head has gone out
         return;
@@ -488,38 +507,123 @@ export class Call implements AttemptOwner, FaultableCall {
     this.decidedBy = o.decidedBy;
     const a = this.attempt;
     if (a !== null) a.cancel();
-    this.respondLocal(o, extra ?? this.fault?.extra);
+    this.respondLocal(o, extra ?? this.filterExtra());
   }
 
-  // === FaultableCall (src/proxy/call/faults.ts) ===
+  // === filter chain (filter.ts): hook runs, and FilterCall's continuations ===
 
-  finishFault(code: number, message: string, extra: OutgoingHeaders | undefined): void {
-    this.finish(outcome(code, message, "fault"), extra);
+  private filterIndex(from: CallFilter): number {
+    return this.filters!.indexOf(from) + 1;
   }
 
-  recordFault(code: number, message: string): void {
+  /** Request head hooks from `start`; true when every filter let the call go on. */
+  private runRequestHead(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onRequestHead !== undefined && !f.onRequestHead(this)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  private runResponseHead(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onResponseHead !== undefined && !f.onResponseHead(this)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  private runRequestEnd(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onRequestEnd !== undefined && !f.onRequestEnd(this)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  private runTrailers(start: number, block: OutgoingHeaders): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onTrailers !== undefined && !f.onTrailers(this, block)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  /** The chain's extra status fields (a rule trailer), merged in chain order. */
+  private filterExtra(): OutgoingHeaders | undefined {
+    const fs = this.filters;
+    if (fs === null) return undefined;
+    let out: OutgoingHeaders | undefined;
+    for (let i = 0; i < fs.length; i++) {
+      const e = fs[i]!.statusExtra;
+      if (e !== undefined) out = out === undefined ? e : { ...out, ...e };
+    }
+    return out;
+  }
+
+  continueRequestHead(from: CallFilter): void {
     if (this.done) return;
-    this.done = true;
-    this.responded = true;
-    this.clearTimer();
-    this.code = code;
-    this.message = message;
-    this.decidedBy = "fault";
+    if (this.runRequestHead(this.filterIndex(from))) this.proceed();
   }
 
-  onResponseHeadContinue(): void {
+  continueResponseHead(from: CallFilter): void {
     const h = this.heldHead;
+    if (h === undefined || this.done) return;
+    if (!this.runResponseHead(this.filterIndex(from))) return;
     this.heldHead = undefined;
-    if (h === undefined) return;
     this.onResponse(h.headers, h.flags, h.raw);
     if (this.done) return;
     if (this.upCloseDeferred) this.decideAfterUpstreamClose();
     else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
-  forwardTrailersContinue(block: OutgoingHeaders): void {
-    this.faultTrailersReady = true;
-    this.forwardStatus(block, false);
+  continueTrailers(from: CallFilter, block: OutgoingHeaders): void {
+    if (this.done || this.responseTakenOver) return;
+    if (this.runTrailers(this.filterIndex(from), block)) this.forwardStatusNow(block, false);
+  }
+
+  continueRequestEnd(from: CallFilter): void {
+    if (this.done) return;
+    if (this.runRequestEnd(this.filterIndex(from))) this.endRequest();
+  }
+
+  finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
+    this.finish(o, extra);
+  }
+
+  recordEnd(code: number, message: string, decidedBy: DecidedBy): void {
+    if (this.done) return;
+    this.done = true;
+    this.responded = true;
+    this.clearTimer();
+    this.code = code;
+    this.message = message;
+    this.decidedBy = decidedBy;
+  }
+
+  endWithTrailers(block: OutgoingHeaders, code: number, message: string, decidedBy: DecidedBy): void {
+    if (this.done) return;
+    this.done = true;
+    this.clearTimer();
+    this.code = code;
+    this.message = message;
+    this.decidedBy = decidedBy;
+    const down = this.down;
+    if (down.destroyed || down.closed) return;
+    this.pendingTrailers = block;
+    down.end();
+  }
+
+  takeOverResponse(): void {
+    this.responseTakenOver = true;
   }
 
   lowestStreamIdOnSession(): number {
@@ -530,21 +634,6 @@ export class Call implements AttemptOwner, FaultableCall {
       if (c.down.session === session && id !== undefined && id < low && !c.down.closed) low = id;
     }
     return low;
-  }
-
-  endRequestContinue(): void {
-    const a = this.attempt;
-    if (this.done || a === null) return;
-    a.endRequest();
-  }
-
-  /**
-   * How the upstream request is opened and reset (see Attempt.resetByClose); fixed when the call
-   * starts (its faults are chosen before the upstream is asked): with faults, because an
-   * injected upstream_reset carries any code.
-   */
-  private get upResetByClose(): boolean {
-    return this.fault !== null;
   }
 
   private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
@@ -575,7 +664,8 @@ export class Call implements AttemptOwner, FaultableCall {
     }
     // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
     if (!down.readableEnded) setImmediate(closeRequestSide, down);
-    if (this.fault !== null) this.fault.afterTrailersSent(down);
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(this);
   }
 
   onDownstreamClose(): void {
@@ -585,14 +675,14 @@ export class Call implements AttemptOwner, FaultableCall {
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
-    if (this.fault !== null) this.fault.clear();
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
     const m = ctx.metrics;
     m.live.activeCalls--;
     const code = this.code;
-    const f = this.fault;
-    m.countCall(this.series, code, this.decidedBy, f === null ? undefined : f.ruleIds.join(","));
+    m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
     const dur = ctx.now() - this.t0;
     this.series.duration.observe(dur / 1000);
     if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
@@ -618,11 +708,12 @@ export class Call implements AttemptOwner, FaultableCall {
         req_bytes: this.reqScan.bytes,
         resp_messages: this.respScan.messages,
         resp_bytes: this.respScan.bytes,
-        faults: f === null ? undefined : f.ruleIds,
-        fault_kinds: f === null ? undefined : f.kinds,
+        faults: undefined,
+        fault_kinds: undefined,
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
         start_ms: Math.round(performance.timeOrigin + this.t0),
       };
+      if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
       ctx.journal.push(rec);
       if (logIt) ctx.access.info(rec, "call");
     }
@@ -635,6 +726,21 @@ export class Call implements AttemptOwner, FaultableCall {
       this.timer = undefined;
     }
   }
+}
+
+function resetsWithCodes(fs: readonly CallFilter[]): boolean {
+  for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
+  return false;
+}
+
+/** The call metric's fault_rule label: the filters' labels joined (undefined when none has one). */
+function faultRuleLabel(fs: readonly CallFilter[]): string | undefined {
+  let out: string | undefined;
+  for (let i = 0; i < fs.length; i++) {
+    const l = fs[i]!.faultRule;
+    if (l !== undefined) out = out === undefined ? l : `${out},${l}`;
+  }
+  return out;
 }
 
 /**

@@ -10,11 +10,10 @@ import { Listener } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
-import { compileRoutes } from "./router.js";
-import { Cluster } from "./upstream/cluster.js";
-import { compileFilterChain } from "./call/filter.js";
+import type { Cluster } from "./upstream/cluster.js";
 import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
-import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
+import type { FaultCounter } from "./filters/fault-exec/filter.js";
+import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
 
 export interface DojangOptions {
@@ -34,7 +33,6 @@ export class Dojang {
   /** the access log: the process log itself when a logger was given, else an asynchronous one */
   readonly access: Logger;
   readonly metrics = new Metrics();
-  readonly clusters = new Map<string, Cluster>();
   readonly listeners: Listener[] = [];
   readonly admin: AdminServer | undefined;
   /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
@@ -42,6 +40,12 @@ export class Dojang {
   readonly journal: Journal;
   /** calls currently running a fault (maxActiveFaults) */
   private readonly faultCounter: FaultCounter = { active: 0 };
+  /** the config snapshot new calls start with (each call keeps the one it started with) */
+  private current: Snapshot;
+  /** what every snapshot is built with */
+  private readonly snapshotDeps: SnapshotDeps;
+  /** clusters of earlier snapshots that the current one dropped (calls in flight may still use them) */
+  private readonly retired = new Set<Cluster>();
   private draining = false;
   private started = false;
   private idleWaiters: (() => void)[] = [];
@@ -50,11 +54,12 @@ export class Dojang {
     this.config = config;
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
-    for (const c of config.clusters) this.clusters.set(c.name, new Cluster(c, this.metrics, this.log));
     const now = performance.now.bind(performance);
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now };
+    this.current = buildSnapshot(config, this.snapshotDeps, 1);
     const onCallClosed = (): void => {
       if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
         const w = this.idleWaiters;
@@ -63,33 +68,14 @@ export class Dojang {
       }
     };
     for (const l of config.listeners) {
-      const router = compileRoutes(l.routes, (name) => {
-        const c = this.clusters.get(name);
-        // The config parser rejects unknown clusters; reaching this is a bug.
-        if (c === undefined) throw new DojangError("DOJANG_ERR_INTERNAL", `route names unknown cluster ${name}`);
-        return c;
-      });
       const ctx: CallContext = {
         listener: l.name,
-        router,
+        routes: { current: this.current.listeners.get(l.name)! },
         metrics: this.metrics,
         log: this.log,
         access: this.access,
         accessLog: config.accessLog,
         now,
-        filters: compileFilterChain([
-          faultFilterFactory({
-            listener: l.name,
-            headers: l.faultHeaders,
-            trailer: l.faultTrailer,
-            seed: config.faultInjection.seed,
-            set: this.faults,
-            counter: this.faultCounter,
-            metrics: this.metrics,
-            log: this.log,
-            now,
-          }),
-        ]),
         journal: this.journal,
         active: new Set(),
         onCallClosed,
@@ -107,6 +93,47 @@ export class Dojang {
         ready: () => this.started && !this.draining,
         config: () => this.config,
       });
+    }
+  }
+
+  /** The config snapshot new calls start with. */
+  get snapshot(): Snapshot {
+    return this.current;
+  }
+
+  /** The current snapshot's clusters. */
+  get clusters(): ReadonlyMap<string, Cluster> {
+    return this.current.clusters;
+  }
+
+  /**
+   * A snapshot of `config` built with this instance's metrics, log and fault set, numbered after
+   * the current one; not in use until swapSnapshot(). Its clusters are new (a reload that keeps
+   * the sessions of clusters that remain passes them to buildSnapshot).
+   */
+  compileSnapshot(config: Config): Snapshot {
+    return buildSnapshot(config, this.snapshotDeps, this.current.version + 1);
+  }
+
+  /**
+   * The swap point: new calls start with `next`; calls in flight keep the snapshot they started
+   * with (their ListenerRoutes), to their end. A listener that `next` does not name keeps its
+   * routes (adding and removing listeners is the reload's work, not the swap's).
+   */
+  swapSnapshot(next: Snapshot): void {
+    const prev = this.current;
+    this.current = next;
+    const kept = new Set(next.clusters.values());
+    for (const c of prev.clusters.values()) {
+      if (kept.has(c)) continue;
+      // Out of rotation gracefully (GOAWAY; streams on it finish). A call of the old snapshot
+      // that has not picked an endpoint yet still may: close() stops whatever is left.
+      this.retired.add(c);
+      c.close(false);
+    }
+    for (const l of this.listeners) {
+      const routes = next.listeners.get(l.cfg.name);
+      if (routes !== undefined) l.ctx.routes.current = routes;
     }
   }
 
@@ -189,6 +216,7 @@ export class Dojang {
     }
     await Promise.all(this.listeners.map((l) => l.destroy()));
     for (const c of this.clusters.values()) c.close(true);
+    for (const c of this.retired) c.close(true);
     await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");

@@ -58,10 +58,28 @@ const DEADLINE_SLACK_MS = 2;
  * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
 const CLIENT_DEADLINE_SLACK_MS = 10;
 
+/**
+ * One listener's part of a config snapshot (src/proxy/snapshot.ts): its compiled routes and
+ * filter chain. Immutable; a call keeps the one it started with until it ends.
+ */
+export interface ListenerRoutes {
+  readonly router: Router<Cluster>;
+  /** the filter chain, compiled once; null when empty (one test per call) */
+  readonly filters: readonly FilterFactory[] | null;
+}
+
+/**
+ * The swap point: Dojang stores the current snapshot's ListenerRoutes here (a reload stores a
+ * new one); each call reads it once, when its stream arrives.
+ */
+export interface RoutesCell {
+  current: ListenerRoutes;
+}
+
 /** What every call on one listener shares; built once at start. */
 export interface CallContext {
   readonly listener: string;
-  readonly router: Router<Cluster>;
+  readonly routes: RoutesCell;
   readonly metrics: Metrics;
   readonly log: Logger;
   /** where access lines go (asynchronous) */
@@ -69,8 +87,6 @@ export interface CallContext {
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
-  /** the listener's filter chain, compiled once; null when empty (one test per call) */
-  readonly filters: readonly FilterFactory[] | null;
   /** recent calls (GET /calls); size 0 keeps none */
   readonly journal: Journal;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
@@ -83,6 +99,8 @@ type DownStream = ServerHttp2Stream & { [kCall]?: Call };
 
 export class Call implements AttemptOwner, FilterCall {
   readonly ctx: CallContext;
+  /** the routes and filters of the snapshot this call started with (kept to its end) */
+  readonly routes: ListenerRoutes;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
   readonly series: MethodSeries;
@@ -130,6 +148,7 @@ export class Call implements AttemptOwner, FilterCall {
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
+    this.routes = ctx.routes.current;
     this.down = down;
     this.t0 = ctx.now();
     const p = headers[":path"];
@@ -177,7 +196,7 @@ export class Call implements AttemptOwner, FilterCall {
       this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
     }
 
-    const route = this.ctx.router.match(this.path, this.authority);
+    const route = this.routes.router.match(this.path, this.authority);
     if (route === undefined) {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
     }
@@ -213,7 +232,7 @@ export class Call implements AttemptOwner, FilterCall {
 
     this.upHeaders = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    const factories = this.ctx.filters;
+    const factories = this.routes.filters;
     if (factories !== null) {
       let fs: CallFilter[] | null = null;
       for (let i = 0; i < factories.length; i++) {

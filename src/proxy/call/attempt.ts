@@ -13,6 +13,7 @@ import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/
 import type { AttemptResult, Endpoint } from "../upstream/endpoint.js";
 import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
 import type { OutgoingHeaders } from "./headers.js";
+import type { ReplaySink } from "./retry-buffer.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
@@ -55,7 +56,7 @@ export interface AttemptOwner {
   mayEndRequest(): boolean;
 }
 
-export class Attempt implements SessionWaiter {
+export class Attempt implements SessionWaiter, ReplaySink {
   /** the session this attempt rides on (or waits for) */
   session: UpstreamSession | undefined = undefined;
   /** the upstream stream, once opened */

@@ -38,6 +38,7 @@ import type { Logger } from "pino";
 import { copyHeaders, type OutgoingHeaders } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
+import type { RetryBuffer } from "./retry-buffer.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
@@ -109,8 +110,14 @@ export class Call implements AttemptOwner, FilterCall {
   requestId = "";
   prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
-  /** the attempt the call is committed to (the only one, until retries exist) */
+  /** the current attempt (the only one, until retries exist) */
   attempt: Attempt | null = null;
+  /**
+   * The request chunks kept for another attempt (retry-buffer.ts). null once the call has
+   * committed to its attempt, and from the start when the route has no retry policy (none has
+   * yet): the commit point is then the call's start, and the hot path pays one null test.
+   */
+  retryBuffer: RetryBuffer | null = null;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -336,6 +343,8 @@ export class Call implements AttemptOwner, FilterCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
+    const rb = this.retryBuffer;
+    if (rb !== null && !rb.push(chunk)) this.commit(); // over the cap: no other attempt is possible
     const fs = this.filters;
     if (fs !== null) {
       for (let i = 0; i < fs.length; i++) {
@@ -346,7 +355,16 @@ export class Call implements AttemptOwner, FilterCall {
     if (!a.write(chunk)) this.down.pause();
   }
 
+  /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
+  commit(): void {
+    const rb = this.retryBuffer;
+    if (rb === null) return;
+    rb.commit();
+    this.retryBuffer = null;
+  }
+
   onRequestEnd(): void {
+    if (this.retryBuffer !== null) this.retryBuffer.end();
     if (this.filters !== null && !this.runRequestEnd(0)) return;
     this.endRequest();
   }
@@ -694,6 +712,7 @@ export class Call implements AttemptOwner, FilterCall {
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
+    this.commit();
     const fs = this.filters;
     if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
     const ctx = this.ctx;

@@ -301,7 +301,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
     let r: AttemptResult;
     if (this.status >= 0) r = this.status === 0 ? "ok" : "status";
     else if (this.cancelled) r = "local";
-    else if (!this.mayHaveProcessed) r = "unreachable";
+    else if (!this.session!.connected) r = "unreachable";
+    else if (this.refused) r = "refused";
     else r = "reset";
     this.report(r);
   }

@@ -9,10 +9,12 @@ import { UpstreamSession } from "./session.js";
  * ok          the upstream's own grpc-status 0
  * status      the upstream's own non-zero grpc-status (it answered)
  * reset       the stream was reset or the connection lost after it was opened
- * unreachable no stream was opened (connect failed, session closed before it was ready)
+ * refused     the upstream refused the stream or never saw it (RST_STREAM REFUSED_STREAM, or a
+ *             stream above a GOAWAY's last-stream-id): it cannot have processed the request
+ * unreachable no stream reached it (connect failed, session closed before it was ready)
  * local       dojang ended it (client cancel, deadline, a filter, a limit): says nothing of the endpoint
  */
-export type AttemptResult = "ok" | "status" | "reset" | "unreachable" | "local";
+export type AttemptResult = "ok" | "status" | "reset" | "refused" | "unreachable" | "local";
 
 export class Endpoint {
   readonly url: string;
@@ -21,8 +23,8 @@ export class Endpoint {
   /** attempts whose stream is open or waiting for a session here */
   active = 0;
   /** attempts ended, by result (counters only, for now: health and ejection will read them) */
-  readonly results: Record<AttemptResult, number> = { ok: 0, status: 0, reset: 0, unreachable: 0, local: 0 };
-  /** resets and unreachables in a row (an answer, whatever its status, ends a run) */
+  readonly results: Record<AttemptResult, number> = { ok: 0, status: 0, reset: 0, refused: 0, unreachable: 0, local: 0 };
+  /** resets and unreachables in a row (an answer, whatever its status, ends a run; refused and local leave it) */
   consecutiveFailures = 0;
 
   constructor(
@@ -71,7 +73,7 @@ export class Endpoint {
     this.active--;
     this.results[result]++;
     if (result === "reset" || result === "unreachable") this.consecutiveFailures++;
-    else if (result !== "local") this.consecutiveFailures = 0;
+    else if (result === "ok" || result === "status") this.consecutiveFailures = 0;
   }
 
   onConnectResult(s: UpstreamSession, result: "ok" | "error" | "timeout"): void {

@@ -1,11 +1,13 @@
 // dojang's library entry: start a proxy in-process (tests, harnesses) and the building blocks.
 import type { Logger } from "pino";
-import { configFromText, loadConfigFile, parseConfigValue, type Config } from "./config/index.js";
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { configFromText, deepFreeze, isLoopbackHost, loadConfigFile, parseConfigValue, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
 
-import type { FaultRule, FaultRuleStatus } from "./proxy/filters/fault/index.js";
+import type { FaultRule, FaultRuleInput, FaultRuleStatus } from "./proxy/filters/fault/index.js";
 import type { AccessRecord } from "./proxy/observe/log.js";
 
 export const VERSION = "0.1.0";
@@ -31,7 +33,7 @@ export interface DojangHandle {
   /** fault rules, Toxiproxy-style (the same rule shape as the config's `faults:` lists) */
   readonly faults: {
     /** adds a rule and returns it normalized (with its id); throws DojangError with the reasons when invalid */
-    add(rule: Readonly<Record<string, unknown>>): FaultRule;
+    add(rule: FaultRuleInput): FaultRule;
     remove(id: string): boolean;
     /** removes the API-added rules and zeroes every counter */
     reset(): void;
@@ -51,15 +53,45 @@ export function resolveConfig(opts: StartOptions): Config {
   const env = opts.env ?? process.env;
   if (typeof opts.config === "string") {
     const c = configFromText(opts.config, "<inline>", env);
-    return /^journal\s*:/m.test(opts.config) || /"journal"\s*:/.test(opts.config) ? c : { ...c, journal: LIBRARY_JOURNAL };
+    const j = /^journal\s*:/m.test(opts.config) || /"journal"\s*:/.test(opts.config) ? c : { ...c, journal: LIBRARY_JOURNAL };
+    return libraryAdmin(j, saysMutations(yamlValue(opts.config)));
   }
   if (opts.config !== undefined) {
     const r = parseConfigValue("journal" in opts.config ? opts.config : { ...opts.config, journal: LIBRARY_JOURNAL }, env);
     if (!r.ok) throw new ConfigError("<object>", r.issues);
-    return r.config;
+    return libraryAdmin(r.config, saysMutations(opts.config));
   }
-  if (opts.configFile !== undefined) return loadConfigFile(opts.configFile, env);
+  if (opts.configFile !== undefined) {
+    const c = loadConfigFile(opts.configFile, env);
+    return libraryAdmin(c, saysMutations(yamlValue(readFileSync(opts.configFile, "utf8"))));
+  }
   throw new ConfigError("<none>", [{ path: "", message: "no config given (config or configFile)" }]);
+}
+
+/**
+ * The library is the test harness: its admin takes fault rules (`admin.mutations` on) unless the
+ * config says `admin.mutations` itself. Still secure by default: an admin that other machines can
+ * reach and that has no token keeps mutations off (the CLI would refuse that config).
+ */
+function libraryAdmin(c: Config, explicit: boolean): Config {
+  const a = c.admin;
+  if (a === null || explicit || a.mutations) return c;
+  if (a.token === null && !isLoopbackHost(a.address.host)) return c;
+  return deepFreeze({ ...c, admin: { ...a, mutations: true } });
+}
+
+function saysMutations(raw: unknown): boolean {
+  const admin = typeof raw === "object" && raw !== null ? (raw as { admin?: unknown }).admin : undefined;
+  return typeof admin === "object" && admin !== null && Object.hasOwn(admin, "mutations");
+}
+
+/** The document as written (already validated by the caller), to see which keys it sets. */
+function yamlValue(text: string): unknown {
+  try {
+    return parseYaml(text.startsWith("\uFEFF") ? text.slice(1) : text, { merge: true });
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts dojang in this process; ports 0 bind ephemeral ports (see `address`). */
@@ -88,5 +120,35 @@ export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
 export { Dojang } from "./proxy/dojang.js";
 export { ConfigError, DojangError } from "./errors.js";
 export type { Config } from "./config/index.js";
-export type { FaultRule, FaultRuleStatus, FaultAction } from "./proxy/filters/fault/index.js";
-export type { AccessRecord as CallRecord } from "./proxy/observe/log.js";
+export type {
+  FaultRule,
+  FaultRuleStatus,
+  FaultAction,
+  FaultRuleInput,
+  FaultActionInput,
+  FaultMatchInput,
+  FaultFireInput,
+  MetadataMatchInput,
+  AbortInput,
+  HttpInput,
+  ResetInput,
+  GoawayInput,
+  CloseConnectionInput,
+  ShapeInput,
+  DelayInput,
+  DelayLengthInput,
+  BandwidthInput,
+  BlackholeInput,
+  StallInput,
+  DeadlineInput,
+  UnreachableInput,
+  UpstreamResetInput,
+  DurationInput,
+  SizeInput,
+  GrpcCodeInput,
+  GrpcCodeName,
+  H2CodeInput,
+  H2ErrorName,
+} from "./proxy/filters/fault/index.js";
+/** One call in the journal (`calls`, `GET /calls`): the access log's record. */
+export type { AccessRecord as CallRecord, AccessRecord } from "./proxy/observe/log.js";

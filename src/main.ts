@@ -3,16 +3,20 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
+import { runHealth } from "./health.js";
+import { reloadReport } from "./config/reload.js";
 import { Dojang, startHeapTuning } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
-import { isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
+import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
   --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
   --check           validate the config and exit (0 valid, 2 invalid)
   --log-level L     fatal|error|warn|info|debug|trace|silent (overrides the config)
-  --version`;
+  --version
+       dojang health [--config FILE] [--timeout DURATION]
+                    ask the running dojang's admin /ready (0 ready, 1 not, 2 config/no admin)`;
 const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
 
 function fail(code: number, msg: string): never {
@@ -21,6 +25,13 @@ function fail(code: number, msg: string): never {
 }
 
 async function main(): Promise<void> {
+  // `dojang health`: a probe for HEALTHCHECK / exec probes; it reads the config and asks /ready,
+  // and never starts the proxy (src/health.ts).
+  if (process.argv[2] === "health") {
+    const r = await runHealth(process.argv.slice(3));
+    (r.code === 0 ? process.stdout : process.stderr).write(`dojang health: ${r.line}\n`);
+    process.exit(r.code);
+  }
   let args;
   try {
     args = parseArgs({
@@ -45,7 +56,15 @@ async function main(): Promise<void> {
   const file = given === undefined || given === "" ? undefined : given;
   let config: Config;
   try {
-    config = file === undefined ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>") : loadConfigFile(file);
+    // A cluster worker runs the config text its primary read, not the file as it is now (a
+    // replacement forked after an edit must match the other workers: src/proxy/workers.ts).
+    const fromPrimary = configTextFromPrimary();
+    config =
+      fromPrimary !== undefined
+        ? configFromText(fromPrimary, file ?? "<embedded default>")
+        : file === undefined
+          ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>")
+          : loadConfigFile(file);
   } catch (err) {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;
@@ -64,7 +83,7 @@ async function main(): Promise<void> {
       });
       return;
     }
-    process.exit(await runPrimary(config, log));
+    process.exit(await runPrimary(config, log, file));
   }
   const d = new Dojang(config, { logger: log, accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }) });
   let stopping = false;
@@ -82,16 +101,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  // SIGHUP reloads the config file's fault rules (API-added rules stay). An invalid file changes
-  // nothing and says why; listeners and clusters need a restart.
+  // SIGHUP reloads the config file's fault rules (API-added rules stay) and says which other
+  // changes it did not apply (they need a restart until full reload exists). An invalid file
+  // changes nothing and says why.
   process.on("SIGHUP", () => {
     if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
     try {
       const next = loadConfigFile(file);
       d.loadConfigFaults(next);
-      log.info({ file, rules: d.listFaults().length }, "fault rules reloaded");
+      const r = reloadReport(config, next);
+      const fields = { file, applied: r.applied, notApplied: r.notApplied, rules: d.listFaults().length };
+      if (r.notApplied.length > 0) log.warn(fields, r.message);
+      else log.info(fields, r.message);
     } catch (err) {
-      log.error({ file, err: (err as Error).message }, "reload failed; keeping the current rules");
+      log.error({ file, err: (err as Error).message }, "reload failed; nothing changed");
     }
   });
   try {

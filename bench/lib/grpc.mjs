@@ -75,8 +75,11 @@ export function call(session, path, body, { authority = "bench", headers = {}, t
       req.close(http2.constants.NGHTTP2_CANCEL);
       reject(new Error(`call ${path} timed out after ${timeoutMs}ms`));
     }, timeoutMs);
+    let attempts;
     req.on("response", (h) => {
       status = h[":status"];
+      // dojang's optional x-dojang-attempts response header (the chaos run's histogram)
+      if (h["x-dojang-attempts"] !== undefined) attempts = Number(h["x-dojang-attempts"]);
       if (h["grpc-status"] !== undefined) {
         grpcStatus = h["grpc-status"];
         grpcMessage = h["grpc-message"];
@@ -94,7 +97,7 @@ export function call(session, path, body, { authority = "bench", headers = {}, t
     req.on("close", () => {
       clearTimeout(t);
       const b = Buffer.concat(chunks);
-      resolve({ status, grpcStatus, grpcMessage, body: b, messages: countMessages(b), rstCode: req.rstCode });
+      resolve({ status, grpcStatus, grpcMessage, body: b, messages: countMessages(b), rstCode: req.rstCode, attempts });
     });
     req.end(body);
   });

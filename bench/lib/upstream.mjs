@@ -7,7 +7,7 @@
 // Windows are as big as HTTP/2 allows so the upstream is never the flow-control limit.
 // A plain HTTP/1.1 control port serves GET /stats (JSON counters) for the harness.
 //
-// usage: node upstream.mjs --port P --control-port C   (prints one JSON line {"ready":...})
+// usage: node upstream.mjs --port P --control-port C [--grace-ms MS]   (prints one JSON line {"ready":...})
 import http from "node:http";
 import http2 from "node:http2";
 import { parseArgs } from "node:util";
@@ -18,6 +18,7 @@ const { values: args } = parseArgs({
     port: { type: "string", default: "0" },
     "control-port": { type: "string", default: "0" },
     host: { type: "string", default: "127.0.0.1" },
+    "grace-ms": { type: "string", default: "200" },
   },
 });
 
@@ -171,11 +172,22 @@ server.listen({ port: Number(args.port), host: args.host, backlog: 8192 }, () =>
   });
 });
 
+// SIGTERM is a graceful stop, as a pod's: GOAWAY to every client session (calls in flight
+// finish, new ones go elsewhere), the port closes, and the process exits once the sessions are
+// gone (at most --grace-ms later).
+const sessions = new Set();
+server.on("session", (s) => {
+  sessions.add(s);
+  s.once("close", () => sessions.delete(s));
+});
 const stop = () => {
   server.close();
   control.close();
+  for (const s of sessions) if (!s.closed && !s.destroyed) s.close();
   for (const s of [server, control]) s.unref?.();
-  setTimeout(() => process.exit(0), 200).unref();
+  const exitWhenIdle = setInterval(() => sessions.size === 0 && process.exit(0), 10);
+  exitWhenIdle.unref();
+  setTimeout(() => process.exit(0), Number(args["grace-ms"])).unref();
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);

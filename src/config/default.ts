@@ -5,7 +5,8 @@ import { configFromText } from "./parse.js";
 import type { Config } from "./schema.js";
 
 /** Listener 127.0.0.1:8080 (h2c), admin 127.0.0.1:9901, cluster "backend" at 127.0.0.1:50051, route prefix "/" with timeout 30s and 4 MiB limits. */
-export const DEFAULT_CONFIG_YAML: string = `# dojang: the embedded default config (also used when no --config is given).
+export const DEFAULT_CONFIG_YAML: string = `# yaml-language-server: $schema=./dojang.schema.json
+# dojang: the embedded default config (also used when no --config is given).
 #
 # A newcomer's reference: every value here is checked at start-up, and an invalid config never
 # starts (the CLI exits 2 naming the key, e.g. \`listeners[0].routes[0].cluster: unknown cluster\`).
@@ -15,8 +16,9 @@ export const DEFAULT_CONFIG_YAML: string = `# dojang: the embedded default confi
 # Units: durations "250ms", "5s", "1.5s", "1m", "1h" (a plain number is milliseconds);
 # sizes in bytes or "64KiB", "4MiB", "1GiB" (binary) / "4MB" (decimal).
 
-# Admin listener: /metrics, /ready, /live, /config. Leave the key out for no admin listener.
-# Keep it on loopback: it is not authenticated.
+# Admin listener: /metrics, /ready, /live, /config, GET /faults, GET /calls. Leave the key out for
+# no admin listener. Reads are not authenticated: keep it on loopback. Requests that change traffic
+# (POST/PATCH/DELETE /faults) are refused unless \`mutations: true\` (see config/example-full.yaml).
 admin:
   address: 127.0.0.1:9901
 

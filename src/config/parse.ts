@@ -6,7 +6,7 @@
 import { LineCounter, parseDocument, visit, type ErrorCode } from "yaml";
 import { z } from "zod";
 import { ConfigError, type ConfigIssue } from "../errors.js";
-import { expandEnv, type Env } from "./env.js";
+import { expandEnv, provenanceSuffix, type Env, type EnvProvenance } from "./env.js";
 import { didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "./issues.js";
 import { CONFIG_SCHEMA, DOCUMENT_SCHEMA, type Config } from "./schema.js";
 import { formatHostPort, parseHostPort } from "./units.js";
@@ -67,9 +67,25 @@ export function parseConfigValue(value: unknown, env: Env = process.env): ParseR
   const config = result.success ? withFaultRules(result.data, faultIssues) : undefined;
   if (issues.length > 0 || config === undefined || faultIssues.length > 0) {
     const all = sortIssues(issues).map((i) => ({ path: formatPath(i.path), message: i.message }));
-    return { ok: false, issues: dedupe([...all, ...faultIssues]) };
+    const named = nameVariables([...all, ...faultIssues], expanded.provenance, envPaths);
+    return { ok: false, issues: dedupe(named) };
   }
   return { ok: true, config: deepFreeze(config) };
+}
+
+/**
+ * Appends ` (from $VAR)` to every issue about a value that came from `${VAR}` expansion: the
+ * file then looks right (`timeout: ${CALL_TIMEOUT:-30s}`) and the mistake is in the environment,
+ * so the message must say where to look. Expansion errors themselves (`envPaths`) already name
+ * their variable.
+ */
+function nameVariables(issues: readonly ConfigIssue[], provenance: readonly EnvProvenance[], envPaths: ReadonlySet<string>): ConfigIssue[] {
+  if (provenance.length === 0) return [...issues];
+  const byPath = new Map(provenance.map((p) => [p.path, provenanceSuffix(p.uses)]));
+  return issues.map((i) => {
+    const suffix = envPaths.has(i.path) ? undefined : byPath.get(i.path);
+    return suffix === undefined ? i : { path: i.path, message: i.message + suffix };
+  });
 }
 
 /**
@@ -85,6 +101,7 @@ function withFaultRules(c: Config, issues: ConfigIssue[]): Config {
       return [];
     }
     r.rules.forEach((rule, i) => {
+      if (rule.id === "") return; // no id given: the fault set assigns one ("f1", ...)
       const prev = ids.get(rule.id);
       if (prev !== undefined) issues.push({ path: `${path}[${i}].id`, message: `duplicate fault rule id "${rule.id}" (also at ${prev})` });
       else ids.set(rule.id, `${path}[${i}]`);

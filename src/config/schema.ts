@@ -33,7 +33,7 @@ export interface RouteConfig {
   readonly timeoutMs: number | null;
   readonly maxRequestMessageBytes: number;
   readonly maxResponseMessageBytes: number;
-  /** fault rules for calls on this route (parsed by src/proxy/filters/fault/config.ts) */
+  /** fault rules for calls on this route (parsed by src/config/faults/parse.ts) */
   readonly faults: readonly FaultRule[];
   /** `streamIdleTimeout` for calls on this route; null = the listener's */
   readonly streamIdleTimeoutMs: number | null;
@@ -419,7 +419,7 @@ const admin = z
     {
       address: hostPort(true),
       mutations: flag.default(false),
-      token: z.string({ error: expected("a bearer token (text)") }).min(16, "must be at least 16 characters").nullable().default(null),
+      token: z.string({ error: (iss) => (iss.input === undefined ? "is required" : "expected a bearer token as text (the value given is not shown: it may be a secret)") }).min(16, "must be at least 16 characters").nullable().default(null),
     },
     { error: expected("a mapping like { address: 127.0.0.1:9901 }") },
   )

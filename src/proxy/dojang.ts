@@ -2,7 +2,7 @@
 // owns start-up and the graceful drain.
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { Config } from "../config/index.js";
+import { formatHostPort, type Config } from "../config/index.js";
 import { DojangError } from "../errors.js";
 import { AdminServer } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
@@ -83,7 +83,7 @@ export class Dojang {
       this.listeners.push(new Listener(l, ctx));
     }
     if (config.admin !== null) {
-      this.admin = new AdminServer(config.admin.address, {
+      this.admin = new AdminServer(config.admin, {
         faults: (method, path, body) => {
           const r = handleFaultsApi(method, path, body, this.faults, performance.now());
           return r === null ? null : { status: r.status, body: r.body };
@@ -139,7 +139,7 @@ export class Dojang {
 
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
   loadConfigFaults(config: Config): void {
-    for (const st of this.faults.list()) if (st.rule.source === "config") this.faults.remove(st.rule.id);
+    this.faults.removeConfigRules();
     const now = performance.now();
     for (const l of config.listeners) {
       for (const r of l.faults) this.faults.add(r, now);
@@ -169,8 +169,13 @@ export class Dojang {
       throw err;
     }
     this.started = true;
+    // Each cluster's endpoints, so a wrong UPSTREAM is visible here, before the first call fails.
     this.log.info(
-      { listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })), admin: this.adminAddress },
+      {
+        listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })),
+        clusters: this.config.clusters.map((c) => ({ name: c.name, endpoints: c.endpoints.map(formatHostPort) })),
+        admin: this.adminAddress,
+      },
       "dojang started",
     );
   }

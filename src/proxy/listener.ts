@@ -7,15 +7,71 @@ import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
 import { handleStream, type CallContext } from "./call/call.js";
 
+/**
+ * node reports an nghttp2 *stream* error to JS as a session error, and then destroys the whole
+ * session (GOAWAY INTERNAL_ERROR, every call on the connection lost; issue 10 item 11): its
+ * invalid-frame callback passes NGHTTP2_ERR_PROTO up as if nghttp2 had already ended the
+ * connection, but nghttp2 also reports stream errors with that code, e.g. DATA beyond a
+ * request's content-length, for which it resets only that stream (PROTOCOL_ERROR) and carries
+ * on. Probed on Node 24 with a plain node:http2 server: the same GOAWAY, from
+ * onSessionInternalError -> session.destroy(NghttpError -505). The error reaches JS before the
+ * stream's own 'stream' handler could refuse it when HEADERS and DATA arrive together, so the
+ * fix sits at the session: a destroy() with that one error first asks the session whether it
+ * still serves (a PING); if the peer answers, nghttp2 is still running it and only the stream
+ * was reset; if not (nghttp2 really ended it: GOAWAY sent), the destroy goes ahead after
+ * PROTO_PROBE_MS. One probe at a time per session; nothing on the call path.
+ */
+const NGHTTP2_ERR_PROTO = -505;
+const PROTO_PROBE_MS = 2000;
+const kProbing = Symbol("dojang.protoProbe");
+type GuardedSession = ServerHttp2Session & { [kProbing]?: boolean };
+type Destroy = (this: ServerHttp2Session, err?: Error, code?: number) => ServerHttp2Session;
+/** node's own Http2Session destroy (its class is not exported), taken from the first session. */
+let sessionDestroy: Destroy | undefined;
+
+function isStreamLevelProtoError(err: unknown): boolean {
+  return err instanceof Error && (err as NodeJS.ErrnoException).code === "ERR_HTTP2_ERROR" && (err as NodeJS.ErrnoException).errno === NGHTTP2_ERR_PROTO;
+}
+
+/** Installed as the session's own destroy(); module-level, no closure per session. */
+function guardedDestroy(this: GuardedSession, err?: Error, code?: number): ServerHttp2Session {
+  const destroy = sessionDestroy!;
+  if (err === undefined || !isStreamLevelProtoError(err) || this.destroyed) return destroy.call(this, err, code);
+  if (this[kProbing] === true) return this;
+  this[kProbing] = true;
+  const timer = setTimeout(probeFailed, PROTO_PROBE_MS, this, err);
+  timer.unref(); // a probe never holds the process open
+  try {
+    this.ping((pingErr) => {
+      clearTimeout(timer);
+      this[kProbing] = false;
+      if (pingErr !== null) destroy.call(this, err, code);
+    });
+  } catch {
+    clearTimeout(timer);
+    return destroy.call(this, err, code);
+  }
+  return this;
+}
+
+function probeFailed(s: GuardedSession, err: Error): void {
+  s[kProbing] = false;
+  if (!s.destroyed) sessionDestroy!.call(s, err);
+}
+
 export class Listener {
   readonly server: Http2Server;
   readonly sessions = new Set<ServerHttp2Session>();
+  readonly ctx: CallContext;
   private bound: AddressInfo | undefined;
 
   constructor(
     readonly cfg: ListenerConfig,
-    readonly ctx: CallContext,
+    callContext: CallContext,
   ) {
+    // The listener's own settings the calls read (the same `active` set and counters).
+    const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs };
+    this.ctx = ctx;
     const server = http2.createServer({
       settings: {
         maxConcurrentStreams: cfg.maxConcurrentStreams,
@@ -27,11 +83,17 @@ export class Listener {
       // ENHANCE_YOUR_CALM, which a client reads as RESOURCE_EXHAUSTED (spec §1.1, probe Y).
       maxHeaderListPairs: cfg.maxHeaderListPairs,
       maxSessionMemory: cfg.maxSessionMemoryMiB,
+      // nghttp2 would drop a field with leading or trailing whitespace (RFC 9113 §8.2.1) and
+      // pass the call on without it; let it through so dojang refuses the call instead
+      // (copyRequestHeaders, issue 10 item 9). Node 24.2+.
+      strictFieldWhitespaceValidation: false,
     });
     this.server = server;
     const live = ctx.metrics.live;
     const connWindow = cfg.connectionWindowSize;
     server.on("session", (s: ServerHttp2Session) => {
+      sessionDestroy ??= (Object.getPrototypeOf(s) as { destroy: Destroy }).destroy;
+      s.destroy = guardedDestroy;
       this.sessions.add(s);
       live.downstreamSessions++;
       s.on("close", () => {

@@ -10,6 +10,8 @@ export interface CompiledRoute<C> {
   readonly timeoutMs: number | null;
   readonly maxRequestMessageBytes: number;
   readonly maxResponseMessageBytes: number;
+  /** the route's streamIdleTimeout (ms, 0 = never); null = the listener's */
+  readonly streamIdleTimeoutMs: number | null;
 }
 
 interface Entry<C> {
@@ -67,6 +69,7 @@ export function compileRoutes<C>(routes: readonly RouteConfig[], clusterFor: (na
         timeoutMs: r.timeoutMs,
         maxRequestMessageBytes: r.maxRequestMessageBytes,
         maxResponseMessageBytes: r.maxResponseMessageBytes,
+        streamIdleTimeoutMs: r.streamIdleTimeoutMs,
       },
     };
   });

@@ -3,26 +3,66 @@
 // and so every call multiplexed on it, stays on one worker). The primary owns the admin
 // listener, sums the workers' metrics (prom-client AggregatorRegistry), forwards SIGTERM/SIGINT
 // as a drain, and replaces a worker that dies while not stopping.
+//
+// From the outside `workers: N` behaves like one process: the primary answers the fault API and
+// GET /calls by asking every worker over the IPC channel (admin/fanout.ts merges the answers),
+// and a SIGHUP is read once by the primary, compared with the running config, logged once and
+// sent to every worker. A worker started later (a replacement) first asks the primary for the
+// mutation log and applies it before it listens, so API-added rules reach it too.
 import cluster, { type Worker } from "node:cluster";
+import { readFileSync } from "node:fs";
 import { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
-import type { Config } from "../config/index.js";
-import { AdminServer } from "./admin/admin.js";
+import { configFromText, type Config } from "../config/index.js";
+import { reloadReport } from "../config/reload.js";
+import { AdminServer, type AdminReply } from "./admin/admin.js";
+import { MutationLog, isType, mergeCalls, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
+import { handleFaultsApi } from "./filters/fault/index.js";
 import { Dojang, startHeapTuning } from "./dojang.js";
 import { createAccessLogger } from "./observe/log.js";
 
 const READY = "dojang:ready";
+/** How long the primary waits for every worker's answer to an admin request or a reload. */
+const OP_TIMEOUT_MS = 5000;
+/** How long a starting worker waits for the mutation log before it serves without it. */
+const SYNC_TIMEOUT_MS = 5000;
 
 export function isWorkerProcess(): boolean {
   return cluster.isWorker;
 }
 
-/** In a worker: the proxy without its own admin listener; metrics go to the primary. */
+/** The environment variable that carries the primary's config text to the workers it forks. */
+const CONFIG_TEXT_ENV = "DOJANG_WORKER_CONFIG";
+
+/**
+ * In a worker: the config text the primary started with (unexpanded: `${VAR}` stays a reference,
+ * expanded in the worker with the same environment). undefined in the primary and a single process.
+ */
+export function configTextFromPrimary(): string | undefined {
+  return cluster.isWorker ? process.env[CONFIG_TEXT_ENV] : undefined;
+}
+
+/** A worker runs one op from the primary (live, or replayed from the log) against its instance. */
+function runOp(d: Dojang, op: WorkerOp): AdminReply {
+  switch (op.op) {
+    case "faults":
+      return handleFaultsApi(op.method, op.path, op.body, d.faults, performance.now()) ?? { status: 404, body: { error: "not found" } };
+    case "calls":
+      return { status: 200, body: d.journal.last(op.last) };
+    case "reload":
+      try {
+        d.loadConfigFaults(configFromText(op.text, op.source));
+        return { status: 200, body: { rules: d.faults.size } };
+      } catch (err) {
+        return { status: 400, body: { error: (err as Error).message } };
+      }
+  }
+}
+
+/** In a worker: the proxy without its own admin listener; metrics and admin requests go through the primary. */
 export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
-  const d = new Dojang(
-    { ...config, admin: null },
-    { logger: log.child({ worker: cluster.worker?.id }), accessLogger: createAccessLogger({ level: config.logLevel }) },
-  );
+  const wlog = log.child({ worker: cluster.worker?.id });
+  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }) });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);
@@ -31,32 +71,156 @@ export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
+  // The primary reads the file on SIGHUP and sends it here; a SIGHUP to the whole process group
+  // (a closing terminal) must not end the worker (the default action) nor apply twice.
+  process.on("SIGHUP", () => wlog.debug("SIGHUP in a worker: ignored, the primary reloads and forwards"));
   // The primary disconnecting the IPC channel is a stop too (it died or is stopping).
   process.on("disconnect", stop);
+  process.on("message", (m: unknown) => {
+    if (!isType<OpMessage>(m, "dojang:op")) return;
+    const r = runOp(d, m.req);
+    if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "fault rules reloaded from the primary");
+    const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
+    // With a callback a closed channel (the primary is gone) is an error passed here, not an
+    // 'error' event that would end the worker before its drain.
+    process.send?.(reply, undefined, undefined, ignoreSendError);
+  });
+  await syncFromPrimary(d, wlog);
   await d.start();
   startHeapTuning(d, config, log);
   process.send?.({ type: READY });
   return d;
 }
 
-/** In the primary: fork, supervise, aggregate, drain. Resolves when all workers have exited. */
-export async function runPrimary(config: Config, log: Logger): Promise<number> {
+function ignoreSendError(): void {
+  /* the primary is gone: the 'disconnect' handler stops this worker */
+}
+
+/** Applies the primary's mutation log before listening (bounded wait; an old primary never answers). */
+function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      process.off("message", onMessage);
+      resolve();
+    };
+    const onMessage = (m: unknown): void => {
+      if (!isType<SyncMessage>(m, "dojang:sync")) return;
+      for (const op of m.ops) {
+        const r = runOp(d, op);
+        // The log keeps refused changes too (they are refused again here, as they were then).
+        if (r.status >= 300) log.debug({ op: op.op, status: r.status, body: r.body }, "replayed admin change refused, as it was");
+      }
+      done();
+    };
+    const t = setTimeout(() => {
+      log.warn("no mutation log from the primary; serving with the config file's fault rules only");
+      done();
+    }, SYNC_TIMEOUT_MS);
+    process.on("message", onMessage);
+    const req: SyncRequest = { type: "dojang:sync-request" };
+    process.send?.(req, undefined, undefined, ignoreSendError);
+  });
+}
+
+/** The primary's side of the IPC requests: one id per request, every worker's reply, bounded. */
+class Fanout {
+  private seq = 0;
+  private readonly pending = new Map<number, { replies: WorkerReply[]; waiting: Set<number>; finish: () => void }>();
+
+  /** Sends `req` to `workers`; resolves with their replies and the ids of those that did not answer in time. */
+  ask(workers: readonly Worker[], req: WorkerOp): Promise<{ replies: WorkerReply[]; missing: number[] }> {
+    const id = ++this.seq;
+    return new Promise((resolve) => {
+      const replies: WorkerReply[] = [];
+      const waiting = new Set(workers.map((w) => w.id));
+      const finish = (): void => {
+        clearTimeout(t);
+        this.pending.delete(id);
+        replies.sort((a, b) => a.worker - b.worker);
+        resolve({ replies, missing: [...waiting].sort((a, b) => a - b) });
+      };
+      const t = setTimeout(finish, OP_TIMEOUT_MS);
+      this.pending.set(id, { replies, waiting, finish });
+      const msg: OpMessage = { type: "dojang:op", id, req };
+      for (const w of workers) w.send(msg);
+      if (waiting.size === 0) finish();
+    });
+  }
+
+  onReply(w: Worker, m: ReplyMessage): void {
+    const p = this.pending.get(m.id);
+    if (p === undefined || !p.waiting.delete(w.id)) return;
+    p.replies.push({ worker: w.id, status: m.status, body: m.body });
+    if (p.waiting.size === 0) p.finish();
+  }
+
+  /** A worker that exits answers nothing: stop waiting for it. */
+  onExit(w: Worker): void {
+    for (const p of [...this.pending.values()]) if (p.waiting.delete(w.id) && p.waiting.size === 0) p.finish();
+  }
+}
+
+/** In the primary: fork, supervise, aggregate, answer the admin, reload, drain. Resolves when all workers have exited. */
+export async function runPrimary(config: Config, log: Logger, file?: string): Promise<number> {
   const n = config.workers;
   const ready = new Set<number>();
+  /** workers that have the mutation log; only these get (and answer) admin requests */
+  const synced = new Map<number, Worker>();
   let stopping = false;
   const aggregator = new AggregatorRegistry();
+  const fanout = new Fanout();
+  const mutations = new MutationLog();
+  // The file as the primary read it: every worker, a replacement forked after the file was edited
+  // too, runs this text (listeners, clusters, fault rules), then the mutation log, which holds
+  // the fault rules of each SIGHUP since.
+  let configText: string | undefined;
+  if (file !== undefined) {
+    try {
+      configText = readFileSync(file, "utf8");
+    } catch {
+      /* read by main a moment ago; the workers then read the file themselves */
+    }
+  }
+  const serving = (): Worker[] => [...synced.values()].filter((w) => w.isConnected());
+
+  const faults = async (method: string, path: string, body: string): Promise<AdminReply> => {
+    const op: WorkerOp = { op: "faults", method, path, body };
+    const m = method.toUpperCase();
+    const mutation = m !== "GET" && m !== "HEAD";
+    // Recorded as it is sent, whatever the answers: replayed in the same order a refused change is
+    // refused again, and a worker that syncs while this one is in flight (it is not asked) still
+    // gets it from the log.
+    if (mutation) mutations.record(op);
+    const { replies, missing } = await fanout.ask(serving(), op);
+    const r = mergeFaultReplies(replies, missing);
+    if (mutation && r.status >= 500) log.error({ method, path, status: r.status, body: r.body }, "fault API: the workers did not all apply the change");
+    return r;
+  };
   const admin =
     config.admin === null
       ? undefined
-      : new AdminServer(config.admin.address, {
+      : new AdminServer(config.admin, {
           metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
           ready: () => !stopping && ready.size === n,
           config: () => config,
+          faults,
+          calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
         });
   const fork = (): Worker => {
-    const w = cluster.fork();
-    w.on("message", (m: { type?: string }) => {
-      if (m?.type === READY) ready.add(w.id);
+    const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });
+    // A send to a worker whose channel just closed is an 'error' event: unhandled, it would end the
+    // primary. The worker's 'exit' follows and settles whatever waited for it.
+    w.on("error", (err: Error) => log.warn({ worker: w.id, err: err.message }, "worker IPC error"));
+    w.on("message", (m: unknown) => {
+      if (isType<{ type: typeof READY }>(m, READY)) ready.add(w.id);
+      else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);
+      else if (isType<SyncRequest>(m, "dojang:sync-request")) {
+        if (!mutations.complete) log.warn({ worker: w.id, max: MutationLog.MAX_LOG }, "mutation log overflowed: this worker misses the oldest admin changes");
+        const sync: SyncMessage = { type: "dojang:sync", ops: mutations.ops };
+        w.send(sync);
+        synced.set(w.id, w);
+      }
     });
     return w;
   };
@@ -64,6 +228,8 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   const allExited = new Promise<void>((resolve) => {
     cluster.on("exit", (w, code, signal) => {
       const wasReady = ready.delete(w.id);
+      synced.delete(w.id);
+      fanout.onExit(w);
       if (!stopping && !wasReady) {
         // Died before it could serve (cannot listen, bad environment): restarting would loop.
         log.error({ worker: w.id, code, signal }, "worker failed to start; stopping");
@@ -78,6 +244,13 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
       }
       if (stopping && Object.keys(cluster.workers ?? {}).length === 0) resolve();
     });
+  });
+  // SIGHUP: the primary reads and checks the file once, sends it to every worker (each applies its
+  // fault rules), and logs once what was applied and what needs a restart. Installed before the
+  // first fork: SIGHUP's default action ends the process, and with it every worker.
+  let reloading = Promise.resolve();
+  process.on("SIGHUP", () => {
+    reloading = reloading.then(() => reload(file, config, log, serving, fanout, mutations));
   });
   for (let i = 0; i < n; i++) fork();
   if (admin !== undefined) await admin.listen();
@@ -98,4 +271,32 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   await allExited;
   await admin?.close();
   return exitCode;
+}
+
+async function reload(
+  file: string | undefined,
+  running: Config,
+  log: Logger,
+  serving: () => Worker[],
+  fanout: Fanout,
+  mutations: MutationLog,
+): Promise<void> {
+  if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
+  let op: WorkerOp & { op: "reload" };
+  let next: Config;
+  try {
+    op = { op: "reload", text: readFileSync(file, "utf8"), source: file };
+    next = configFromText(op.text, file);
+  } catch (err) {
+    log.error({ file, err: (err as Error).message }, "reload failed; nothing changed");
+    return;
+  }
+  mutations.record(op);
+  const { replies, missing } = await fanout.ask(serving(), op);
+  const report = reloadReport(running, next);
+  const failed = replies.filter((r) => r.status !== 200).map((r) => r.worker);
+  const fields = { file, applied: report.applied, notApplied: report.notApplied, workers: replies.map((r) => r.worker), missing, failed };
+  if (missing.length > 0 || failed.length > 0) log.error(fields, "reload: not every worker applied the fault rules");
+  else if (report.notApplied.length > 0) log.warn(fields, report.message);
+  else log.info(fields, report.message);
 }

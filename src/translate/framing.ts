@@ -31,13 +31,19 @@ export interface FrameScanner {
   /** where in the refused chunk the over-limit message's prefix starts (0 when it began in an
    * earlier chunk): the bytes before it are whole messages the caller may still forward */
   overLimitAt: number;
+  /** bytes of the refused chunk from overLimitAt on: what the caller read but never forwarded */
+  refusedBytes: number;
+  /** stream offset of the refused chunk's overLimitAt */
+  refusedAt: number;
+  /** prefixes completed in the refused chunk, the refused message's included */
+  refusedChunkMessages: number;
 }
 
 const PREFIX_BYTES = 5;
 
 /** A scanner at a message boundary. All fields are set here so every scanner has one shape. */
 export function newScanner(): FrameScanner {
-  return { headerLeft: PREFIX_BYTES, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0 };
+  return { headerLeft: PREFIX_BYTES, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0, refusedBytes: 0, refusedAt: 0, refusedChunkMessages: 0 };
 }
 
 /**
@@ -54,6 +60,7 @@ export function scanChunk(s: FrameScanner, chunk: Uint8Array, limit: number): bo
   let headerLeft = s.headerLeft;
   let length = s.length;
   let bodyLeft = s.bodyLeft;
+  const messages0 = s.messages;
   while (i < n) {
     if (headerLeft === 0) {
       // Inside a body: skip it, or as much of it as this chunk holds.
@@ -93,6 +100,9 @@ export function scanChunk(s: FrameScanner, chunk: Uint8Array, limit: number): bo
     if (length > limit) {
       s.overLimit = length;
       s.overLimitAt = i > PREFIX_BYTES ? i - PREFIX_BYTES : 0;
+      s.refusedBytes = n - s.overLimitAt;
+      s.refusedAt = s.bytes + s.overLimitAt;
+      s.refusedChunkMessages = s.messages - messages0;
       s.headerLeft = 0;
       s.length = length;
       s.bodyLeft = bodyLeft;
@@ -106,6 +116,30 @@ export function scanChunk(s: FrameScanner, chunk: Uint8Array, limit: number): bo
   s.bodyLeft = bodyLeft;
   s.bytes += i;
   return true;
+}
+
+/**
+ * What a caller passed on (the access log's req_/resp_ counters, issue 10 item 8): every chunk
+ * scanned, except after a refusal. `partial`: the caller still forwards the whole messages
+ * before overLimitAt in the refused chunk (dojang's response side); otherwise it drops that
+ * chunk whole (the request side). The refused message is never counted: its prefix did not
+ * reach the peer whole (a prefix split across chunks had its first bytes sent earlier, and
+ * those bytes are counted).
+ */
+export function forwardedBytes(s: FrameScanner, partial: boolean): number {
+  if (s.overLimit < 0) return s.bytes;
+  return partial ? s.refusedAt : s.refusedAt - s.overLimitAt;
+}
+
+export function forwardedMessages(s: FrameScanner, partial: boolean): number {
+  if (s.overLimit < 0) return s.messages;
+  return partial ? s.messages - 1 : s.messages - s.refusedChunkMessages;
+}
+
+/** Bytes read but not passed on (0 unless a message was refused); see forwardedBytes. */
+export function refusedBytes(s: FrameScanner, partial: boolean): number {
+  if (s.overLimit < 0) return 0;
+  return partial ? s.refusedBytes : s.refusedBytes + s.overLimitAt;
 }
 
 /** No partial prefix or body pending: the stream may legally end here (else grpc-go reports 13 unexpected EOF). */

@@ -8,5 +8,6 @@ export * from "./grpc-message.js";
 export * from "./framing.js";
 export * from "./content-type.js";
 export * from "./headers.js";
+export * from "./metadata.js";
 export * from "./outcome.js";
 export * from "./local-reply.js";

@@ -34,6 +34,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["index.ts", "main"],
   ["cli.ts", "main"],
   ["demo.ts", "main"],
+  // `dojang health`: a CLI subcommand (reads the config, asks the admin's /ready)
+  ["health.ts", "main"],
 ];
 
 function layerOf(rel: string): Layer | undefined {

@@ -7,7 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { echoClient, frame, rawCall, startGrpcServer, startProxy, unary, type EchoClient, type RawResult } from "../helpers/peers.js";
 import { Cleanup, hasEndStream } from "../helpers/scripted-upstream.js";
-import type { DojangHandle } from "../../src/index.js";
+import type { DojangHandle, H2CodeInput } from "../../src/index.js";
 import { connections } from "../helpers/fixtures.js";
 
 const cleanup = new Cleanup();
@@ -255,7 +255,7 @@ describe("reset", () => {
   ])("before_headers puts RST_STREAM %i on the wire as the stream's only frame", async (code, given) => {
     const up = await startUpstream();
     const px = await proxy(up.address);
-    px.faults.add({ id: "rst", action: { kind: "reset", code: given, at: "before_headers" } });
+    px.faults.add({ id: "rst", action: { kind: "reset", code: given as H2CodeInput, at: "before_headers" } });
 
     const raw = await rawCall(px.address, {}, frame(Buffer.from("x")));
     expect(raw.rstCode).toBe(code);

@@ -88,7 +88,7 @@ async function journalHas(px: DojangHandle, n: number): Promise<void> {
   while (px.calls.length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
 }
 
-const FLAKY = { id: "flaky", fire: { calls: "1-2" }, action: { kind: "abort", code: "UNAVAILABLE", message: "flaky" } };
+const FLAKY = { id: "flaky", fire: { calls: "1-2" }, action: { kind: "abort", code: "UNAVAILABLE", message: "flaky" } } as const;
 
 // === config ===
 

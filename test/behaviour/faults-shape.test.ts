@@ -6,7 +6,7 @@ import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { echoClient, frame, rawCall, startGrpcServer, startProxy, unary, type EchoClient, type RawResult } from "../helpers/peers.js";
 import { Cleanup } from "../helpers/scripted-upstream.js";
-import type { DojangHandle } from "../../src/index.js";
+import type { DojangHandle, FaultMatchInput, FaultRuleInput, ShapeInput } from "../../src/index.js";
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -21,7 +21,7 @@ interface Setup {
 }
 
 /** grpc-js Echo upstream (Unary echoes, ServerStream "n" sends n messages "m1".."mn"), dojang with one shape rule. */
-async function setup(shape: Record<string, unknown>, match: Record<string, unknown> = {}): Promise<Setup> {
+async function setup(shape: { readonly shape: ShapeInput["shape"]; readonly contentType?: string }, match: FaultMatchInput = {}): Promise<Setup> {
   let n = 0;
   const srv = cleanup.add(
     await startGrpcServer({
@@ -49,7 +49,7 @@ async function setup(shape: Record<string, unknown>, match: Record<string, unkno
   const px = cleanup.add(await startProxy(srv.address), (p) => p.close(0));
   let conns = 0;
   px.instance.listeners[0]!.server.on("connection", () => conns++);
-  px.faults.add({ id: "shape", match, action: { kind: "shape", ...shape } });
+  px.faults.add({ id: "shape", match, action: { kind: "shape", ...shape } } as FaultRuleInput);
   const client = cleanup.add(echoClient(px.address), (c) => c.close());
   return { px, client, upstreamCalls: () => n, connections: () => conns };
 }

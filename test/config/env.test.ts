@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expandEnv, expandString } from "../../src/config/env.js";
+import { expandEnv, expandString, provenanceSuffix } from "../../src/config/env.js";
 import { parseConfigText, parseConfigValue } from "../../src/config/parse.js";
 
 const expand = (s: string, env: Record<string, string | undefined> = {}) => {
@@ -141,11 +141,11 @@ describe("env expansion in a config", () => {
     ]);
   });
 
-  it("reports a bad value that came from the environment at the key it landed in", () => {
+  it("reports a bad value that came from the environment at the key it landed in, naming the variable", () => {
     const r = parseConfigText(SIDE, { UPSTREAM: "x:1", T: "soon", WORKERS: "many" });
     expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
-      'listeners[0].routes[0].timeout: invalid duration "soon": expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s", or a plain number of milliseconds',
-      'workers: expected a whole number, got "many"',
+      'listeners[0].routes[0].timeout: invalid duration "soon": expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s", or a plain number of milliseconds (from $T)',
+      'workers: expected a whole number, got "many" (from $WORKERS)',
     ]);
   });
 
@@ -178,5 +178,93 @@ describe("env expansion in a config", () => {
     );
     expect(r.ok && r.config.listeners[0]?.address).toEqual({ host: "::1", port: 0 });
     expect(r.ok && r.config.clusters[0]?.endpoints[0]).toEqual({ host: "127.0.0.1", port: 50051 });
+  });
+});
+
+describe("issues about values from the environment name the variable (provenance)", () => {
+  const issuesOf = (text: string, env: Record<string, string>) => {
+    const r = parseConfigText(text, env);
+    return r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`);
+  };
+  const routeWith = (timeout: string, extra = "") => `
+listeners:
+  - name: main
+    address: 127.0.0.1:0
+    routes:
+      - match: { prefix: "/" }
+        cluster: backend
+        timeout: ${timeout}
+clusters:
+  - name: backend
+    endpoints: ["127.0.0.1:50051"]
+${extra}`;
+
+  it("names the variable when it is the whole value", () => {
+    expect(issuesOf(routeWith("${CALL_TIMEOUT}"), { CALL_TIMEOUT: "abc" })).toEqual([
+      expect.stringMatching(/^listeners\[0\]\.routes\[0\]\.timeout: invalid duration "abc".* \(from \$CALL_TIMEOUT\)$/),
+    ]);
+  });
+
+  it("names the variable when it is part of the value", () => {
+    const text = routeWith("5s").replace('"127.0.0.1:50051"', '"127.0.0.1:${PORT}"');
+    const issues = issuesOf(text, { PORT: "fifty" });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatch(/^clusters\[0\]\.endpoints\[0\]: .*fifty.* \(from \$PORT\)$/);
+  });
+
+  it("names every variable of a value made of several, once each", () => {
+    const text = routeWith("5s").replace('"127.0.0.1:50051"', '"${HOST}:${PORT}${PORT}"');
+    const issues = issuesOf(text, { HOST: "127.0.0.1", PORT: "9" + "9".repeat(3) });
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatch(/^clusters\[0\]\.endpoints\[0\]: .* \(from \$HOST, \$PORT\)$/);
+  });
+
+  it("says so when the default is the bad part, and whether the variable is unset or empty", () => {
+    const text = routeWith("${CALL_TIMEOUT:-30 seconds}");
+    expect(issuesOf(text, {})).toEqual([
+      expect.stringMatching(/timeout: invalid duration "30 seconds".* \(from the default of \$CALL_TIMEOUT, which is unset\)$/),
+    ]);
+    expect(issuesOf(text, { CALL_TIMEOUT: "" })).toEqual([
+      expect.stringMatching(/ \(from the default of \$CALL_TIMEOUT, which is empty\)$/),
+    ]);
+    // A good value from the variable: the bad default is never used, so nothing to report.
+    expect(issuesOf(text, { CALL_TIMEOUT: "2s" })).toEqual([]);
+  });
+
+  it("mixes a set variable and a defaulted one in one value", () => {
+    const text = routeWith("5s").replace('"127.0.0.1:50051"', '"${HOST}:${PORT:-0}"');
+    expect(issuesOf(text, { HOST: "127.0.0.1" })).toEqual([
+      expect.stringMatching(/^clusters\[0\]\.endpoints\[0\]: .* \(from \$HOST and the default of \$PORT, which is unset\)$/),
+    ]);
+  });
+
+  it("names the variable in cross-reference and fault-rule issues too, and leaves literal values' issues alone", () => {
+    const text = routeWith("${T}", "logLevel: loud\n").replace("cluster: backend", "cluster: ${CLUSTER}");
+    expect(issuesOf(text, { T: "1s", CLUSTER: "bakend" })).toEqual([
+      'listeners[0].routes[0].cluster: unknown cluster "bakend" (did you mean "backend"?) (from $CLUSTER)',
+      expect.stringMatching(/^logLevel: unknown log level "loud".*[^)]$|^logLevel: unknown log level "loud": expected one of [^(]*$/),
+    ]);
+    const faults = routeWith("1s").replace("    routes:", '    faults: [{ id: "${ID}", kind: abort, fire: { percentage: 200 } }]\n    routes:');
+    const issues = issuesOf(faults, { ID: "x" });
+    expect(issues.length).toBeGreaterThan(0);
+    for (const i of issues) expect(i).not.toContain("(from $");
+    const pct = routeWith("1s").replace("    routes:", '    faults: [{ kind: abort, fire: { percentage: "${PCT}" } }]\n    routes:');
+    const pctIssues = issuesOf(pct, { PCT: "lots" });
+    expect(pctIssues.some((i) => i.endsWith("(from $PCT)"))).toBe(true);
+  });
+
+  it("does not add a second mention to an unset-variable error", () => {
+    expect(issuesOf(routeWith("${CALL_TIMEOUT}"), {})).toEqual([
+      'listeners[0].routes[0].timeout: environment variable "CALL_TIMEOUT" is not set (write "${CALL_TIMEOUT:-default}" to give a default)',
+    ]);
+  });
+
+  it("records provenance per path in expandEnv()", () => {
+    const r = expandEnv({ a: "${X}", b: ["lit", "${Y:-1}-${X}"], c: "$$" }, { X: "x" });
+    expect(r.provenance).toEqual([
+      { path: "a", segments: ["a"], uses: [{ name: "X" }] },
+      { path: "b[1]", segments: ["b", 1], uses: [{ name: "Y", defaulted: "unset" }, { name: "X" }] },
+    ]);
+    expect(provenanceSuffix([])).toBe("");
   });
 });

@@ -589,3 +589,35 @@ describe("configFromText()", () => {
     }
   });
 });
+
+describe("fault rules in a config", () => {
+  it("takes several rules without an id (the fault set names them) but refuses a repeated id", () => {
+    const text = (ids: string[]) => `
+listeners:
+  - name: main
+    address: 127.0.0.1:0
+    faults:
+${ids.map((id) => `      - { ${id === "" ? "" : `id: ${id}, `}action: { kind: blackhole } }`).join("\n")}
+    routes: [{ match: { prefix: "/" }, cluster: backend }]
+clusters: [{ name: backend, endpoints: ["127.0.0.1:50051"] }]
+`;
+    const r = parseConfigText(text(["", "", ""]), {});
+    expect(r.ok ? [] : r.issues).toEqual([]);
+    const dup = parseConfigText(text(["a", "", "a"]), {});
+    expect(dup.ok ? [] : dup.issues).toEqual([{ path: "listeners[0].faults[2].id", message: 'duplicate fault id "a" (first used at listeners[0].faults[0].id)' }]);
+    const across = parseConfigText(text(["", "a"]).replace("cluster: backend }", "cluster: backend, faults: [{ action: { kind: blackhole } }, { id: a, action: { kind: blackhole } }] }"), {});
+    expect(across.ok ? [] : across.issues).toEqual([
+      { path: "listeners[0].routes[0].faults[1].id", message: 'duplicate fault rule id "a" (also at listeners[0].faults[1])' },
+    ]);
+  });
+});
+
+describe("admin.token", () => {
+  it("is never echoed in an error, whatever its type", () => {
+    const r = parseConfigText(`admin: { address: "127.0.0.1:0", token: 12345678901234567 }\n${MINIMAL}`, {});
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.issues.map((i) => i.path)).toEqual(["admin.token"]);
+    expect(JSON.stringify(r.issues)).not.toMatch(/1234567890/);
+  });
+});

@@ -1,6 +1,6 @@
 // The README is the reference users read: its decided_by table and its metrics table must say
 // exactly what the code does, in both directions (fastify checks its errors doc the same way).
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { DECIDED_BY } from "../../src/translate/index.js";
 import { Metrics } from "../../src/proxy/observe/metrics.js";
@@ -40,5 +40,84 @@ describe("README reference tables match the code", () => {
   it("carries the fault-kind reference from src/proxy/filters/fault/doc.ts word for word", () => {
     const body = FAULT_KINDS_DOC.slice(FAULT_KINDS_DOC.indexOf("\n")).trim();
     expect(readme).toContain(body);
+  });
+});
+
+// === the README and docs/ stand on their own ===
+
+const ROOT = new URL("../../", import.meta.url);
+const docsDir = new URL("docs/", ROOT);
+const docs = readdirSync(docsDir)
+  .filter((f) => /\.(md|txt)$/.test(f))
+  .map((f) => ({ name: `docs/${f}`, url: new URL(f, docsDir), text: readFileSync(new URL(f, docsDir), "utf8") }));
+
+/** GitHub's heading anchors: lower-case, punctuation dropped (not "-" or "_"), spaces as "-". */
+function anchorsOf(markdown: string): Set<string> {
+  const out = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const m = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
+    if (m === null) continue;
+    out.add(m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-"));
+  }
+  return out;
+}
+
+/** Markdown links `[text](target)` outside code, with their targets. */
+function linksOf(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+}
+
+function brokenLinks(markdown: string, base: URL): string[] {
+  const broken: string[] = [];
+  for (const target of linksOf(markdown)) {
+    if (/^[a-z]+:/i.test(target)) continue; // https:, mailto:
+    const [file, anchor] = target.split("#", 2) as [string, string | undefined];
+    const url = file === "" ? base : new URL(file, base);
+    if (!url.href.startsWith(ROOT.href)) {
+      broken.push(`${target} (outside the repository)`);
+      continue;
+    }
+    if (!existsSync(url)) {
+      broken.push(`${target} (no such file)`);
+      continue;
+    }
+    if (anchor !== undefined && url.pathname.endsWith(".md") && !anchorsOf(readFileSync(url, "utf8")).has(anchor)) {
+      broken.push(`${target} (no such heading)`);
+    }
+  }
+  return broken;
+}
+
+describe("the README and docs/ point only inside the repository", () => {
+  it("never mention ../shared (the workspace's spec sheet and probe live outside the repository)", () => {
+    for (const { name, text } of [{ name: "README.md", text: readme }, ...docs]) {
+      expect(text.includes("../shared"), `${name} mentions ../shared`).toBe(false);
+      expect(/shared\/(spec|tools)/.test(text), `${name} mentions shared/spec or shared/tools`).toBe(false);
+    }
+  });
+
+  it("every relative link in the README resolves to a file in the repository (and a heading, for #anchors)", () => {
+    expect(linksOf(readme).length).toBeGreaterThan(3);
+    expect(brokenLinks(readme, new URL("README.md", ROOT))).toEqual([]);
+  });
+
+  it("every relative link in docs/ resolves too", () => {
+    for (const d of docs.filter((x) => x.name.endsWith(".md"))) expect(brokenLinks(d.text, d.url), d.name).toEqual([]);
+  });
+
+  it("the link checker catches a missing file, a missing heading and a way out of the repository", () => {
+    const base = new URL("README.md", ROOT);
+    expect(brokenLinks("[a](docs/nope.md) [b](#no-such-heading) [c](../shared/spec/x.md) [d](https://example.com)", base)).toEqual([
+      "docs/nope.md (no such file)",
+      "#no-such-heading (no such heading)",
+      "../shared/spec/x.md (outside the repository)",
+    ]);
+  });
+
+  it("links the gRPC rules and the probe findings that used to live outside it", () => {
+    expect(linksOf(readme)).toEqual(expect.arrayContaining(["docs/grpc-over-h2.md", "docs/node-http2-probe.md"]));
   });
 });

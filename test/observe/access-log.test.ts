@@ -64,14 +64,14 @@ async function upstream(): Promise<GrpcServer> {
   });
 }
 
-async function start(o: { accessLog?: boolean; level?: string } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
+async function start(o: { accessLog?: boolean; level?: string; route?: Record<string, unknown> } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
   up = await upstream();
   const s = sink();
   const logger = pino({ level: o.level ?? "info" }, s.stream);
   px = await startDojang({
     logger,
     config: {
-      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s" }] }],
+      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s", ...o.route }] }],
       clusters: [{ name: "backend", endpoints: [up.address] }],
       accessLog: o.accessLog ?? true,
     },
@@ -211,6 +211,43 @@ describe("access log", () => {
     expect(n["grpc_message"]).toBe("no route for /other.Svc/Nope on listener main");
     expect(n["upstream"] ?? null).toBeNull();
     expect(n["route"] ?? null).toBeNull();
+  });
+
+  it("counts only what was forwarded when a message is refused at its prefix, and what was dropped in req_/resp_refused_bytes", async () => {
+    const s = await start({ route: { maxRequestMessageBytes: 16, maxResponseMessageBytes: 4 } });
+    // Request side: a lone prefix declaring 1000 bytes; nothing reaches the upstream.
+    const prefix = Buffer.from([0, 0, 0, 0x03, 0xe8]);
+    const r1 = await rawCall(s.px.address, { "x-request-id": "req-refused-prefix" }, prefix);
+    expect(statusOf(r1)).toBe("8");
+    // A whole small message and the refused prefix in one DATA frame: the chunk is dropped whole.
+    const both = Buffer.concat([frame(Buffer.from("ok")), prefix]);
+    const r2 = await rawCall(s.px.address, { "x-request-id": "req-refused-chunk" }, both);
+    expect(statusOf(r2)).toBe("8");
+    // Response side: "one" and "two" (3 bytes each) are forwarded, "three" (5 > 4) is refused.
+    const stream = client(s.px.address).ServerStream(Buffer.from("go"), md("req-refused-resp"), {});
+    const got: string[] = [];
+    const code = await new Promise<number>((resolve) => {
+      stream.on("data", (d: Buffer) => got.push(d.toString()));
+      stream.on("error", (e: grpc.ServiceError) => resolve(e.code));
+      stream.on("status", (st: grpc.StatusObject) => resolve(st.code));
+    });
+    expect(code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(got).toEqual(["one", "two"]);
+    expect(seenIds).toEqual([]); // no unary call reached the upstream's handler
+
+    const lines = await settle(s.lines, 3);
+    const byId = (id: string): Line => lines.find((l) => l["request_id"] === id)!;
+    expect(byId("req-refused-prefix")).toMatchObject({ decided_by: "message_too_large", req_messages: 0, req_bytes: 0, req_refused_bytes: 5, resp_refused_bytes: 0 });
+    expect(byId("req-refused-chunk")).toMatchObject({ decided_by: "message_too_large", req_messages: 0, req_bytes: 0, req_refused_bytes: both.length });
+    expect(byId("req-refused-resp")).toMatchObject({
+      decided_by: "message_too_large",
+      req_messages: 1,
+      req_bytes: 5 + 2,
+      req_refused_bytes: 0,
+      resp_messages: 2,
+      resp_bytes: 2 * (5 + 3),
+      resp_refused_bytes: 5 + "three".length,
+    });
   });
 
   it("counts every message of a streaming call on its one line", async () => {

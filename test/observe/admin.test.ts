@@ -84,10 +84,10 @@ describe("health endpoints", () => {
     await closing;
   });
 
-  it("answers 404 for an unknown path and 405 for a POST", async () => {
+  it("answers 404 for an unknown path, naming the paths it has, and 405 for a POST", async () => {
     up = await upstream();
     px = await startProxy(up.address);
-    expect((await get(px, "/nope")).status).toBe(404);
+    expect(await get(px, "/nope")).toMatchObject({ status: 404, body: "not found: try /metrics /ready /live /config /faults /calls\n" });
     expect((await get(px, "/metrics", { method: "POST" })).status).toBe(405);
   });
 });
@@ -104,7 +104,8 @@ describe("/config", () => {
     expect(cfg["drainTimeoutMs"]).toBe(1500);
     expect(cfg["accessLog"]).toBe(true);
     expect(cfg["workers"]).toBe(1);
-    expect(cfg["admin"]).toEqual({ address: { host: "127.0.0.1", port: 0 }, mutations: false, token: null });
+    // The library (a test harness) turns admin mutations on; the CLI leaves them off.
+    expect(cfg["admin"]).toEqual({ address: { host: "127.0.0.1", port: 0 }, mutations: true, token: null });
     expect(cfg["listeners"][0]).toMatchObject({ name: "main", address: { host: "127.0.0.1", port: 0 }, maxConcurrentStreams: 1000 });
     expect(cfg["listeners"][0]["routes"]).toEqual([
       { match: { prefix: "/" }, cluster: "backend", timeoutMs: 2000, maxRequestMessageBytes: 1048576, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null },

@@ -9,6 +9,7 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   maxRequestMessageBytes: 4194304,
   maxResponseMessageBytes: 4194304,
   faults: [],
+  streamIdleTimeoutMs: null,
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

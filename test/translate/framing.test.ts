@@ -4,8 +4,11 @@ import {
   atMessageBoundary,
   completedMessages,
   nextBoundary,
+  forwardedBytes,
+  forwardedMessages,
   frameMessage,
   newScanner,
+  refusedBytes,
   scanChunk,
   type FrameScanner,
 } from "../../src/translate/framing.js";
@@ -15,6 +18,11 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
   let o = 0;
   for (const p of parts) { out.set(p, o); o += p.length; }
   return out;
+}
+
+/** A scanner's fields that do not depend on where the refused chunk began. */
+function splitFree(s: FrameScanner): FrameScanner {
+  return { ...s, overLimitAt: 0, refusedBytes: 0, refusedAt: 0, refusedChunkMessages: 0 };
 }
 
 /** Splits buf at the given (sorted, deduplicated) cut points. */
@@ -40,7 +48,7 @@ const message = fc.record({ len: fc.oneof(fc.constant(0), fc.integer({ min: 0, m
 
 describe("newScanner()", () => {
   it("starts at a message boundary with nothing counted", () => {
-    expect(newScanner()).toEqual({ headerLeft: 5, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0 });
+    expect(newScanner()).toEqual({ headerLeft: 5, length: 0, flag: 0, bodyLeft: 0, messages: 0, bytes: 0, overLimit: -1, overLimitAt: 0, refusedBytes: 0, refusedAt: 0, refusedChunkMessages: 0 });
     expect(atMessageBoundary(newScanner())).toBe(true);
   });
 });
@@ -125,6 +133,55 @@ describe("scanChunk()", () => {
     expect(s).toMatchObject({ messages: 2, overLimit: 20, bytes: 13 });
   });
 
+  it("counts what a caller forwarded around a refusal: whole messages before the refused prefix, or nothing of the refused chunk", () => {
+    // Earlier chunk: one 3-byte message (8 bytes). Refused chunk: a 2-byte message (7 bytes),
+    // then the over-limit prefix and 4 body bytes (9 bytes).
+    const s = newScanner();
+    expect(scanChunk(s, frameMessage(new Uint8Array(3)), 10)).toBe(true);
+    const refused = concat([frameMessage(new Uint8Array(2)), Uint8Array.of(0, 0, 0, 0, 20, 1, 2, 3, 4)]);
+    expect(scanChunk(s, refused, 10)).toBe(false);
+    // The response side forwards the whole message before the refused prefix: 8 + 7 bytes.
+    expect([forwardedMessages(s, true), forwardedBytes(s, true), refusedBytes(s, true)]).toEqual([2, 15, 9]);
+    // The request side drops the refused chunk whole: only the earlier chunk went on.
+    expect([forwardedMessages(s, false), forwardedBytes(s, false), refusedBytes(s, false)]).toEqual([1, 8, 16]);
+  });
+
+  it("counts a refused prefix split across chunks: its first bytes went on with the earlier chunk", () => {
+    const s = newScanner();
+    expect(scanChunk(s, Uint8Array.of(0, 0, 0), 10)).toBe(true); // 3 bytes of a prefix declaring 300
+    expect(scanChunk(s, Uint8Array.of(1, 44, 9, 9), 10)).toBe(false);
+    for (const partial of [true, false]) {
+      expect([forwardedMessages(s, partial), forwardedBytes(s, partial), refusedBytes(s, partial)]).toEqual([0, 3, 4]);
+    }
+  });
+
+  it("counts every byte and message as forwarded when nothing was refused", () => {
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), fc.boolean(), (msgs, cuts, partial) => {
+        const buf = concat(msgs.map((m) => frameMessage(new Uint8Array(m.len), m.flag)));
+        const { s } = scanAll(split(buf, cuts), Infinity);
+        expect([forwardedMessages(s, partial), forwardedBytes(s, partial), refusedBytes(s, partial)]).toEqual([msgs.length, buf.length, 0]);
+      }),
+    );
+  });
+
+  it("never counts more forwarded plus refused bytes than the chunks held", () => {
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 10 }), fc.integer({ min: 0, max: 64 }), fc.boolean(), (msgs, cuts, limit, partial) => {
+        const buf = concat(msgs.map((m) => frameMessage(new Uint8Array(m.len), m.flag)));
+        const chunks = split(buf, cuts);
+        const s = newScanner();
+        let read = 0;
+        for (const c of chunks) {
+          read += c.length;
+          if (!scanChunk(s, c, limit)) break;
+        }
+        expect(forwardedBytes(s, partial) + refusedBytes(s, partial)).toBe(read);
+        expect(forwardedMessages(s, partial)).toBeLessThanOrEqual(msgs.filter((m) => m.len <= limit).length);
+      }),
+    );
+  });
+
   it("treats an empty chunk as a no-op", () => {
     const s = newScanner();
     scanChunk(s, Uint8Array.of(0, 0), Infinity);
@@ -167,8 +224,9 @@ describe("scanChunk()", () => {
           const whole = scanAll([buf], limit);
           const parts = scanAll(split(buf, cuts), limit);
           expect(parts.ok).toBe(whole.ok);
-          // overLimitAt is relative to the refused chunk, so it alone depends on the split.
-          expect({ ...parts.s, overLimitAt: 0 }).toEqual({ ...whole.s, overLimitAt: 0 });
+          // overLimitAt and the refused-chunk counts are relative to the refused chunk, so they
+          // alone depend on the split.
+          expect(splitFree(parts.s)).toEqual(splitFree(whole.s));
           // Against the model: the first message longer than the limit, and the count up to it.
           const first = msgs.findIndex((m) => m.len > limit);
           expect(whole.s.overLimit).toBe(first < 0 ? -1 : (msgs[first] as { len: number }).len);
@@ -189,7 +247,7 @@ describe("scanChunk()", () => {
       fc.property(fc.array(message, { maxLength: 8 }), fc.integer({ min: 0, max: 64 }), (msgs, limit) => {
         const buf = concat(msgs.map((m) => frameMessage(new Uint8Array(m.len), m.flag)));
         const bytes = Array.from(buf, (b) => Uint8Array.of(b));
-        expect({ ...scanAll(bytes, limit).s, overLimitAt: 0 }).toEqual({ ...scanAll([buf], limit).s, overLimitAt: 0 });
+        expect(splitFree(scanAll(bytes, limit).s)).toEqual(splitFree(scanAll([buf], limit).s));
       }),
     );
   });
@@ -227,7 +285,7 @@ describe("scanChunk()", () => {
   it("tracks arbitrary bytes (random prefixes) identically across splits", () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 300 }), fc.array(fc.nat(), { maxLength: 20 }), fc.integer({ min: 0, max: 2 ** 32 }), (buf, cuts, limit) => {
-        expect(scanAll(split(buf, cuts), limit).s).toEqual(scanAll([buf], limit).s);
+        expect(splitFree(scanAll(split(buf, cuts), limit).s)).toEqual(splitFree(scanAll([buf], limit).s));
       }),
     );
   });

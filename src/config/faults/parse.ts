@@ -796,3 +796,7 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** The input side of a fault rule and of `faultInjection`, for the config's JSON Schema (src/config/json-schema.ts). */
+export const FAULT_RULE_INPUT_SCHEMA: z.ZodType = ruleSchema;
+export const FAULT_SET_SETTINGS_INPUT_SCHEMA: z.ZodType = setSettingsSchema;

@@ -1,65 +1,111 @@
-// The admin listener (HTTP/1.1, node:http): /metrics, /ready, /live, /config.
+// The admin listener (HTTP/1.1, node:http). Its surface is one table, ROUTES: reads (/metrics,
+// /ready, /live, /config, GET /faults, GET /calls) are open to whoever reaches the address;
+// mutations (every non-GET/HEAD on /faults; later /reload, /drain) are refused with 403 unless
+// the config says `admin.mutations: true`, and with `admin.token` set they also need
+// `Authorization: Bearer <token>` (401 otherwise). Nothing here runs per proxied call.
+import { createHash, timingSafeEqual } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { HostPort } from "../../config/index.js";
+import type { AdminConfig, HostPort } from "../../config/index.js";
+import { redactSecrets } from "../../config/redact.js";
 import { ListenError } from "../../errors.js";
+
+export interface AdminReply {
+  readonly status: number;
+  /** JSON-serializable; null for 204 */
+  readonly body: unknown;
+}
+
 export interface AdminState {
   /** Prometheus text and its content type (one process's registry, or all workers' summed) */
   metrics(): Promise<{ readonly contentType: string; readonly body: string }>;
   /** true while listening and not draining */
   ready(): boolean;
-  /** the effective config, as served by /config */
+  /** the effective config, as served by /config (secrets are redacted here, not by the caller) */
   config(): unknown;
   /** the fault REST API (/faults…); null for other paths. Absent where faults are not served here. */
-  faults?: (method: string, path: string, body: string) => { status: number; body: unknown } | null;
+  faults?: (method: string, path: string, body: string) => AdminReply | null | Promise<AdminReply | null>;
   /** the call journal, newest last */
-  calls?: (last: number | undefined) => unknown[];
+  calls?: (last: number | undefined) => unknown[] | Promise<unknown[]>;
 }
+
+/** Who may change traffic through the admin listener: the `admin` config block. */
+export type AdminAccess = Pick<AdminConfig, "mutations" | "token">;
 
 const MAX_BODY = 1 << 20;
+const READ_METHODS = "GET, HEAD";
 
-function readBody(req: IncomingMessage): Promise<string | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let n = 0;
-    req.on("data", (c: Buffer) => {
-      n += c.length;
-      if (n > MAX_BODY) {
-        resolve(null);
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", () => resolve(null));
-  });
+interface Request {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  if (status === 204 || body === null) {
-    res.writeHead(status);
-    res.end();
-    return;
-  }
-  const headers: Record<string, string> = {};
-  const allow = (body as { allow?: unknown } | null)?.allow;
-  if (status === 405 && typeof allow === "string") headers["allow"] = allow;
-  const text = JSON.stringify(body, null, 2) + "\n";
-  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
+interface AdminRoute {
+  /** the path, and with `prefix` every path under it ("/faults/…") */
+  readonly path: string;
+  readonly prefix?: boolean;
+  /** methods answered (others get 405); undefined: the handler decides */
+  readonly methods?: string;
+  /** whether this method on this route changes traffic (so needs mutations on, and the token) */
+  readonly mutation: (method: string) => boolean;
+  /** whether this server has it (a worker-less library instance, a cluster primary …) */
+  readonly served?: (s: AdminState) => boolean;
+  readonly handle: (s: AdminState, r: Request) => Promise<void> | void;
+}
+
+const never = (): boolean => false;
+const unlessRead = (m: string): boolean => m !== "GET" && m !== "HEAD";
+
+/** The admin surface. A new endpoint is one entry; `mutation` puts it behind the switch and the token. */
+const ROUTES: readonly AdminRoute[] = [
+  { path: "/metrics", methods: READ_METHODS, mutation: never, handle: metrics },
+  {
+    path: "/ready",
+    methods: READ_METHODS,
+    mutation: never,
+    handle: (s, r) => (s.ready() ? send(r.res, 200, "text/plain", "ready\n") : send(r.res, 503, "text/plain", "draining\n")),
+  },
+  { path: "/live", methods: READ_METHODS, mutation: never, handle: (_s, r) => send(r.res, 200, "text/plain", "live\n") },
+  {
+    path: "/config",
+    methods: READ_METHODS,
+    mutation: never,
+    handle: (s, r) => send(r.res, 200, "application/json", JSON.stringify(redactSecrets(s.config()), null, 2) + "\n"),
+  },
+  { path: "/faults", prefix: true, mutation: unlessRead, served: (s) => s.faults !== undefined, handle: faults },
+  { path: "/calls", methods: READ_METHODS, mutation: never, served: (s) => s.calls !== undefined, handle: calls },
+];
+
+function findRoute(path: string): AdminRoute | undefined {
+  for (const r of ROUTES) if (path === r.path || (r.prefix === true && path.startsWith(r.path + "/"))) return r;
+  return undefined;
+}
+
+function sha256(s: string): Buffer {
+  return createHash("sha256").update(s, "utf8").digest();
 }
 
 export class AdminServer {
   readonly server: http.Server;
+  readonly address: HostPort;
   private bound: AddressInfo | undefined;
 
-  constructor(
-    readonly address: HostPort,
-    state: AdminState,
-  ) {
+  constructor(cfg: { readonly address: HostPort } & Partial<AdminAccess>, state: AdminState) {
+    this.address = cfg.address;
+    const access: Access = {
+      mutations: cfg.mutations ?? false,
+      // Only the digest is kept: comparing digests of equal length makes the check constant-time
+      // whatever the presented token's length, and the token itself is never in reach of a log.
+      tokenDigest: cfg.token === null || cfg.token === undefined ? null : sha256(cfg.token),
+    };
     this.server = http.createServer((req, res) => {
-      void route(state, req, res);
+      void route(state, access, req, res).catch((err: unknown) => {
+        if (!res.headersSent) send(res, 500, "text/plain", `admin error: ${(err as Error).message}\n`);
+        else res.destroy();
+      });
     });
     this.server.keepAliveTimeout = 5000;
   }
@@ -89,45 +135,109 @@ export class AdminServer {
   }
 }
 
+interface Access {
+  readonly mutations: boolean;
+  readonly tokenDigest: Buffer | null;
+}
+
+async function route(state: AdminState, access: Access, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const r: Request = { req, res, method: req.method ?? "GET", path: q >= 0 ? url.slice(0, q) : url, query: q >= 0 ? url.slice(q + 1) : "" };
+  const rt = findRoute(r.path);
+  if (rt === undefined || (rt.served !== undefined && !rt.served(state))) {
+    const known = ROUTES.filter((x) => x.served === undefined || x.served(state)).map((x) => x.path);
+    return send(res, 404, "text/plain", `not found: try ${known.join(" ")}\n`);
+  }
+  if (rt.methods !== undefined && !rt.methods.split(", ").includes(r.method)) {
+    res.setHeader("allow", rt.methods);
+    return send(res, 405, "text/plain", "method not allowed\n");
+  }
+  if (rt.mutation(r.method)) {
+    const refusal = refuse(access, req, r.method, r.path);
+    if (refusal !== null) return refusal(res);
+  }
+  return rt.handle(state, r);
+}
+
+/** null when the mutation may go ahead; else what to answer (before any body is read). */
+function refuse(access: Access, req: IncomingMessage, method: string, path: string): ((res: ServerResponse) => void) | null {
+  if (!access.mutations) {
+    return (res) =>
+      sendJson(res, 403, {
+        error: `${method} ${path} changes traffic and admin mutations are off; set admin.mutations: true in the config to allow it`,
+        enable: "admin.mutations: true",
+      });
+  }
+  if (access.tokenDigest === null) return null;
+  const m = /^Bearer[ \t]+(\S(?:.*\S)?)[ \t]*$/i.exec(req.headers.authorization ?? "");
+  if (m !== null && timingSafeEqual(sha256(m[1]!), access.tokenDigest)) return null;
+  const challenge = m === null ? 'Bearer realm="dojang admin"' : 'Bearer realm="dojang admin", error="invalid_token"';
+  return (res) => {
+    res.setHeader("www-authenticate", challenge);
+    sendJson(res, 401, {
+      error: m === null ? "admin mutations need the header Authorization: Bearer <admin.token>" : "the bearer token does not match admin.token",
+    });
+  };
+}
+
+async function metrics(s: AdminState, r: Request): Promise<void> {
+  try {
+    const m = await s.metrics();
+    send(r.res, 200, m.contentType, m.body);
+  } catch (err) {
+    send(r.res, 500, "text/plain", `metrics error: ${(err as Error).message}\n`);
+  }
+}
+
+async function faults(s: AdminState, r: Request): Promise<void> {
+  const m = r.method;
+  const body = m === "GET" || m === "HEAD" || m === "DELETE" ? "" : await readBody(r.req);
+  if (body === null) return sendJson(r.res, 413, { error: `request body over ${MAX_BODY} bytes` });
+  const out = await s.faults!(m, r.path, body);
+  if (out === null) return send(r.res, 404, "text/plain", "not found\n");
+  sendJson(r.res, out.status, out.body);
+}
+
+async function calls(s: AdminState, r: Request): Promise<void> {
+  const last = new URLSearchParams(r.query).get("last");
+  const n = last === null ? undefined : Number.parseInt(last, 10);
+  if (n !== undefined && (!Number.isSafeInteger(n) || n < 0)) return sendJson(r.res, 400, { error: `last must be a whole number, got "${last}"` });
+  sendJson(r.res, 200, await s.calls!(n));
+}
+
+function readBody(req: IncomingMessage): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on("data", (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_BODY) {
+        resolve(null);
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", () => resolve(null));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (status === 204 || body === null) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
+  const allow = (body as { allow?: unknown } | null)?.allow;
+  if (status === 405 && typeof allow === "string") res.setHeader("allow", allow);
+  const text = JSON.stringify(body, null, 2) + "\n";
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
 function send(res: ServerResponse, status: number, type: string, body: string): void {
   res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body) });
   res.end(body);
-}
-
-async function route(state: AdminState, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = req.url ?? "/";
-  const q = url.indexOf("?");
-  const path = q >= 0 ? url.slice(0, q) : url;
-  const method = req.method ?? "GET";
-  if (state.faults !== undefined && (path === "/faults" || path.startsWith("/faults/"))) {
-    const body = method === "GET" || method === "HEAD" || method === "DELETE" ? "" : await readBody(req);
-    if (body === null) return sendJson(res, 413, { error: `request body over ${MAX_BODY} bytes` });
-    const r = state.faults(method, path, body);
-    if (r !== null) return sendJson(res, r.status, r.body);
-  }
-  if (method !== "GET" && method !== "HEAD") return send(res, 405, "text/plain", "method not allowed\n");
-  if (path === "/calls" && state.calls !== undefined) {
-    const last = new URLSearchParams(q >= 0 ? url.slice(q + 1) : "").get("last");
-    const n = last === null ? undefined : Number.parseInt(last, 10);
-    if (n !== undefined && (!Number.isSafeInteger(n) || n < 0)) return sendJson(res, 400, { error: `last must be a whole number, got "${last}"` });
-    return sendJson(res, 200, state.calls(n));
-  }
-  switch (path) {
-    case "/metrics": {
-      try {
-        const m = await state.metrics();
-        return send(res, 200, m.contentType, m.body);
-      } catch (err) {
-        return send(res, 500, "text/plain", `metrics error: ${(err as Error).message}\n`);
-      }
-    }
-    case "/ready":
-      return state.ready() ? send(res, 200, "text/plain", "ready\n") : send(res, 503, "text/plain", "draining\n");
-    case "/live":
-      return send(res, 200, "text/plain", "live\n");
-    case "/config":
-      return send(res, 200, "application/json", JSON.stringify(state.config(), null, 2) + "\n");
-    default:
-      return send(res, 404, "text/plain", "not found: try /metrics /ready /live /config /faults /calls\n");
-  }
 }

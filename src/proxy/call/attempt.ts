@@ -51,7 +51,8 @@ export interface AttemptOwner {
   /**
    * Asked in the check phase when the request has ended: may END_STREAM go out now? False when
    * the call is over or the client reset (a client's RST_STREAM also ends node's readable side,
-   * and that cancel must not reach the upstream as END_STREAM, spec §10.2 P1).
+   * and that cancel must not reach the upstream as END_STREAM, spec §10.2 P1), or when the owner
+   * decides the end is an error of its own (it may end the call, and so cancel this attempt).
    */
   mayEndRequest(): boolean;
 }
@@ -207,7 +208,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
     if (this.endPending && this.owner.mayEndRequest()) {
       this.endPending = false;
       up.end();
-    } else if (up.writableCorked > 0) {
+    } else if (!this.cancelled && up.writableCorked > 0) {
+      // (cancelled: the owner's answer may have been to end the call, which cancelled this attempt)
       up.uncork();
     }
   }

@@ -12,16 +12,20 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHtt
 import { randomBytes } from "node:crypto";
 import {
   Code,
+  atMessageBoundary,
   classifyResponseHead,
   codeName,
   decodeGrpcMessage,
   decodeTimeout,
   encodeGrpcMessage,
   encodeTimeout,
+  forwardedBytes,
+  forwardedMessages,
   isGrpcContentType,
   newScanner,
   outcome,
   parseGrpcStatus,
+  refusedBytes,
   scanChunk,
   statusTrailers,
   trailersOnlyHeaders,
@@ -35,7 +39,7 @@ import type { Cluster } from "../upstream/cluster.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
-import { copyHeaders, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, type OutgoingHeaders } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import type { RetryBuffer } from "./retry-buffer.js";
@@ -94,6 +98,8 @@ export interface CallContext {
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
   readonly onCallClosed: () => void;
+  /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
+  readonly streamIdleTimeoutMs?: number;
 }
 
 type DownStream = ServerHttp2Stream & { [kCall]?: Call };
@@ -152,6 +158,16 @@ export class Call implements AttemptOwner, FilterCall {
   private reading = false;
   /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
   private downDrainHooked = false;
+  /**
+   * streamIdleTimeout (issue 10 item 12): one timer per call, armed only when the timeout is on
+   * and shorter than the call's deadline, and never reset per chunk: when it fires it compares
+   * the bytes scanned both ways (counters the hot path keeps anyway) with what it saw last
+   * time; if they moved it re-arms, else nothing moved for a whole period and the call ends.
+   * A call is cut after between one and two idle periods without a frame.
+   */
+  idleTimer: NodeJS.Timeout | undefined = undefined;
+  idleMs = 0;
+  idleSeen = 0;
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
@@ -225,6 +241,11 @@ export class Call implements AttemptOwner, FilterCall {
       this.ctx.metrics.budgetOutNoLabels.observe(left / 1000);
       this.armTimer(left);
     }
+    const idle = route.streamIdleTimeoutMs ?? this.ctx.streamIdleTimeoutMs ?? 0;
+    if (idle > 0 && this.deadlineAt - this.t0 > idle) {
+      this.idleMs = idle > MAX_TIMER_MS ? MAX_TIMER_MS : idle;
+      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
+    }
 
     const out: OutgoingHeaders = {
       ":method": "POST",
@@ -232,7 +253,11 @@ export class Call implements AttemptOwner, FilterCall {
       ":path": this.path,
       ":authority": this.authority ?? "",
     };
-    copyHeaders(out, raw, "grpc-timeout");
+    // Checked in the same pass that copies: a field an upstream would take for a connection
+    // error (bad -bin base64, a name or value gRPC forbids) is this call's error alone, 400 +
+    // 13 as grpc-go's server answers malformed binary metadata (issue 10 item 9).
+    const bad = copyRequestHeaders(out, raw, "grpc-timeout");
+    if (bad !== null) return this.finish(outcome(Code.INTERNAL, bad, "bad_request", 400));
     if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
     if (out["te"] === undefined) out["te"] = "trailers";
     if (rid === undefined) out["x-request-id"] = this.requestId;
@@ -316,7 +341,17 @@ export class Call implements AttemptOwner, FilterCall {
 
   mayEndRequest(): boolean {
     const down = this.down;
-    return !this.done && !down.aborted && !down.destroyed;
+    if (this.done || down.aborted || down.destroyed) return false;
+    // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
+    // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
+    // 13 "unexpected EOF" (spec §3). Decided here, in the check phase, not at 'end', so a
+    // client's RST_STREAM (which ends node's readable side too) stays a cancel. The upstream
+    // gets CANCEL (finish cancels the attempt), never END_STREAM after half a message.
+    if (!atMessageBoundary(this.reqScan)) {
+      this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
+      return false;
+    }
+    return true;
   }
 
   private armTimer(ms: number): void {
@@ -329,6 +364,20 @@ export class Call implements AttemptOwner, FilterCall {
     const left = this.deadlineAt - this.ctx.now();
     if (left > DEADLINE_SLACK_MS) return this.armTimer(left);
     this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+  }
+
+  onIdleTimer(): void {
+    this.idleTimer = undefined;
+    if (this.done) return;
+    const moved = this.reqScan.bytes + this.respScan.bytes + (this.responded ? 1 : 0);
+    if (moved !== this.idleSeen) {
+      this.idleSeen = moved;
+      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
+      return;
+    }
+    // 14: an intermediary giving up on a silent stream, as a connection idle timeout surfaces
+    // in gRPC; 4 would blame a deadline the client never set (Envoy answers 408 "stream timeout").
+    this.finish(outcome(Code.UNAVAILABLE, `stream idle timeout: nothing moved either way for ${this.idleMs} ms`, "stream_idle"));
   }
 
   // === request body ===
@@ -708,7 +757,10 @@ export class Call implements AttemptOwner, FilterCall {
   onDownstreamClose(): void {
     if (!this.done) {
       // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
-      if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+      // PROTOCOL_ERROR: nghttp2 reset a malformed request (e.g. DATA beyond its content-length,
+      // issue 10 item 11), or the client said its own stream was broken: not a cancel.
+      if (this.down.rstCode === http2.constants.NGHTTP2_PROTOCOL_ERROR) this.finish(outcome(Code.INTERNAL, "request stream reset with PROTOCOL_ERROR (malformed request, e.g. DATA beyond its content-length)", "bad_request"));
+      else if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
@@ -723,8 +775,14 @@ export class Call implements AttemptOwner, FilterCall {
     m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
     const dur = ctx.now() - this.t0;
     this.series.duration.observe(dur / 1000);
-    if (this.reqScan.messages > 0) this.series.reqMessages.inc(this.reqScan.messages);
-    if (this.respScan.messages > 0) this.series.respMessages.inc(this.respScan.messages);
+    // What was forwarded, not what was read: a message refused at its prefix is not counted
+    // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
+    // The request side drops a refused chunk whole; the response side still forwards the whole
+    // messages before the refused prefix (onAttemptData).
+    const reqMessages = forwardedMessages(this.reqScan, false);
+    const respMessages = forwardedMessages(this.respScan, true);
+    if (reqMessages > 0) this.series.reqMessages.inc(reqMessages);
+    if (respMessages > 0) this.series.respMessages.inc(respMessages);
     m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
     const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {
@@ -742,10 +800,12 @@ export class Call implements AttemptOwner, FilterCall {
         budget_in_ms: this.budgetInMs,
         budget_out_ms: this.budgetOutMs,
         duration_ms: Math.round(dur * 1000) / 1000,
-        req_messages: this.reqScan.messages,
-        req_bytes: this.reqScan.bytes,
-        resp_messages: this.respScan.messages,
-        resp_bytes: this.respScan.bytes,
+        req_messages: reqMessages,
+        req_bytes: forwardedBytes(this.reqScan, false),
+        req_refused_bytes: refusedBytes(this.reqScan, false),
+        resp_messages: respMessages,
+        resp_bytes: forwardedBytes(this.respScan, true),
+        resp_refused_bytes: refusedBytes(this.respScan, true),
         faults: undefined,
         fault_kinds: undefined,
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
@@ -762,6 +822,10 @@ export class Call implements AttemptOwner, FilterCall {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
+    }
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
     }
   }
 }
@@ -798,6 +862,9 @@ function callOf(s: unknown): Call {
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
+}
+function onIdleTimer(c: Call): void {
+  c.onIdleTimer();
 }
 function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
   callOf(this).onRequestData(chunk);

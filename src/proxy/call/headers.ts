@@ -1,7 +1,7 @@
 // Header blocks for the two legs of a call, built from node's rawHeaders (never from the
 // folded headers object, which joins duplicates with ", " and drops repeated single-value
 // fields: spec §1.5, §10.2 P10). No payload is touched here.
-import { isNotForwarded } from "../../translate/index.js";
+import { isNotForwarded, requestFieldProblem } from "../../translate/index.js";
 
 export type OutgoingHeaders = Record<string, string | string[] | number>;
 
@@ -27,13 +27,35 @@ export function copyHeaders(out: OutgoingHeaders, raw: readonly string[], skip: 
     if (name.charCodeAt(0) === 58 /* : */) continue;
     const value = raw[i + 1]!;
     if (name === skip || name === "content-length" || isNotForwarded(name, value)) continue;
-    const prev = out[name];
-    if (prev === undefined) out[name] = value;
-    else if (SINGLE_VALUE.has(name)) continue;
-    else if (typeof prev === "string") out[name] = [prev, value];
-    else if (Array.isArray(prev)) prev.push(value);
+    addField(out, name, value);
   }
   return out;
+}
+
+/**
+ * copyHeaders for a request, checking each forwarded field on the way (the same one pass):
+ * returns null, or why the call must be refused instead of forwarded (src/translate/metadata.ts;
+ * issue 10 item 9). `out` is then incomplete and must not be sent.
+ */
+export function copyRequestHeaders(out: OutgoingHeaders, raw: readonly string[], skip: string | undefined): string | null {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) === 58 /* : */) continue;
+    const value = raw[i + 1]!;
+    if (name === skip || name === "content-length" || isNotForwarded(name, value)) continue;
+    const problem = requestFieldProblem(name, value);
+    if (problem !== null) return problem;
+    addField(out, name, value);
+  }
+  return null;
+}
+
+function addField(out: OutgoingHeaders, name: string, value: string): void {
+  const prev = out[name];
+  if (prev === undefined) out[name] = value;
+  else if (SINGLE_VALUE.has(name)) return;
+  else if (typeof prev === "string") out[name] = [prev, value];
+  else if (Array.isArray(prev)) prev.push(value);
 }
 
 /** Value of the first field named `name` in rawHeaders (names are lower-case in HTTP/2). */

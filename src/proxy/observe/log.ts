@@ -59,10 +59,16 @@ export interface AccessRecord {
   budget_in_ms: number | undefined;
   budget_out_ms: number | undefined;
   duration_ms: number;
+  /** messages forwarded to the upstream (one refused at its prefix is not counted) */
   req_messages: number;
+  /** request bytes forwarded to the upstream (prefixes included) */
   req_bytes: number;
+  /** request bytes read but not forwarded: the chunk that held a refused message's prefix (0 unless a message was refused) */
+  req_refused_bytes: number;
   resp_messages: number;
   resp_bytes: number;
+  /** response bytes read but not forwarded: the refused chunk from the refused message's prefix on */
+  resp_refused_bytes: number;
   /** fault rule ids applied to the call (absent when none) */
   faults: readonly string[] | undefined;
   /** fault kinds applied, in the same order */

@@ -40,7 +40,10 @@ gates run in this order: time window, maxTimes, sequence, percentage. The percen
 exactly one PRNG draw, and a jittered delay takes one more. \`maxActiveFaults\` is checked after
 the gates, so the draw sequence depends only on the sequence of matched calls. Seeds: each rule
 uses its own \`seed\` if it has one. Otherwise its seed comes from the set's seed (default 0) and
-the rule id. \`POST /faults/reset\` restarts every stream.
+the rule id. \`POST /faults/reset\` (the library's \`faults.reset()\`) goes back to the config:
+API-added rules are removed, config rules come back as loaded (undoing PATCH and DELETE), every
+count and PRNG stream and time window restarts, so a seeded run replays; calls already in flight
+keep the faults they drew ([docs/harness.md](docs/harness.md#what-a-reset-resets)).
 
 ### Stacking
 

@@ -8,3 +8,4 @@ export * from "./admin-api.js";
 export * from "./actions.js";
 export * from "./prng.js";
 export { FAULT_KINDS_DOC } from "./doc.js";
+export type * from "./input.js";

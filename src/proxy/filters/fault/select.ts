@@ -199,6 +199,15 @@ export class FaultSet {
     return { ok: true, rule: r.rule };
   }
 
+  /**
+   * Removes every config rule and forgets them for reset(): a reload (SIGHUP) then adds the new
+   * file's rules, and reset() restores those, not the ones the file had before.
+   */
+  removeConfigRules(): void {
+    for (const e of [...this.#entries]) if (e.rule.source === "config") this.remove(e.rule.id);
+    this.#baseline = [];
+  }
+
   /** Removes a rule; a config rule comes back on reset(). */
   remove(id: string): boolean {
     const entry = this.#byId.get(id);

@@ -1,0 +1,441 @@
+// The config file's JSON Schema, derived from the zod schema (src/config/schema.ts) and the fault
+// filter's rule schema, so editors complete and check keys (`# yaml-language-server: $schema=...`).
+// `npm run build` writes it to config/dojang.schema.json (scripts/config-schema.mjs); a test
+// regenerates it and compares. Not part of the serving bundle: nothing in src/main.ts imports it.
+//
+// zod's `z.toJSONSchema(…, { io: "input" })` gives the shape: keys, required keys, strict objects
+// (additionalProperties false), the fault actions as a oneOf on `kind`. It cannot see inside a
+// `.transform()`, so a duration, a size or a log level comes out as a bare `string | number` with
+// no default. Those are filled in here from one table per key (KEYS, FAULT_KEYS): a description,
+// the default, and a pattern or enum that says what the transform accepts. Every string value with
+// a pattern or enum also accepts a `${VAR}` reference, since expansion happens before validation.
+// A test checks that every property has a description, so a new key cannot arrive undocumented.
+
+import { z } from "zod";
+import { CODE_NAMES } from "../translate/codes.js";
+import { FAULT_RULE_INPUT_SCHEMA, FAULT_SET_SETTINGS_INPUT_SCHEMA, H2_ERROR_NAMES } from "./faults/parse.js";
+import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, SHAPE_KINDS } from "./faults/model.js";
+import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LIMITS, LOG_LEVELS } from "./schema.js";
+import { formatDuration, formatSize } from "./units.js";
+
+export type JsonSchema = { [key: string]: unknown };
+
+// === patterns (ECMA-262, as JSON Schema requires) ===
+
+/** Any string holding a `${` reference: its value is only known after expansion. */
+const ENV_REF = ".*\\$\\{.*";
+const withEnv = (re: string) => `^(?:${re}|${ENV_REF})$`;
+const NUM = "\\d+(?:\\.\\d+)?";
+/** units.ts parseDuration: a plain number (ms), or h, m, s, ms parts, largest first ("1m30s"). */
+const DURATION_RE = `\\s*(?:${NUM}|(?=\\d)(?:${NUM}h)?(?:${NUM}m)?(?:${NUM}s)?(?:${NUM}ms)?)\\s*`;
+/** units.ts parseSize: bytes, or a number with B, KB, MB, GB, KiB, MiB, GiB (any case). */
+const SIZE_RE = `\\s*${NUM}\\s*(?:[Bb]|[KkMmGg][Ii]?[Bb])?\\s*`;
+const WHOLE_RE = "\\s*\\d+\\s*";
+/** units.ts parseHostPort: host:port, IPv6 in brackets. */
+const HOST_PORT_RE = "(?:\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):\\d{1,5}";
+const NAME_RE = "[A-Za-z0-9][A-Za-z0-9_.-]*";
+const PERCENT_RE = `\\s*${NUM}\\s*%?\\s*`;
+
+// === value kinds ===
+
+const durationKind = (min = 0): JsonSchema => ({
+  type: ["string", "number"],
+  pattern: withEnv(DURATION_RE),
+  minimum: min,
+  maximum: 2 ** 31 - 1,
+});
+const sizeKind = (r: { min: number; max: number }): JsonSchema => ({
+  type: ["string", "integer"],
+  pattern: withEnv(SIZE_RE),
+  minimum: r.min,
+  maximum: r.max,
+});
+const countKind = (r: { min: number; max: number }): JsonSchema => ({
+  type: ["string", "integer"],
+  pattern: withEnv(WHOLE_RE),
+  minimum: r.min,
+  maximum: r.max,
+});
+const FLAG: JsonSchema = { type: ["boolean", "string"], pattern: withEnv("true|false") };
+const ADDRESS: JsonSchema = { type: "string", pattern: withEnv(HOST_PORT_RE) };
+const NAME: JsonSchema = { type: "string", pattern: withEnv(NAME_RE), maxLength: LIMITS.nameLength.max };
+/** One of `values` (the parser is case-insensitive; the schema lists the canonical spelling). */
+const enumKind = (values: readonly string[]): JsonSchema => ({
+  type: "string",
+  anyOf: [{ enum: [...values] }, { pattern: `^${ENV_REF}$` }],
+});
+const codeKind = (names: readonly string[], max: number, what: string): JsonSchema => ({
+  anyOf: [
+    { type: "integer", minimum: 0, maximum: max },
+    { type: "string", enum: [...names] },
+    { type: "string", pattern: withEnv("\\d+|0x[0-9A-Fa-f]+") },
+  ],
+  description: what,
+});
+
+const dur = (ms: number | null) => (ms === null ? null : formatDuration(ms));
+
+interface KeyDoc {
+  readonly description: string;
+  readonly kind?: JsonSchema;
+  readonly default?: unknown;
+}
+
+/**
+ * Config keys, by path: property names joined with ".", "[]" for a list's items. The key name
+ * alone is the fallback (for keys that mean the same wherever they appear).
+ */
+const KEYS: Readonly<Record<string, KeyDoc>> = {
+  admin: {
+    description: "The admin listener: /metrics, /ready, /live, /config, /faults, /calls. Leave it out (or null) for none.",
+    default: null,
+  },
+  "admin.address": { description: 'Where the admin listener binds, "host:port" (port 0 = any free port).', kind: ADDRESS },
+  "admin.mutations": {
+    description: "Allow admin requests that change traffic (POST/DELETE /faults, ...). Off unless set; a non-loopback address then also needs token.",
+    kind: FLAG,
+    default: false,
+  },
+  "admin.token": {
+    description: "Bearer token every admin mutation must carry (at least 16 characters), typically ${DOJANG_ADMIN_TOKEN}. Never logged or shown on /config.",
+    kind: { type: ["string", "null"], pattern: withEnv("[\\s\\S]{16,}") },
+    default: null,
+  },
+  listeners: { description: "The h2c (plain-text HTTP/2) listeners gRPC clients connect to. At least one." },
+  "listeners[].name": { description: "The listener's name, in logs and metric labels.", kind: NAME },
+  "listeners[].address": { description: '"host:port" to listen on; IPv6 as "[::1]:8080"; port 0 = any free port.', kind: ADDRESS },
+  "listeners[].routes": { description: "Routes, tried in order; the first that matches wins. No match: 12 UNIMPLEMENTED (decided_by no_route)." },
+  "listeners[].routes[].match": { description: "Exactly one of prefix, path or service; optionally authority." },
+  "listeners[].routes[].match.prefix": { description: ':path prefix, starting with "/".' },
+  "listeners[].routes[].match.path": { description: 'Exact :path, "/pkg.Svc/Method".' },
+  "listeners[].routes[].match.service": { description: 'Fully-qualified service, "pkg.Svc": every method of it.' },
+  "listeners[].routes[].match.authority": { description: "Limit the route to this :authority (case-insensitive)." },
+  "listeners[].routes[].cluster": { description: "The cluster (by name) the route's calls go to." },
+  "listeners[].routes[].timeout": {
+    description: 'Cap on the whole call: a duration like "30s", or "none"/null for no cap beyond the client\'s grpc-timeout.',
+    kind: { ...durationKind(1), type: ["string", "number", "null"], pattern: withEnv(`${DURATION_RE}|\\s*[Nn][Oo][Nn][Ee]\\s*`) },
+    default: dur(DEFAULTS.route.timeoutMs),
+  },
+  "listeners[].routes[].maxRequestMessageBytes": {
+    description: 'Largest client message; a larger one ends the call with 8 RESOURCE_EXHAUSTED. Bytes or "4MiB".',
+    kind: sizeKind(LIMITS.messageBytes),
+    default: formatSize(DEFAULTS.route.maxRequestMessageBytes),
+  },
+  "listeners[].routes[].maxResponseMessageBytes": {
+    description: 'Largest upstream message; a larger one ends the call with 8 RESOURCE_EXHAUSTED. Bytes or "4MiB".',
+    kind: sizeKind(LIMITS.messageBytes),
+    default: formatSize(DEFAULTS.route.maxResponseMessageBytes),
+  },
+  "listeners[].routes[].faults": { description: "Fault rules for calls on this route.", default: [] },
+  "listeners[].routes[].streamIdleTimeout": {
+    description: "A call on this route on which nothing moves for this long ends with 14 UNAVAILABLE (decided_by stream_idle); null = the listener's.",
+    kind: { ...durationKind(0), type: ["string", "number", "null"] },
+    default: null,
+  },
+  "listeners[].maxConcurrentStreams": {
+    description: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.",
+    kind: countKind(LIMITS.maxConcurrentStreams),
+    default: DEFAULTS.listener.maxConcurrentStreams,
+  },
+  "listeners[].maxHeaderListPairs": {
+    description: "node's maxHeaderListPairs (its own default of 128 resets calls with much metadata).",
+    kind: countKind(LIMITS.maxHeaderListPairs),
+    default: DEFAULTS.listener.maxHeaderListPairs,
+  },
+  "listeners[].maxHeaderListSize": {
+    description: "SETTINGS_MAX_HEADER_LIST_SIZE, bytes or a size.",
+    kind: sizeKind(LIMITS.maxHeaderListSize),
+    default: formatSize(DEFAULTS.listener.maxHeaderListSize),
+  },
+  "listeners[].initialWindowSize": {
+    description: "SETTINGS_INITIAL_WINDOW_SIZE (per stream) advertised to clients.",
+    kind: sizeKind(LIMITS.initialWindowSize),
+    default: formatSize(DEFAULTS.listener.initialWindowSize),
+  },
+  "listeners[].connectionWindowSize": {
+    description: "Connection-level receive window for each client connection.",
+    kind: sizeKind(LIMITS.connectionWindowSize),
+    default: formatSize(DEFAULTS.listener.connectionWindowSize),
+  },
+  "listeners[].maxSessionMemoryMiB": {
+    description: "node's maxSessionMemory per client connection, MiB.",
+    kind: countKind(LIMITS.maxSessionMemoryMiB),
+    default: DEFAULTS.listener.maxSessionMemoryMiB,
+  },
+  "listeners[].faults": { description: "Fault rules for every call on this listener.", default: [] },
+  "listeners[].faultHeaders": {
+    description: "Honour fault-injection request headers (x-envoy-fault-*, x-dojang-fault). A test feature: any client may then inject faults.",
+    kind: FLAG,
+    default: false,
+  },
+  "listeners[].faultTrailer": { description: "Name the fault rule(s) that fired in an x-dojang-fault response trailer.", kind: FLAG, default: false },
+  "listeners[].streamIdleTimeout": {
+    description: "A call on which no frame moves either way for this long ends with 14 UNAVAILABLE (decided_by stream_idle); 0 = never.",
+    kind: durationKind(0),
+    default: dur(DEFAULTS.listener.streamIdleTimeoutMs),
+  },
+  clusters: { description: "Upstream gRPC servers (h2c), by name. At least one." },
+  "clusters[].name": { description: "The cluster's name, used by routes and in metric labels.", kind: NAME },
+  "clusters[].endpoints": { description: 'The servers, "host:port" each (a real port, not 0); calls go round-robin.' },
+  "clusters[].endpoints[]": { description: 'An upstream "host:port"; IPv6 as "[::1]:50051".', kind: ADDRESS },
+  "clusters[].connectTimeout": {
+    description: "How long connecting to an endpoint may take.",
+    kind: durationKind(1),
+    default: dur(DEFAULTS.cluster.connectTimeoutMs),
+  },
+  "clusters[].maxConcurrentStreamsPerSession": {
+    description: "Open another connection beyond min(this, the peer's SETTINGS_MAX_CONCURRENT_STREAMS) calls.",
+    kind: countKind(LIMITS.maxConcurrentStreamsPerSession),
+    default: DEFAULTS.cluster.maxConcurrentStreamsPerSession,
+  },
+  "clusters[].maxSessionsPerEndpoint": {
+    description: "At most this many connections to one endpoint.",
+    kind: countKind(LIMITS.maxSessionsPerEndpoint),
+    default: DEFAULTS.cluster.maxSessionsPerEndpoint,
+  },
+  "clusters[].initialWindowSize": {
+    description: "SETTINGS_INITIAL_WINDOW_SIZE (per stream) advertised to the upstream.",
+    kind: sizeKind(LIMITS.initialWindowSize),
+    default: formatSize(DEFAULTS.cluster.initialWindowSize),
+  },
+  "clusters[].connectionWindowSize": {
+    description: "Connection-level receive window for each upstream connection.",
+    kind: sizeKind(LIMITS.connectionWindowSize),
+    default: formatSize(DEFAULTS.cluster.connectionWindowSize),
+  },
+  drainTimeout: {
+    description: "After SIGTERM, how long open calls may finish before they end with 14 UNAVAILABLE (decided_by shutdown).",
+    kind: durationKind(0),
+    default: dur(DEFAULTS.config.drainTimeoutMs),
+  },
+  workers: { description: "Processes sharing the listeners (a core each).", kind: countKind(LIMITS.workers), default: DEFAULTS.config.workers },
+  logLevel: { description: "Log level (case-insensitive).", kind: enumKind(LOG_LEVELS), default: DEFAULTS.config.logLevel },
+  accessLog: { description: "One JSON log line per call.", kind: FLAG, default: DEFAULTS.config.accessLog },
+  journal: {
+    description: "Recent calls kept for GET /calls (0 = none; the library's startDojang keeps 1000).",
+    kind: countKind({ min: 0, max: 100000 }),
+    default: DEFAULTS.config.journal,
+  },
+  shrinkHeapWhenIdle: {
+    description: "After this long with no call, one memory-reducing GC gives memory back; 0 = never.",
+    kind: durationKind(0),
+    default: dur(DEFAULTS.config.shrinkHeapWhenIdleMs),
+  },
+  concurrentMarking: {
+    description: "V8's concurrent GC marking: auto (off on one CPU while bytes flow fast), on, off.",
+    kind: enumKind(CONCURRENT_MARKING_MODES),
+    default: DEFAULTS.config.concurrentMarking,
+  },
+  faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
+};
+
+const U32 = 2 ** 32 - 1;
+const GRPC_CODE = codeKind(CODE_NAMES, 16, 'A gRPC status code: 0 to 16 or its name, e.g. "UNAVAILABLE".');
+const H2_CODE = codeKind(H2_ERROR_NAMES, U32, 'An HTTP/2 error code: a number or its name, e.g. "CANCEL".');
+const DIRECTION = enumKind(DIRECTIONS);
+
+/** Fault rule keys (src/config/faults/parse.ts), by path inside a rule; `action<kind>.key` for a kind's own keys. */
+const FAULT_KEYS: Readonly<Record<string, KeyDoc>> = {
+  id: { description: 'The rule\'s id (letters, digits, "_", ".", "-"), unique in the document; used by DELETE /faults/{id}.' },
+  description: { description: "Free text, shown by GET /faults." },
+  enabled: { description: "A disabled rule never fires.", kind: FLAG, default: true },
+  seed: { description: "This rule's own seed for percentages and jitter (default: derived from faultInjection.seed).", kind: countKind({ min: 0, max: U32 }) },
+  match: { description: "Which calls the rule applies to; every given test must hold. Empty: every call in its scope." },
+  "match.listener": { description: "Listener name (filled in for rules under a listener)." },
+  "match.route": { description: 'A route label as in logs ("prefix:/", "service:pkg.Svc", "path:/pkg.Svc/Method") or the route\'s index.' },
+  "match.service": { description: 'Fully-qualified service, "pkg.Svc".' },
+  "match.method": { description: 'Method name, "Get".' },
+  "match.metadata": { description: "Request metadata tests, each { name, equals | present | regex }." },
+  "match.metadata[].name": { description: "Header name (case-insensitive)." },
+  "match.metadata[].equals": { description: "The header's value equals this." },
+  "match.metadata[].present": { description: "The header is (true) or is not (false) present.", kind: FLAG },
+  "match.metadata[].regex": { description: "The header's value matches this regular expression." },
+  "match.direction": { description: "For bandwidth, stall and delay: the request or the response stream.", kind: DIRECTION },
+  fire: { description: "When a matching call is faulted (all given conditions)." },
+  "fire.percentage": {
+    description: 'Share of matching calls, 0 to 100 ("12.5" or "12.5%").',
+    kind: { type: ["string", "number"], pattern: withEnv(PERCENT_RE), minimum: 0, maximum: 100 },
+    default: 100,
+  },
+  "fire.calls": { description: 'Which matching calls, counting from 1: 3, "1-2", "5-", "1-2,5" or a list.' },
+  "fire.every": { description: "Every Nth matching call.", kind: countKind({ min: 1, max: U32 }) },
+  "fire.maxTimes": { description: "Stop after firing this many times.", kind: countKind({ min: 1, max: Number.MAX_SAFE_INTEGER }) },
+  "fire.after": { description: "Only once the rule has existed this long.", kind: durationKind(0) },
+  "fire.for": { description: "Only for this long after that.", kind: durationKind(1) },
+  action: { description: "What happens to a faulted call; kind is one of the fault kinds." },
+  kind: { description: "The fault kind." },
+  "action<abort>.code": GRPC_CODE_DOC("The status the call ends with."),
+  "action<abort>.message": { description: "grpc-message.", default: "injected fault" },
+  "action<abort>.details": { description: "grpc-status-details-bin, base64." },
+  "action<abort>.afterMessages": { description: "Let this many response messages through first.", kind: countKind({ min: 0, max: U32 }) },
+  "action<http>.status": { description: "HTTP status answered instead of the call (200 to 599).", kind: countKind({ min: 200, max: 599 }) },
+  "action<http>.body": { description: "The response body." },
+  "action<http>.contentType": { description: "The response content-type.", default: "text/html" },
+  "action<reset>.code": H2_CODE_DOC("The RST_STREAM error code sent to the client."),
+  "action<reset>.at": { description: "When the stream is reset.", kind: enumKind(RESET_POINTS), default: "before_headers" },
+  "action<reset>.messages": { description: "Whole response messages before the reset (at: after_messages or mid_message).", kind: countKind({ min: 0, max: U32 }) },
+  "action<goaway>.mode": { description: "graceful (last stream id = this call) or abrupt.", kind: enumKind(GOAWAY_MODES), default: "graceful" },
+  "action<goaway>.code": H2_CODE_DOC("The GOAWAY error code.", "NO_ERROR"),
+  "action<close_connection>.afterBytes": { description: "Close the client's connection after this many response bytes.", kind: sizeKind({ min: 0, max: Number.MAX_SAFE_INTEGER }), default: 0 },
+  "action<shape>.shape": { description: "The malformed response to answer with.", kind: enumKind(SHAPE_KINDS) },
+  "action<shape>.contentType": { description: "For shape wrong_content_type: the content-type sent.", default: "text/plain" },
+  "action<delay>.at": { description: "Where the delay is inserted.", kind: enumKind(DELAY_POINTS), default: "request" },
+  "action<delay>.message": { description: "For at: message, which message (from 1).", kind: countKind({ min: 1, max: U32 }) },
+  "action<delay>.direction": { description: "For at: message, the request or the response stream.", kind: DIRECTION },
+  "action<delay>.delay": { description: 'A fixed delay, e.g. "250ms" (or give jitter).', kind: durationKind(0) },
+  "action<delay>.jitter": { description: 'A random delay: { uniform: ["100ms", "300ms"] } or { normal: { mean, stddev } }.' },
+  "action<delay>.jitter.uniform": { description: "Lower and upper bound, each a duration." },
+  "action<delay>.jitter.uniform[]": { description: "A duration.", kind: durationKind(0) },
+  "action<delay>.jitter.normal": { description: "A normal distribution, clamped at 0." },
+  "action<delay>.jitter.normal.mean": { description: "Mean delay.", kind: durationKind(0) },
+  "action<delay>.jitter.normal.stddev": { description: "Standard deviation.", kind: durationKind(0) },
+  "action<bandwidth>.bytesPerSecond": { description: 'Throughput cap, bytes per second or a size like "64KiB".', kind: sizeKind({ min: 1, max: Number.MAX_SAFE_INTEGER }) },
+  "action<bandwidth>.direction": { description: "The stream that is slowed (default response).", kind: DIRECTION },
+  "action<stall>.direction": { description: "The stream that stops moving (default request).", kind: DIRECTION },
+  "action<deadline>.mode": { description: "drop the client's deadline, shrink it or grow it before the upstream sees it.", kind: enumKind(DEADLINE_MODES) },
+  "action<deadline>.factor": { description: "Multiply the deadline (shrink: above 0 to 1; grow: 1 to 1000000).", kind: { type: ["string", "number"], pattern: withEnv(NUM) } },
+  "action<deadline>.by": { description: "Shorten or lengthen the deadline by this much.", kind: durationKind(0) },
+  "action<upstream_reset>.afterRequestMessages": { description: "Reset the upstream stream after this many request messages.", kind: countKind({ min: 0, max: U32 }), default: 0 },
+  "action<upstream_reset>.code": H2_CODE_DOC("The RST_STREAM code sent to the upstream.", "CANCEL"),
+};
+
+function GRPC_CODE_DOC(description: string): KeyDoc {
+  return { description, kind: GRPC_CODE };
+}
+function H2_CODE_DOC(description: string, def?: string): KeyDoc {
+  return def === undefined ? { description, kind: H2_CODE } : { description, kind: H2_CODE, default: def };
+}
+
+const FAULT_SET_KEYS: Readonly<Record<string, KeyDoc>> = {
+  seed: { description: "Seed for every rule's percentages and jitter, so runs replay identically.", kind: countKind({ min: 0, max: U32 }), default: 0 },
+  maxActiveFaults: {
+    description: "At most this many faulted calls at once (Envoy's max_active_faults); null = no cap.",
+    kind: { ...countKind({ min: 1, max: U32 }), type: ["string", "integer", "null"] },
+    default: null,
+  },
+};
+
+// === generation ===
+
+const asObject = (v: unknown): JsonSchema | undefined =>
+  typeof v === "object" && v !== null && !Array.isArray(v) ? (v as JsonSchema) : undefined;
+
+function generate(schema: z.ZodType): JsonSchema {
+  const out = z.toJSONSchema(schema, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as JsonSchema;
+  delete out["$schema"];
+  return out;
+}
+
+/** Applies `docs` to every property below `node`; `path` names it as the tables do. Returns the keys it found no doc for. */
+function annotate(node: JsonSchema, path: string, docs: Readonly<Record<string, KeyDoc>>, missing: string[]): void {
+  const props = asObject(node["properties"]);
+  if (props !== undefined) {
+    // A fault action: name its keys by kind (action<abort>.code).
+    const kindConst = asObject(props["kind"])?.["const"];
+    const base = typeof kindConst === "string" ? `${path}<${kindConst}>` : path;
+    for (const [key, value] of Object.entries(props)) {
+      const child = asObject(value);
+      if (child === undefined) continue;
+      const full = base === "" ? key : `${base}.${key}`;
+      const doc = docs[full] ?? docs[key];
+      if (doc === undefined) missing.push(full);
+      else applyDoc(child, doc);
+      annotate(child, full, docs, missing);
+    }
+  }
+  const items = asObject(node["items"]);
+  if (items !== undefined) visitItem(items, `${path}[]`, docs, missing);
+  const prefix = node["prefixItems"];
+  if (Array.isArray(prefix)) for (const p of prefix) if (asObject(p) !== undefined) visitItem(p as JsonSchema, `${path}[]`, docs, missing);
+  for (const k of ["anyOf", "oneOf"] as const) {
+    const alts = node[k];
+    if (Array.isArray(alts)) for (const a of alts) if (asObject(a) !== undefined) annotate(a as JsonSchema, path, docs, missing);
+  }
+}
+
+function visitItem(item: JsonSchema, path: string, docs: Readonly<Record<string, KeyDoc>>, missing: string[]): void {
+  const doc = docs[path];
+  if (doc !== undefined) applyDoc(item, doc);
+  annotate(item, path, docs, missing);
+}
+
+/** Replaces zod's bare `string | number` for a transformed scalar with the table's kind, and adds description and default. */
+function applyDoc(node: JsonSchema, doc: KeyDoc): void {
+  if (doc.kind !== undefined) {
+    for (const k of ["type", "anyOf", "oneOf", "enum", "pattern", "minimum", "maximum", "minLength", "maxLength"]) delete node[k];
+    Object.assign(node, structuredClone(doc.kind));
+  }
+  node["description"] = doc.kind?.["description"] !== undefined ? `${doc.description} ${String(doc.kind["description"])}` : doc.description;
+  if (doc.default !== undefined) node["default"] = doc.default;
+  else if (node["default"] !== undefined && doc.kind !== undefined) delete node["default"];
+}
+
+/** The whole schema, as committed in config/dojang.schema.json. Deterministic. */
+export function configJsonSchema(): JsonSchema {
+  const missing: string[] = [];
+  const doc = generate(DOCUMENT_SCHEMA);
+  annotate(doc, "", KEYS, missing);
+
+  const rule = generate(FAULT_RULE_INPUT_SCHEMA);
+  annotate(rule, "", FAULT_KEYS, missing);
+  rule["description"] = "A fault rule: { id?, match?, fire?, action: { kind, ... } }. The README's \"dojang as a test harness\" lists every kind.";
+  const settings = generate(FAULT_SET_SETTINGS_INPUT_SCHEMA);
+  annotate(settings, "", FAULT_SET_KEYS, missing);
+
+  // The document schema has z.unknown() where the fault filter parses by itself: point those at $defs.
+  const props = asObject(doc["properties"]) ?? {};
+  const listenerProps = asObject(asObject(asObject(props["listeners"])?.["items"])?.["properties"]) ?? {};
+  const routeProps = asObject(asObject(asObject(listenerProps["routes"])?.["items"])?.["properties"]) ?? {};
+  for (const faults of [asObject(listenerProps["faults"]), asObject(routeProps["faults"])]) {
+    if (faults !== undefined) faults["items"] = { $ref: "#/$defs/faultRule" };
+  }
+  const fi = asObject(props["faultInjection"]);
+  if (fi !== undefined) {
+    const description = fi["description"];
+    for (const k of Object.keys(fi)) delete fi[k];
+    Object.assign(fi, { $ref: "#/$defs/faultInjection", description });
+  }
+
+  if (missing.length > 0) throw new Error(`config JSON Schema: no description for ${missing.join(", ")}`);
+  return {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    title: "dojang config",
+    description:
+      "dojang's config file (YAML or JSON). Generated from src/config/schema.ts by `npm run build` (scripts/config-schema.mjs); do not edit by hand. dojang itself checks more than this schema can say (cross-references, ranges inside units), so `dojang --check` has the last word.",
+    ...doc,
+    $defs: { faultRule: rule, faultInjection: settings },
+  };
+}
+
+/**
+ * The schema of a config fragment (bench/run.mjs --dojang-config-extra: YAML merged into a full
+ * config, lists by index), as committed in config/dojang.fragment.schema.json: the same keys and
+ * values, nothing required.
+ */
+export function configFragmentJsonSchema(): JsonSchema {
+  const strip = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(strip);
+    const o = asObject(v);
+    if (o === undefined) return v;
+    const out: JsonSchema = {};
+    for (const [k, x] of Object.entries(o)) if (k !== "required" && k !== "minItems") out[k] = strip(x);
+    return out;
+  };
+  const full = strip(configJsonSchema()) as JsonSchema;
+  return {
+    ...full,
+    title: "dojang config fragment",
+    description:
+      "A part of a dojang config, merged into a full one (bench/run.mjs --dojang-config-extra; lists merge by index): dojang.schema.json with no key required. Generated by `npm run build`; do not edit by hand.",
+  };
+}
+
+const text = (schema: JsonSchema) => `${JSON.stringify(schema, null, 2)}\n`;
+
+/** The committed files' text (2-space JSON, a final newline), by file name under config/. */
+export function configJsonSchemaFiles(): Readonly<Record<string, string>> {
+  return {
+    "dojang.schema.json": text(configJsonSchema()),
+    "dojang.fragment.schema.json": text(configFragmentJsonSchema()),
+  };
+}

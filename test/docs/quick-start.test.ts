@@ -1,0 +1,118 @@
+// The README's quick start runs as written: its first-call and echo-upstream one-liners are taken
+// from the README (the blocks after <!-- quick-start:call --> and <!-- quick-start:upstream -->),
+// run with `node -e` against a real dojang started from config/dojang.yaml, with only the three
+// fixed ports of that file moved to free ones. Also: --help and --version, as the Command line
+// section lists them.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG } from "../../src/config/index.js";
+import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, runCli, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+
+const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const tmp = tempDir();
+const children = new Set<ChildProcess>();
+
+beforeAll(() => assertDistBuilt());
+afterEach(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null && c.pid !== undefined) process.kill(c.pid, "SIGKILL");
+  children.clear();
+  await killSpawned();
+});
+afterAll(() => tmp.remove());
+
+/** The `node -e '...'` program in the sh block after `marker`. */
+function oneLiner(marker: string): string {
+  const at = readme.indexOf(`<!-- ${marker} -->`);
+  expect(at, `README has <!-- ${marker} -->`).toBeGreaterThanOrEqual(0);
+  const m = /```sh\nnode -e '([^'\n]+)'\n```/.exec(readme.slice(at));
+  expect(m, `a node -e one-liner follows <!-- ${marker} -->`).not.toBeNull();
+  return m![1]!;
+}
+
+/** Runs `node -e program` in the repository (where @grpc/grpc-js resolves), collecting stdout. */
+function node(program: string): { child: ChildProcess; out: () => string; done: Promise<number | null> } {
+  const child = spawn(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
+  let out = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  const done = new Promise<number | null>((r) => child.once("close", (code) => r(code)));
+  return { child, out: () => out, done };
+}
+
+async function runToEnd(program: string, ms = 15_000): Promise<string> {
+  const p = node(program);
+  const t = setTimeout(() => p.child.kill("SIGKILL"), ms);
+  const code = await p.done;
+  clearTimeout(t);
+  expect(code, p.out()).toBe(0);
+  return p.out().trim();
+}
+
+describe("README quick start", () => {
+  it("config/dojang.yaml is what the quick start says: 127.0.0.1:8080 → 127.0.0.1:50051, admin 127.0.0.1:9901", () => {
+    expect(DEFAULT_CONFIG.listeners[0]?.address).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(DEFAULT_CONFIG.clusters[0]?.endpoints).toEqual([{ host: "127.0.0.1", port: 50051 }]);
+    expect(DEFAULT_CONFIG.admin?.address).toEqual({ host: "127.0.0.1", port: 9901 });
+  });
+
+  it("the first call fails with 14 decided by dojang, then succeeds through the echo upstream, as the README says", async () => {
+    const [listen, up, admin] = [await freePort(), await freePort(), await freePort()];
+    const move = (text: string) => text.replaceAll("127.0.0.1:8080", `127.0.0.1:${listen}`).replaceAll("127.0.0.1:50051", `127.0.0.1:${up}`).replaceAll("127.0.0.1:9901", `127.0.0.1:${admin}`);
+    const config = readFileSync(new URL("../../config/dojang.yaml", import.meta.url), "utf8");
+    const file = tmp.write("quick-start.yaml", move(config));
+    const call = move(oneLiner("quick-start:call"));
+    const upstream = move(oneLiner("quick-start:upstream"));
+    expect(call).toContain(`127.0.0.1:${listen}`);
+    expect(upstream).toContain(`127.0.0.1:${up}`);
+
+    const d = spawnDojang(["--config", file]);
+    await waitReady(d, `127.0.0.1:${admin}`);
+
+    expect(await runToEnd(call)).toBe(`UNAVAILABLE (14): connection refused by 127.0.0.1:${up}`);
+
+    const echo = node(upstream);
+    await waitFor("the echo upstream", () => (echo.out().includes("echo upstream on") ? true : undefined), 15_000);
+    expect(echo.out().trim()).toBe(`echo upstream on 127.0.0.1:${up}`);
+    expect(await runToEnd(call)).toBe("OK: hello dojang");
+
+    const lines = () => d.stdout().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const calls = await waitFor("two access log lines", () => {
+      const c = lines().filter((l) => l["path"] === "/demo.Echo/Echo");
+      return c.length >= 2 ? c : undefined;
+    });
+    expect(calls.map((c) => [c["grpc_code"], c["decided_by"]])).toEqual([[14, "upstream_unreachable"], [0, "upstream"]]);
+    expect(lines().find((l) => l["msg"] === "dojang started")).toMatchObject({ clusters: [{ name: "backend", endpoints: [`127.0.0.1:${up}`] }] });
+  });
+});
+
+describe("README command line", () => {
+  const section = readme.slice(readme.indexOf("## Command line"), readme.indexOf("\n## ", readme.indexOf("## Command line") + 3));
+  const flags = (text: string) => new Set([...text.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0]));
+
+  it("--help exits 0 and every option it prints is in the README's usage", async () => {
+    const r = await runCli(["--help"]);
+    expect(r.code).toBe(0);
+    const printed = flags(r.stdout + r.stderr);
+    expect(printed.size).toBeGreaterThanOrEqual(4);
+    for (const f of printed) expect(section, `README's Command line lists ${f}`).toContain(f);
+    if ((r.stdout + r.stderr).includes("dojang health")) expect(section).toContain("dojang health");
+  });
+
+  it("every option the README lists is accepted (usage errors exit 2)", async () => {
+    const listed = [...flags(section.slice(0, section.indexOf("```", section.indexOf("```") + 3)))];
+    expect(listed).toEqual(expect.arrayContaining(["--config", "--check", "--log-level", "--help", "--version"]));
+    expect((await runCli(["--no-such-option"])).code).toBe(2);
+    const check = await runCli(["--check", "--config", "config/dojang.yaml", "--log-level", "warn"]);
+    expect(check.code, check.stderr).toBe(0);
+    for (const f of ["--help", "-h", "--version"]) expect((await runCli([f])).code, f).toBe(0);
+  });
+
+  it("--version prints package.json's version", async () => {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const r = await runCli(["--version"]);
+    expect(r.code).toBe(0);
+    expect((r.stdout + r.stderr).trim()).toBe(pkg.version);
+  });
+});

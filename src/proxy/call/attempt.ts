@@ -86,8 +86,11 @@ export class Attempt implements SessionWaiter, ReplaySink {
   constructor(
     readonly owner: AttemptOwner,
     readonly endpoint: Endpoint,
-    /** the request head for this attempt (a filter may change it before start()) */
-    readonly headers: OutgoingHeaders,
+    /**
+     * The request head for this attempt (a filter may change it before start()); let go once
+     * the stream is opened (node has taken it), as a held call should not keep it.
+     */
+    public headers: OutgoingHeaders | undefined,
     /** the request ended with its HEADERS */
     readonly endStream: boolean,
     /**
@@ -122,7 +125,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
     }
     let up: ClientHttp2Stream;
     try {
-      up = sess.h2.request(this.headers, { endStream: this.endStream, waitForTrailers: this.resetByClose });
+      up = sess.h2.request(this.headers!, { endStream: this.endStream, waitForTrailers: this.resetByClose });
     } catch (err) {
       if (sess.h2.destroyed || sess.h2.closed) {
         this.report("unreachable");
@@ -135,6 +138,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
       return this.owner.onAttemptFailed(this, outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
     }
     sess.active++;
+    this.headers = undefined;
     this.up = up;
     (up as AttemptStream)[kAttempt] = this;
     up.on("response", onUpResponse);

@@ -238,8 +238,8 @@ export class FaultExec implements CallFilter {
       return false;
     }
     const dl = this.deadline;
-    if (dl !== null) {
-      const h = a.headers;
+    const h = a.headers;
+    if (dl !== null && h !== undefined) {
       const cur = h["grpc-timeout"];
       const d = typeof cur === "string" ? decodeTimeout(cur) : undefined;
       const ns = tamperTimeoutNs(dl, d !== undefined && d.ok ? d.ns : null);

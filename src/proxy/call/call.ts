@@ -149,6 +149,8 @@ export class Call implements AttemptOwner, FilterCall {
   upCloseDeferred = false;
   /** a filter owns the rest of the response (takeOverResponse): upstream events are dropped */
   responseTakenOver = false;
+  /** a filter holds the upstream's trailers (continueTrailers forwards them): not asked twice */
+  trailersHeld = false;
   /** the request head every attempt starts from (a filter may change it before the attempt) */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
@@ -321,18 +323,24 @@ export class Call implements AttemptOwner, FilterCall {
     this.finish(o);
   }
 
-  onAttemptHead(_a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+  onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done) return;
     if (this.filters !== null) {
       this.heldHead = { headers, flags, raw };
-      if (!this.runResponseHead(0)) return;
+      if (!this.runResponseHead(0)) {
+        // Held: nothing of the response may reach the client before its head, so the attempt
+        // stops reading (its DATA waits in the stream, flow-controlled) until continueResponseHead.
+        if (this.heldHead !== undefined && !this.done) a.pause();
+        return;
+      }
       this.heldHead = undefined;
     }
     this.onResponse(headers, flags, raw);
   }
 
   onAttemptEnd(_a: Attempt): void {
-    if (this.upTrailers !== undefined && !this.done) this.forwardStatus(this.upTrailers, false);
+    // (a held head: continueResponseHead forwards the trailers once the head is out)
+    if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
   }
 
   onAttemptDrain(_a: Attempt): void {
@@ -513,12 +521,13 @@ export class Call implements AttemptOwner, FilterCall {
   private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
     const fs = this.filters;
     if (fs !== null) {
-      if (this.responseTakenOver) return;
+      if (this.responseTakenOver || this.trailersHeld) return;
       if (trailersOnly) {
         const extra = this.filterExtra();
         if (extra !== undefined) Object.assign(block, extra);
       } else if (!this.runTrailers(0, block)) {
-        return; // held back by a filter (continueTrailers goes on)
+        if (!this.done) this.trailersHeld = true; // held back by a filter (continueTrailers goes on)
+        return;
       }
     }
     this.forwardStatusNow(block, trailersOnly);
@@ -665,6 +674,9 @@ export class Call implements AttemptOwner, FilterCall {
     if (h === undefined || this.done) return;
     if (!this.runResponseHead(this.filterIndex(from))) return;
     this.heldHead = undefined;
+    // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
+    // onResponseHeadSent may still pause it again in this one (a stall).
+    this.attempt!.resume();
     this.onResponse(h.headers, h.flags, h.raw);
     if (this.done) return;
     if (this.upCloseDeferred) this.decideAfterUpstreamClose();

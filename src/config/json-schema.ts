@@ -15,7 +15,7 @@ import { z } from "zod";
 import { CODE_NAMES } from "../translate/codes.js";
 import { FAULT_RULE_INPUT_SCHEMA, FAULT_SET_SETTINGS_INPUT_SCHEMA, H2_ERROR_NAMES } from "./faults/parse.js";
 import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, SHAPE_KINDS } from "./faults/model.js";
-import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LIMITS, LOG_LEVELS } from "./schema.js";
+import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LB_POLICIES, LIMITS, LOG_LEVELS } from "./schema.js";
 import { formatDuration, formatSize } from "./units.js";
 
 export type JsonSchema = { [key: string]: unknown };
@@ -75,6 +75,9 @@ const codeKind = (names: readonly string[], max: number, what: string): JsonSche
 
 const dur = (ms: number | null) => (ms === null ? null : formatDuration(ms));
 
+/** A route's retryOn entry (same shape as a fault's code). */
+const GRPC_CODE_KIND = codeKind(CODE_NAMES, 16, 'A gRPC status code: 0 to 16 or its name, e.g. "UNAVAILABLE".');
+
 interface KeyDoc {
   readonly description: string;
   readonly kind?: JsonSchema;
@@ -101,6 +104,11 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: { type: ["string", "null"], pattern: withEnv("[\\s\\S]{16,}") },
     default: null,
   },
+  "admin.readyClusters": {
+    description: "/ready answers 200 only while each named cluster has a healthy endpoint (so a pod is not Ready before its app answers).",
+    default: [],
+  },
+  "admin.readyClusters[]": { description: "A cluster name.", kind: NAME },
   listeners: { description: "The h2c (plain-text HTTP/2) listeners gRPC clients connect to. At least one." },
   "listeners[].name": { description: "The listener's name, in logs and metric labels.", kind: NAME },
   "listeners[].address": { description: '"host:port" to listen on; IPv6 as "[::1]:8080"; port 0 = any free port.', kind: ADDRESS },
@@ -127,13 +135,38 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: formatSize(DEFAULTS.route.maxResponseMessageBytes),
   },
   "listeners[].routes[].faults": { description: "Fault rules for calls on this route.", default: [] },
+  "listeners[].routes[].retry": {
+    description: "The route's retry policy (null = none; transparent retries of attempts the upstream never processed happen anyway).",
+    default: null,
+  },
+  "listeners[].routes[].retry.retryOn": { description: "gRPC codes that are retried, from Trailers-Only or trailers after headers with no message.", default: ["UNAVAILABLE"] },
+  "listeners[].routes[].retry.retryOn[]": { description: 'A gRPC code: its name ("UNAVAILABLE") or number.', kind: GRPC_CODE_KIND },
+  "listeners[].routes[].retry.maxAttempts": { description: "Attempts in all, the first included.", kind: countKind(LIMITS.maxAttempts), default: DEFAULTS.retry.maxAttempts },
+  "listeners[].routes[].retry.perTryTimeout": {
+    description: "Each attempt's own time limit (null = only the call's deadline); a timed-out attempt is retried.",
+    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    default: null,
+  },
+  "listeners[].routes[].retry.backoff": { description: "Retry n waits random(0, min(base × 2^(n−1), max)); grpc-retry-pushback-ms overrides it." },
+  "listeners[].routes[].retry.backoff.base": { description: "The first retry's ceiling.", kind: durationKind(1), default: dur(DEFAULTS.retry.backoffBaseMs) },
+  "listeners[].routes[].retry.backoff.max": { description: "The largest ceiling.", kind: durationKind(1), default: dur(DEFAULTS.retry.backoffMaxMs) },
+  "listeners[].routes[].retry.bufferBytes": {
+    description: "Request bytes kept for replay; a request larger than this commits to its attempt (no retry).",
+    kind: sizeKind({ min: 0, max: 64 * 1024 * 1024 }),
+    default: formatSize(DEFAULTS.retry.bufferBytes),
+  },
+  "listeners[].routes[].retry.retryResetAfterRequest": {
+    description: "Also retry attempts reset after the whole request was sent (the upstream may have done the work: only for idempotent calls).",
+    kind: FLAG,
+    default: false,
+  },
   "listeners[].routes[].streamIdleTimeout": {
     description: "A call on this route on which nothing moves for this long ends with 14 UNAVAILABLE (decided_by stream_idle); null = the listener's.",
     kind: { ...durationKind(0), type: ["string", "number", "null"] },
     default: null,
   },
   "listeners[].maxConcurrentStreams": {
-    description: "SETTINGS_MAX_CONCURRENT_STREAMS advertised to clients.",
+    description: "Streams per client connection; more are refused with RST_STREAM REFUSED_STREAM (nghttp2 is told limit + max(limit, 100), so a client over the limit loses only its extra streams).",
     kind: countKind(LIMITS.maxConcurrentStreams),
     default: DEFAULTS.listener.maxConcurrentStreams,
   },
@@ -174,10 +207,67 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: durationKind(0),
     default: dur(DEFAULTS.listener.streamIdleTimeoutMs),
   },
+  "listeners[].maxConnectionAge": {
+    description: "A client connection older than this gets GOAWAY, so clients behind an L4 balancer rebalance (grpc-go's MaxConnectionAge); null = never.",
+    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    default: null,
+  },
+  "listeners[].maxConnectionAgeGrace": {
+    description: "How long calls may still run on a connection after its maxConnectionAge GOAWAY.",
+    kind: durationKind(0),
+    default: dur(DEFAULTS.listener.maxConnectionAgeGraceMs),
+  },
+  "listeners[].idleTimeout": {
+    description: "A client connection with no open stream for this long is closed (GOAWAY); null = never.",
+    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    default: null,
+  },
+  "listeners[].healthService": { description: "Answer grpc.health.v1 Check on this listener from the clusters' health.", kind: FLAG, default: false },
+  "listeners[].attemptsHeader": { description: "Add x-dojang-attempts (upstream attempts made) to every response.", kind: FLAG, default: false },
   clusters: { description: "Upstream gRPC servers (h2c), by name. At least one." },
   "clusters[].name": { description: "The cluster's name, used by routes and in metric labels.", kind: NAME },
-  "clusters[].endpoints": { description: 'The servers, "host:port" each (a real port, not 0); calls go round-robin.' },
-  "clusters[].endpoints[]": { description: 'An upstream "host:port"; IPv6 as "[::1]:50051".', kind: ADDRESS },
+  "clusters[].endpoints": { description: 'The servers, "host:port" each (a real port, not 0), or { address, weight }. Give endpoints or dns.' },
+  "clusters[].endpoints[]": {
+    description: 'An upstream "host:port" (IPv6 as "[::1]:50051"), or { address: "host:port", weight: 2 }.',
+    kind: {
+      anyOf: [
+        ADDRESS,
+        {
+          type: "object",
+          properties: { address: ADDRESS, weight: { ...countKind(LIMITS.weight), default: 1 } },
+          required: ["address"],
+          additionalProperties: false,
+        },
+      ],
+    },
+  },
+  "clusters[].endpoints[].address": { description: 'The endpoint, "host:port".', kind: ADDRESS },
+  "clusters[].endpoints[].weight": { description: "Its share of the calls, relative to the others (1..1000).", kind: countKind(LIMITS.weight), default: 1 },
+  "clusters[].dns": { description: 'A DNS name and port, "backend.default.svc:50051": its A/AAAA records are the endpoints (a headless Service).', kind: ADDRESS },
+  "clusters[].refreshInterval": { description: "How often dns is resolved again.", kind: durationKind(100), default: dur(DEFAULTS.cluster.dnsRefreshIntervalMs) },
+  "clusters[].lb": { description: "How calls are spread: round_robin, least_request (power of two choices) or random; weights apply to each.", kind: enumKind(LB_POLICIES), default: DEFAULTS.cluster.lb },
+  "clusters[].healthCheck": { description: "Active grpc.health.v1 Check of every endpoint (null = none); unhealthy endpoints get no calls unless all are.", default: null },
+  "clusters[].healthCheck.service": { description: 'The service asked about ("" = the server as a whole).', default: "" },
+  "clusters[].healthCheck.interval": { description: "Time between checks.", kind: durationKind(1), default: dur(DEFAULTS.cluster.healthCheck.intervalMs) },
+  "clusters[].healthCheck.timeout": { description: "A check not answered in this time fails.", kind: durationKind(1), default: dur(DEFAULTS.cluster.healthCheck.timeoutMs) },
+  "clusters[].healthCheck.unhealthyThreshold": { description: "Failed checks in a row that make an endpoint unhealthy.", kind: countKind(LIMITS.thresholds), default: DEFAULTS.cluster.healthCheck.unhealthyThreshold },
+  "clusters[].healthCheck.healthyThreshold": { description: "Passed checks in a row that make it healthy again.", kind: countKind(LIMITS.thresholds), default: DEFAULTS.cluster.healthCheck.healthyThreshold },
+  "clusters[].outlierDetection": { description: "Eject an endpoint after consecutive failures (null = off).", default: null },
+  "clusters[].outlierDetection.consecutiveFailures": { description: "Failures in a row (error statuses, resets, connect failures) that eject.", kind: countKind(LIMITS.thresholds), default: DEFAULTS.cluster.outlierDetection.consecutiveFailures },
+  "clusters[].outlierDetection.baseEjection": { description: "Ejection time = this × times ejected.", kind: durationKind(1), default: dur(DEFAULTS.cluster.outlierDetection.baseEjectionMs) },
+  "clusters[].outlierDetection.maxEjection": { description: "The longest ejection.", kind: durationKind(1), default: dur(DEFAULTS.cluster.outlierDetection.maxEjectionMs) },
+  "clusters[].outlierDetection.maxEjectionPercent": { description: "At most this share of the endpoints is ejected at once (never all).", kind: countKind(LIMITS.percent), default: DEFAULTS.cluster.outlierDetection.maxEjectionPercent },
+  "clusters[].circuitBreaker": { description: "Limits per cluster; a call over one ends at once with 14 UNAVAILABLE (decided_by overflow)." },
+  "clusters[].circuitBreaker.maxConnections": { description: "Upstream connections.", kind: countKind(LIMITS.breaker), default: DEFAULTS.cluster.circuitBreaker.maxConnections },
+  "clusters[].circuitBreaker.maxPendingCalls": { description: "Calls waiting for a connection or a stream slot.", kind: countKind(LIMITS.breaker), default: DEFAULTS.cluster.circuitBreaker.maxPendingCalls },
+  "clusters[].circuitBreaker.maxCalls": { description: "Calls in flight.", kind: countKind(LIMITS.breaker), default: DEFAULTS.cluster.circuitBreaker.maxCalls },
+  "clusters[].circuitBreaker.maxRetries": { description: "Retries in flight.", kind: countKind(LIMITS.breaker), default: DEFAULTS.cluster.circuitBreaker.maxRetries },
+  "clusters[].retryBudget": { description: "Retries are at most percent of the calls of the last 10 s, with a floor; kept across reloads." },
+  "clusters[].retryBudget.percent": { description: "Retries as a percentage of calls.", kind: countKind(LIMITS.budgetPercent), default: DEFAULTS.cluster.retryBudget.percent },
+  "clusters[].retryBudget.minRetriesPerSecond": { description: "Retries always allowed per second.", kind: countKind(LIMITS.retriesPerSecond), default: DEFAULTS.cluster.retryBudget.minRetriesPerSecond },
+  "clusters[].keepalive": { description: "PING each upstream connection (null = off); one not answered in timeout drops the connection.", default: null },
+  "clusters[].keepalive.interval": { description: "Time between PINGs.", kind: durationKind(1), default: dur(DEFAULTS.cluster.keepalive.intervalMs) },
+  "clusters[].keepalive.timeout": { description: "A PING not answered in this time drops the connection.", kind: durationKind(1), default: dur(DEFAULTS.cluster.keepalive.timeoutMs) },
   "clusters[].connectTimeout": {
     description: "How long connecting to an endpoint may take.",
     kind: durationKind(1),
@@ -227,6 +317,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: DEFAULTS.config.concurrentMarking,
   },
   faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
+  watchConfig: { description: "Reload the whole config when its file changes (CLI only), as SIGHUP and POST /reload do.", kind: FLAG, default: false },
 };
 
 const U32 = 2 ** 32 - 1;

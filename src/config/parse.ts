@@ -268,6 +268,15 @@ function crossReferenceIssues(doc: unknown): RawIssue[] {
     });
   }
 
+  // admin.readyClusters names clusters that exist.
+  if (Array.isArray(clustersValue) && clustersValue.length > 0) {
+    asArray(field(field(doc, "admin"), "readyClusters")).forEach((c, i) => {
+      if (typeof c === "string" && c !== "" && !clusterNames.has(c)) {
+        issues.push({ path: ["admin", "readyClusters", i], message: `unknown cluster ${JSON.stringify(c)}${didYouMean(c, clusterNames.keys())}` });
+      }
+    });
+  }
+
   // No two routes of one listener with the same match: the second could never be chosen.
   listeners.forEach((l, li) => {
     const seen = new Map<string, number>();

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { describeValue, didYouMean } from "./issues.js";
 import { parseDuration, parseHostPort, parseSize, type HostPort } from "./units.js";
+import { CODE_NAMES } from "../translate/codes.js";
 import type { FaultRule } from "./faults/model.js";
 import type { FaultSetSettings } from "./faults/parse.js";
 
@@ -37,6 +38,26 @@ export interface RouteConfig {
   readonly faults: readonly FaultRule[];
   /** `streamIdleTimeout` for calls on this route; null = the listener's */
   readonly streamIdleTimeoutMs: number | null;
+  /** `retry`: the route's retry policy; null = none (only transparent retries, which are
+   * always on: the upstream never processed those attempts) */
+  readonly retry: RetryConfig | null;
+}
+
+/** A route's `retry` block, normalized (see src/translate/retry.ts for the decision). */
+export interface RetryConfig {
+  /** gRPC codes retried (`retryOn`, names or numbers; default UNAVAILABLE) */
+  readonly retryOn: readonly number[];
+  /** attempts in all, the first included */
+  readonly maxAttempts: number;
+  /** each attempt's own time limit; null = only the call's deadline */
+  readonly perTryTimeoutMs: number | null;
+  /** `backoff.base` / `backoff.max`: retry n waits random(0, min(base × 2^(n−1), max)) */
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  /** request bytes kept for replay; past it the call commits to its attempt */
+  readonly bufferBytes: number;
+  /** retry attempts reset after the whole request was sent (the upstream may have done the work) */
+  readonly retryResetAfterRequest: boolean;
 }
 
 export interface ListenerConfig {
@@ -64,11 +85,57 @@ export interface ListenerConfig {
   /** `streamIdleTimeout`: a call on which no frame moves either way for this long ends with
    * 14 UNAVAILABLE (decided_by stream_idle); 0 = never. Envoy's default is 5 minutes. */
   readonly streamIdleTimeoutMs: number;
+  /** `maxConnectionAge`: a client connection older than this gets GOAWAY (so clients behind an
+   * L4 balancer rebalance, as grpc-go's MaxConnectionAge); null = never */
+  readonly maxConnectionAgeMs: number | null;
+  /** `maxConnectionAgeGrace`: how long its calls may still run after that GOAWAY */
+  readonly maxConnectionAgeGraceMs: number;
+  /** `idleTimeout`: a client connection with no open stream for this long is closed; null = never */
+  readonly idleTimeoutMs: number | null;
+  /** `healthService`: answer grpc.health.v1 Check on this listener from the clusters' health */
+  readonly healthService: boolean;
+  /** `attemptsHeader`: add x-dojang-attempts (upstream attempts made) to each response */
+  readonly attemptsHeader: boolean;
 }
+
+export const LB_POLICIES = ["round_robin", "least_request", "random"] as const;
+export type LbPolicy = (typeof LB_POLICIES)[number];
 
 export interface ClusterConfig {
   readonly name: string;
+  /** static endpoints (empty when `dns` is given) */
   readonly endpoints: readonly HostPort[];
+  /** each static endpoint's weight (same order; 1 unless written as { address, weight }) */
+  readonly endpointWeights: readonly number[];
+  /** `dns: "name:port"`: endpoints are the name's A/AAAA records, re-resolved every refreshInterval */
+  readonly dns: { readonly host: string; readonly port: number; readonly refreshIntervalMs: number } | null;
+  readonly lb: LbPolicy;
+  /** `healthCheck`: active grpc.health.v1 checks; null = none */
+  readonly healthCheck: {
+    readonly service: string;
+    readonly intervalMs: number;
+    readonly timeoutMs: number;
+    readonly unhealthyThreshold: number;
+    readonly healthyThreshold: number;
+  } | null;
+  /** `outlierDetection`: eject endpoints after consecutive failures; null = off */
+  readonly outlierDetection: {
+    readonly consecutiveFailures: number;
+    readonly baseEjectionMs: number;
+    readonly maxEjectionMs: number;
+    readonly maxEjectionPercent: number;
+  } | null;
+  /** `circuitBreaker`: overflow answers 14 at once (decided_by overflow) */
+  readonly circuitBreaker: {
+    readonly maxConnections: number;
+    readonly maxPendingCalls: number;
+    readonly maxCalls: number;
+    readonly maxRetries: number;
+  };
+  /** `retryBudget`: retries ≤ percent of the calls in a 10 s window, with a floor per second */
+  readonly retryBudget: { readonly percent: number; readonly minRetriesPerSecond: number };
+  /** `keepalive`: PING every interval, drop the session when one is not answered in timeout; null = off */
+  readonly keepalive: { readonly intervalMs: number; readonly timeoutMs: number } | null;
   /** `connectTimeout`. */
   readonly connectTimeoutMs: number;
   /** Open another session beyond min(this, the peer's SETTINGS_MAX_CONCURRENT_STREAMS). */
@@ -85,6 +152,8 @@ export interface AdminConfig {
   /** bearer token required on every admin mutation; required when mutations are on and the
    * address is not loopback. Never logged or shown on /config. */
   readonly token: string | null;
+  /** `readyClusters`: /ready answers 200 only while each named cluster has a healthy endpoint */
+  readonly readyClusters: readonly string[];
 }
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -115,6 +184,8 @@ export interface Config {
   readonly concurrentMarking: ConcurrentMarkingMode;
   /** the fault rule set's seed (percentages replay identically) and concurrency cap */
   readonly faultInjection: FaultSetSettings;
+  /** `watchConfig`: reload when the config file changes (CLI only) */
+  readonly watchConfig: boolean;
 }
 
 // === defaults ===
@@ -138,8 +209,32 @@ export const DEFAULTS = Object.freeze({
     maxSessionMemoryMiB: 64,
     // Envoy's stream_idle_timeout default (5 minutes).
     streamIdleTimeoutMs: 300_000,
+    maxConnectionAgeMs: null,
+    maxConnectionAgeGraceMs: 10_000,
+    idleTimeoutMs: null,
+    healthService: false,
+    attemptsHeader: false,
+  }),
+  // gRFC A6 and Envoy's router: UNAVAILABLE only, 25 ms base, 10 × base cap.
+  retry: Object.freeze({
+    retryOn: Object.freeze(["UNAVAILABLE"]),
+    maxAttempts: 3,
+    perTryTimeoutMs: null,
+    backoffBaseMs: 25,
+    backoffMaxMs: 250,
+    bufferBytes: 64 * 1024,
+    retryResetAfterRequest: false,
   }),
   cluster: Object.freeze({
+    lb: "round_robin" as LbPolicy,
+    dnsRefreshIntervalMs: 5000,
+    // Envoy's circuit-breaker defaults.
+    circuitBreaker: Object.freeze({ maxConnections: 1024, maxPendingCalls: 1024, maxCalls: 1024, maxRetries: 3 }),
+    // linkerd's retry budget: 20 % with 10 retries a second always allowed.
+    retryBudget: Object.freeze({ percent: 20, minRetriesPerSecond: 10 }),
+    healthCheck: Object.freeze({ service: "", intervalMs: 5000, timeoutMs: 1000, unhealthyThreshold: 3, healthyThreshold: 2 }),
+    outlierDetection: Object.freeze({ consecutiveFailures: 5, baseEjectionMs: 30_000, maxEjectionMs: 300_000, maxEjectionPercent: 50 }),
+    keepalive: Object.freeze({ intervalMs: 30_000, timeoutMs: 10_000 }),
     connectTimeoutMs: 5000,
     maxConcurrentStreamsPerSession: 1000,
     maxSessionsPerEndpoint: 8,
@@ -155,6 +250,7 @@ export const DEFAULTS = Object.freeze({
     journal: 0,
     shrinkHeapWhenIdleMs: 0,
     concurrentMarking: "auto" as ConcurrentMarkingMode,
+    watchConfig: false,
   }),
 });
 
@@ -183,6 +279,14 @@ export const LIMITS = Object.freeze({
   maxSessionsPerEndpoint: { min: 1, max: 1024 },
   // Ours: one worker per core on any machine we expect.
   workers: { min: 1, max: 64 },
+  // gRFC A6 caps maxAttempts at 5; ours allows 10.
+  maxAttempts: { min: 1, max: 10 },
+  weight: { min: 1, max: 1000 },
+  thresholds: { min: 1, max: 100 },
+  percent: { min: 0, max: 100 },
+  budgetPercent: { min: 0, max: 1000 },
+  breaker: { min: 1, max: 1_000_000 },
+  retriesPerSecond: { min: 0, max: 100_000 },
   // Names show up in logs and metric labels.
   nameLength: { min: 1, max: 64 },
 });
@@ -320,6 +424,18 @@ const nonEmptyText = (what: string) =>
     .min(1, "must not be empty")
     .refine((s) => !/\s/.test(s), { error: (iss) => `${describeValue(iss.input)} must not contain whitespace` });
 
+/** A gRPC status code: its name (case-insensitive, as in doc/statuscodes.md) or number 0..16. */
+const grpcCode = z
+  .union([z.string(), z.number()], { error: expected('a gRPC code like "UNAVAILABLE" or 14') })
+  .transform((v, ctx): number => {
+    if (typeof v === "number" ? Number.isInteger(v) && v >= 0 && v <= 16 : false) return v as number;
+    const i = typeof v === "string" ? CODE_NAMES.indexOf(v.trim().toUpperCase()) : -1;
+    if (i >= 0 && i <= 16) return i;
+    if (typeof v === "string" && /^\s*\d+\s*$/.test(v) && Number(v) <= 16) return Number(v);
+    ctx.issues.push({ code: "custom", message: `unknown gRPC code ${describeValue(v)}: expected a name like UNAVAILABLE or a number 0 to 16${typeof v === "string" ? didYouMean(v.toUpperCase(), CODE_NAMES.slice(0, 17)) : ""}`, input: v });
+    return z.NEVER;
+  });
+
 // === object schemas (strict: an unknown key is an error) ===
 
 const MATCH_KINDS = ["prefix", "path", "service"] as const;
@@ -364,6 +480,38 @@ const routeMatch = z
     return out;
   });
 
+const retry = z
+  .strictObject(
+    {
+      retryOn: z.array(grpcCode, { error: expected("a list of gRPC codes") }).min(1, "needs at least one code").default([14 /* UNAVAILABLE */]),
+      maxAttempts: count(LIMITS.maxAttempts).default(DEFAULTS.retry.maxAttempts),
+      perTryTimeout: durationMs(1).nullable().default(DEFAULTS.retry.perTryTimeoutMs),
+      backoff: z
+        .strictObject(
+          { base: durationMs(1).default(DEFAULTS.retry.backoffBaseMs), max: durationMs(1).default(DEFAULTS.retry.backoffMaxMs) },
+          { error: expected("a mapping like { base: 25ms, max: 250ms }") },
+        )
+        .default({ base: DEFAULTS.retry.backoffBaseMs, max: DEFAULTS.retry.backoffMaxMs }),
+      bufferBytes: sizeBytes({ min: 0, max: 64 * MiB }).default(DEFAULTS.retry.bufferBytes),
+      retryResetAfterRequest: flag.default(DEFAULTS.retry.retryResetAfterRequest),
+    },
+    { error: expected("a retry mapping like { retryOn: [UNAVAILABLE], maxAttempts: 3 }") },
+  )
+  .superRefine((r, ctx) => {
+    if (r.backoff.max < r.backoff.base) ctx.addIssue({ code: "custom", path: ["backoff", "max"], message: `must be at least backoff.base (${r.backoff.base}ms)` });
+  })
+  .transform(
+    (r): RetryConfig => ({
+      retryOn: [...new Set(r.retryOn)],
+      maxAttempts: r.maxAttempts,
+      perTryTimeoutMs: r.perTryTimeout,
+      backoffBaseMs: r.backoff.base,
+      backoffMaxMs: r.backoff.max,
+      bufferBytes: r.bufferBytes,
+      retryResetAfterRequest: r.retryResetAfterRequest,
+    }),
+  );
+
 const route = z.strictObject(
   {
     match: routeMatch,
@@ -374,6 +522,7 @@ const route = z.strictObject(
     // Rules are validated by the fault filter's own parser (parse.ts, after this schema).
     faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
     streamIdleTimeout: durationMs(0).nullable().default(null),
+    retry: retry.nullable().default(null),
   },
   { error: expected("a route mapping") },
 );
@@ -393,32 +542,119 @@ const listener = z.strictObject(
     faultHeaders: flag.default(false),
     faultTrailer: flag.default(false),
     streamIdleTimeout: durationMs(0).default(DEFAULTS.listener.streamIdleTimeoutMs),
+    maxConnectionAge: durationMs(1).nullable().default(DEFAULTS.listener.maxConnectionAgeMs),
+    maxConnectionAgeGrace: durationMs(0).default(DEFAULTS.listener.maxConnectionAgeGraceMs),
+    idleTimeout: durationMs(1).nullable().default(DEFAULTS.listener.idleTimeoutMs),
+    healthService: flag.default(DEFAULTS.listener.healthService),
+    attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
   },
   { error: expected("a listener mapping") },
 );
 
-const cluster = z.strictObject(
-  {
-    name,
-    endpoints: z
-      .array(hostPort(false), { error: expected('a list of "host:port" endpoints') })
-      .min(1, "needs at least one endpoint"),
-    connectTimeout: durationMs(1).default(DEFAULTS.cluster.connectTimeoutMs),
-    maxConcurrentStreamsPerSession: count(LIMITS.maxConcurrentStreamsPerSession).default(
-      DEFAULTS.cluster.maxConcurrentStreamsPerSession,
-    ),
-    maxSessionsPerEndpoint: count(LIMITS.maxSessionsPerEndpoint).default(DEFAULTS.cluster.maxSessionsPerEndpoint),
-    initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.cluster.initialWindowSize),
-    connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.cluster.connectionWindowSize),
-  },
-  { error: expected("a cluster mapping") },
+/** An endpoint: "host:port", or { address: "host:port", weight } for weighted balancing. */
+const endpointString = hostPort(false);
+const endpointObject = z.strictObject(
+  { address: hostPort(false), weight: count(LIMITS.weight).default(1) },
+  { error: expected('{ address: "host:port", weight: 2 }') },
 );
+const endpoint = z
+  .union([z.string(), z.record(z.string(), z.unknown())], { error: expected('an endpoint "host:port" or { address, weight }') })
+  .transform((v, ctx): { hp: HostPort; weight: number } => {
+    // Each form reports its own issues (a union would only say "neither").
+    const r = typeof v === "string" ? endpointString.safeParse(v) : endpointObject.safeParse(v);
+    if (!r.success) {
+      for (const iss of r.error.issues) ctx.issues.push({ code: "custom", message: iss.message, input: v, path: iss.path as PropertyKey[] });
+      return z.NEVER;
+    }
+    return typeof r.data === "object" && "address" in r.data ? { hp: r.data.address, weight: r.data.weight } : { hp: r.data as HostPort, weight: 1 };
+  });
+
+const healthCheck = z.strictObject(
+  {
+    service: z.string({ error: expected("a service name (\"\" for the whole server)") }).default(DEFAULTS.cluster.healthCheck.service),
+    interval: durationMs(1).default(DEFAULTS.cluster.healthCheck.intervalMs),
+    timeout: durationMs(1).default(DEFAULTS.cluster.healthCheck.timeoutMs),
+    unhealthyThreshold: count(LIMITS.thresholds).default(DEFAULTS.cluster.healthCheck.unhealthyThreshold),
+    healthyThreshold: count(LIMITS.thresholds).default(DEFAULTS.cluster.healthCheck.healthyThreshold),
+  },
+  { error: expected("a mapping like { interval: 5s, timeout: 1s }") },
+);
+
+const outlierDetection = z.strictObject(
+  {
+    consecutiveFailures: count(LIMITS.thresholds).default(DEFAULTS.cluster.outlierDetection.consecutiveFailures),
+    baseEjection: durationMs(1).default(DEFAULTS.cluster.outlierDetection.baseEjectionMs),
+    maxEjection: durationMs(1).default(DEFAULTS.cluster.outlierDetection.maxEjectionMs),
+    maxEjectionPercent: count(LIMITS.percent).default(DEFAULTS.cluster.outlierDetection.maxEjectionPercent),
+  },
+  { error: expected("a mapping like { consecutiveFailures: 5, baseEjection: 30s }") },
+);
+
+const circuitBreaker = z.strictObject(
+  {
+    maxConnections: count(LIMITS.breaker).default(DEFAULTS.cluster.circuitBreaker.maxConnections),
+    maxPendingCalls: count(LIMITS.breaker).default(DEFAULTS.cluster.circuitBreaker.maxPendingCalls),
+    maxCalls: count(LIMITS.breaker).default(DEFAULTS.cluster.circuitBreaker.maxCalls),
+    maxRetries: count(LIMITS.breaker).default(DEFAULTS.cluster.circuitBreaker.maxRetries),
+  },
+  { error: expected("a mapping like { maxCalls: 1024 }") },
+);
+
+const retryBudget = z.strictObject(
+  {
+    percent: count(LIMITS.budgetPercent).default(DEFAULTS.cluster.retryBudget.percent),
+    minRetriesPerSecond: count(LIMITS.retriesPerSecond).default(DEFAULTS.cluster.retryBudget.minRetriesPerSecond),
+  },
+  { error: expected("a mapping like { percent: 20, minRetriesPerSecond: 10 }") },
+);
+
+const keepalive = z.strictObject(
+  {
+    interval: durationMs(1).default(DEFAULTS.cluster.keepalive.intervalMs),
+    timeout: durationMs(1).default(DEFAULTS.cluster.keepalive.timeoutMs),
+  },
+  { error: expected("a mapping like { interval: 30s, timeout: 10s }") },
+);
+
+const cluster = z
+  .strictObject(
+    {
+      name,
+      endpoints: z.array(endpoint, { error: expected('a list of "host:port" endpoints') }).min(1, "needs at least one endpoint").optional(),
+      dns: hostPort(false).optional(),
+      refreshInterval: durationMs(100).default(DEFAULTS.cluster.dnsRefreshIntervalMs),
+      lb: oneOf(LB_POLICIES, "lb policy").default(DEFAULTS.cluster.lb),
+      healthCheck: healthCheck.nullable().default(null),
+      outlierDetection: outlierDetection.nullable().default(null),
+      circuitBreaker: circuitBreaker.default({ ...DEFAULTS.cluster.circuitBreaker }),
+      retryBudget: retryBudget.default({ ...DEFAULTS.cluster.retryBudget }),
+      keepalive: keepalive.nullable().default(null),
+      connectTimeout: durationMs(1).default(DEFAULTS.cluster.connectTimeoutMs),
+      maxConcurrentStreamsPerSession: count(LIMITS.maxConcurrentStreamsPerSession).default(
+        DEFAULTS.cluster.maxConcurrentStreamsPerSession,
+      ),
+      maxSessionsPerEndpoint: count(LIMITS.maxSessionsPerEndpoint).default(DEFAULTS.cluster.maxSessionsPerEndpoint),
+      initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.cluster.initialWindowSize),
+      connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.cluster.connectionWindowSize),
+    },
+    { error: expected("a cluster mapping") },
+  )
+  .superRefine((c, ctx) => {
+    if ((c.endpoints === undefined) === (c.dns === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: c.endpoints === undefined ? ["endpoints"] : ["dns"],
+        message: c.endpoints === undefined ? 'needs endpoints (a list of "host:port") or dns ("name:port")' : "give endpoints or dns, not both",
+      });
+    }
+  });
 
 const admin = z
   .strictObject(
     {
       address: hostPort(true),
       mutations: flag.default(false),
+      readyClusters: z.array(name, { error: expected("a list of cluster names") }).default([]),
       token: z.string({ error: (iss) => (iss.input === undefined ? "is required" : "expected a bearer token as text (the value given is not shown: it may be a secret)") }).min(16, "must be at least 16 characters").nullable().default(null),
     },
     { error: expected("a mapping like { address: 127.0.0.1:9901 }") },
@@ -455,6 +691,7 @@ const document = z.strictObject(
     shrinkHeapWhenIdle: durationMs(0).default(DEFAULTS.config.shrinkHeapWhenIdleMs),
     concurrentMarking: concurrentMarking.default(DEFAULTS.config.concurrentMarking),
     faultInjection: z.unknown().optional(),
+    watchConfig: flag.default(DEFAULTS.config.watchConfig),
   },
   { error: expected("a mapping with listeners and clusters") },
 );
@@ -475,6 +712,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
         // Raw here; parse.ts replaces them with parsed rules before the Config is frozen.
         faults: r.faults as unknown as readonly FaultRule[],
         streamIdleTimeoutMs: r.streamIdleTimeout,
+        retry: r.retry,
       })),
       maxConcurrentStreams: l.maxConcurrentStreams,
       maxHeaderListPairs: l.maxHeaderListPairs,
@@ -486,10 +724,40 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       faultHeaders: l.faultHeaders,
       faultTrailer: l.faultTrailer,
       streamIdleTimeoutMs: l.streamIdleTimeout,
+      maxConnectionAgeMs: l.maxConnectionAge,
+      maxConnectionAgeGraceMs: l.maxConnectionAgeGrace,
+      idleTimeoutMs: l.idleTimeout,
+      healthService: l.healthService,
+      attemptsHeader: l.attemptsHeader,
     })),
     clusters: d.clusters.map((c) => ({
       name: c.name,
-      endpoints: c.endpoints,
+      endpoints: (c.endpoints ?? []).map((e) => e.hp),
+      endpointWeights: (c.endpoints ?? []).map((e) => e.weight),
+      dns: c.dns === undefined ? null : { host: c.dns.host, port: c.dns.port, refreshIntervalMs: c.refreshInterval },
+      lb: c.lb,
+      healthCheck:
+        c.healthCheck === null
+          ? null
+          : {
+              service: c.healthCheck.service,
+              intervalMs: c.healthCheck.interval,
+              timeoutMs: c.healthCheck.timeout,
+              unhealthyThreshold: c.healthCheck.unhealthyThreshold,
+              healthyThreshold: c.healthCheck.healthyThreshold,
+            },
+      outlierDetection:
+        c.outlierDetection === null
+          ? null
+          : {
+              consecutiveFailures: c.outlierDetection.consecutiveFailures,
+              baseEjectionMs: c.outlierDetection.baseEjection,
+              maxEjectionMs: c.outlierDetection.maxEjection,
+              maxEjectionPercent: c.outlierDetection.maxEjectionPercent,
+            },
+      circuitBreaker: c.circuitBreaker,
+      retryBudget: c.retryBudget,
+      keepalive: c.keepalive === null ? null : { intervalMs: c.keepalive.interval, timeoutMs: c.keepalive.timeout },
       connectTimeoutMs: c.connectTimeout,
       maxConcurrentStreamsPerSession: c.maxConcurrentStreamsPerSession,
       maxSessionsPerEndpoint: c.maxSessionsPerEndpoint,
@@ -504,6 +772,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
     shrinkHeapWhenIdleMs: d.shrinkHeapWhenIdle,
     concurrentMarking: d.concurrentMarking,
     faultInjection: d.faultInjection as unknown as FaultSetSettings,
+    watchConfig: d.watchConfig,
   }),
 );
 

@@ -1,6 +1,6 @@
 // The downstream side: one node:http2 h2c server per configured listener (core stream API,
 // not the compatibility API), its session limits, and GOAWAY on drain.
-import http2, { type Http2Server, type ServerHttp2Session } from "node:http2";
+import http2, { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
@@ -59,6 +59,32 @@ function probeFailed(s: GuardedSession, err: Error): void {
   if (!s.destroyed) sessionDestroy!.call(s, err);
 }
 
+/**
+ * Streams over the limit (issue 10 item 10). nghttp2 treats a stream over an *acknowledged*
+ * SETTINGS_MAX_CONCURRENT_STREAMS as a connection error (GOAWAY PROTOCOL_ERROR, every call on
+ * the connection lost; nghttp2 issue 687), and node advertises exactly what nghttp2 enforces.
+ * So nghttp2 is given more room than the configured limit (advertisedStreams), and dojang
+ * itself refuses each stream above `maxConcurrentStreams` with RST_STREAM(REFUSED_STREAM): the
+ * client loses only its extra streams, as with nginx and HAProxy, and a REFUSED_STREAM is safe
+ * for any gRPC client to retry (the call was never processed). Only a client that ignores
+ * even the advertised number loses its own connection. One counter per session, a module-level
+ * close listener: no closure per stream.
+ */
+export function advertisedStreams(limit: number): number {
+  return Math.min(0xffffffff, limit + Math.max(limit, 100));
+}
+const kOpen = Symbol("dojang.openStreams");
+const kCounted = Symbol("dojang.countedSession");
+type CountedSession = ServerHttp2Session & { [kOpen]?: number };
+type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession };
+
+function ignoreError(): void {}
+
+function onCountedStreamClose(this: CountedStream): void {
+  const s = this[kCounted];
+  if (s !== undefined) s[kOpen]!--;
+}
+
 export class Listener {
   readonly server: Http2Server;
   readonly sessions = new Set<ServerHttp2Session>();
@@ -74,7 +100,7 @@ export class Listener {
     this.ctx = ctx;
     const server = http2.createServer({
       settings: {
-        maxConcurrentStreams: cfg.maxConcurrentStreams,
+        maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
         initialWindowSize: cfg.initialWindowSize,
         maxHeaderListSize: cfg.maxHeaderListSize,
         enablePush: false,
@@ -108,7 +134,25 @@ export class Listener {
         }
       });
     });
-    server.on("stream", (stream, headers, flags, rawHeaders) => handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]));
+    const limit = cfg.maxConcurrentStreams;
+    server.on("stream", (stream: CountedStream, headers, flags, rawHeaders) => {
+      const sess = stream.session as CountedSession | undefined;
+      if (sess !== undefined) {
+        const open = (sess[kOpen] ?? 0) + 1;
+        sess[kOpen] = open;
+        stream[kCounted] = sess;
+        stream.on("close", onCountedStreamClose);
+        if (open > limit) {
+          ctx.metrics.refusedStreams.inc();
+          // node reports the reset it sends as the stream's 'error': without a listener it would
+          // be thrown, and end the process
+          stream.on("error", ignoreError);
+          stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+          return;
+        }
+      }
+      handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]);
+    });
     server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: cfg.name }, "client session error"));
   }
 

@@ -127,7 +127,7 @@ describe("env expansion in a config", () => {
     expect(l?.routes[0]?.maxRequestMessageBytes).toBe(65536);
     expect(l?.routes[0]?.match).toEqual({ prefix: "/" });
     expect(r.config.clusters[0]?.endpoints).toEqual([{ host: "10.1.2.3", port: 50051 }]);
-    expect(r.config.admin).toEqual({ address: { host: "127.0.0.1", port: 9901 }, mutations: false, token: null });
+    expect(r.config.admin).toEqual({ address: { host: "127.0.0.1", port: 9901 }, mutations: false, token: null, readyClusters: [] });
     expect(r.config.workers).toBe(2);
     expect(r.config.accessLog).toBe(false);
     expect(r.config.logLevel).toBe("debug");

@@ -20,11 +20,11 @@ describe("config/dojang.yaml", () => {
   });
 
   it("is the documented default: h2c listener 127.0.0.1:8080, admin :9901, backend at :50051, prefix / with 30s and 4 MiB", () => {
-    expect(DEFAULT_CONFIG.admin).toEqual({ address: { host: "127.0.0.1", port: 9901 }, mutations: false, token: null });
+    expect(DEFAULT_CONFIG.admin).toEqual({ address: { host: "127.0.0.1", port: 9901 }, mutations: false, token: null, readyClusters: [] });
     expect(DEFAULT_CONFIG.listeners).toHaveLength(1);
     expect(DEFAULT_CONFIG.listeners[0]?.address).toEqual({ host: "127.0.0.1", port: 8080 });
     expect(DEFAULT_CONFIG.listeners[0]?.routes).toEqual([
-      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 30_000, maxRequestMessageBytes: 4194304, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null },
+      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 30_000, maxRequestMessageBytes: 4194304, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null, retry: null },
     ]);
     expect(DEFAULT_CONFIG.clusters.map((c) => [c.name, c.endpoints])).toEqual([["backend", [{ host: "127.0.0.1", port: 50051 }]]]);
     expect(Object.isFrozen(DEFAULT_CONFIG.listeners[0]?.routes[0])).toBe(true);

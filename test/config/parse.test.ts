@@ -44,6 +44,7 @@ describe("parseConfigText(): a valid config", () => {
               maxResponseMessageBytes: 4194304,
               faults: [],
               streamIdleTimeoutMs: null,
+              retry: null,
             },
           ],
           maxConcurrentStreams: 1000,
@@ -56,12 +57,25 @@ describe("parseConfigText(): a valid config", () => {
           faultHeaders: false,
           faultTrailer: false,
           streamIdleTimeoutMs: 300000,
+          maxConnectionAgeMs: null,
+          maxConnectionAgeGraceMs: 10000,
+          idleTimeoutMs: null,
+          healthService: false,
+          attemptsHeader: false,
         },
       ],
       clusters: [
         {
           name: "backend",
           endpoints: [{ host: "127.0.0.1", port: 50051 }],
+          endpointWeights: [1],
+          dns: null,
+          lb: "round_robin",
+          healthCheck: null,
+          outlierDetection: null,
+          circuitBreaker: { maxConnections: 1024, maxPendingCalls: 1024, maxCalls: 1024, maxRetries: 3 },
+          retryBudget: { percent: 20, minRetriesPerSecond: 10 },
+          keepalive: null,
           connectTimeoutMs: 5000,
           maxConcurrentStreamsPerSession: 1000,
           maxSessionsPerEndpoint: 8,
@@ -77,6 +91,7 @@ describe("parseConfigText(): a valid config", () => {
       shrinkHeapWhenIdleMs: 0,
       concurrentMarking: "auto",
       faultInjection: { seed: 0, maxActiveFaults: null },
+      watchConfig: false,
     } satisfies Config);
   });
 
@@ -132,7 +147,7 @@ clusters:
     initialWindowSize: 64KiB
     connectionWindowSize: 2MiB
 `);
-    expect(c.admin).toEqual({ address: { host: "::1", port: 9901 }, mutations: false, token: null });
+    expect(c.admin).toEqual({ address: { host: "::1", port: 9901 }, mutations: false, token: null, readyClusters: [] });
     expect(c.drainTimeoutMs).toBe(90_000);
     expect(c.workers).toBe(4);
     expect(c.logLevel).toBe("warn");
@@ -160,12 +175,94 @@ clusters:
         { host: "localhost", port: 1 },
         { host: "::1", port: 2 },
       ],
+      endpointWeights: [1, 1],
+      dns: null,
+      lb: "round_robin",
+      healthCheck: null,
+      outlierDetection: null,
+      circuitBreaker: { maxConnections: 1024, maxPendingCalls: 1024, maxCalls: 1024, maxRetries: 3 },
+      retryBudget: { percent: 20, minRetriesPerSecond: 10 },
+      keepalive: null,
       connectTimeoutMs: 1500,
       maxConcurrentStreamsPerSession: 100,
       maxSessionsPerEndpoint: 2,
       initialWindowSize: 65536,
       connectionWindowSize: 2 * 1024 * 1024,
     });
+  });
+
+  it("reads the retry, balancing, health, ejection, breaker, budget, keepalive and connection keys", () => {
+    const c = parse(`
+admin: { address: "127.0.0.1:0", readyClusters: [a] }
+watchConfig: true
+listeners:
+  - name: l
+    address: 127.0.0.1:0
+    maxConnectionAge: 5m
+    maxConnectionAgeGrace: 30s
+    idleTimeout: 1h
+    healthService: true
+    attemptsHeader: true
+    routes:
+      - match: { prefix: / }
+        cluster: a
+        retry: { retryOn: [UNAVAILABLE, resource_exhausted, 13, UNAVAILABLE], maxAttempts: 4, perTryTimeout: 1s, backoff: { base: 10ms, max: 1s }, bufferBytes: 16KiB, retryResetAfterRequest: true }
+      - match: { service: x.Y }
+        cluster: b
+        retry: {}
+clusters:
+  - name: a
+    endpoints: ["127.0.0.1:1", { address: "127.0.0.1:2", weight: 3 }]
+    lb: LEAST_REQUEST
+    healthCheck: { service: pkg.Svc, interval: 2s, timeout: 500ms, unhealthyThreshold: 2, healthyThreshold: 1 }
+    outlierDetection: { consecutiveFailures: 3, baseEjection: 10s, maxEjection: 1m, maxEjectionPercent: 34 }
+    circuitBreaker: { maxConnections: 10, maxPendingCalls: 20, maxCalls: 30, maxRetries: 4 }
+    retryBudget: { percent: 50, minRetriesPerSecond: 0 }
+    keepalive: { interval: 20s, timeout: 2s }
+  - name: b
+    dns: backend.default.svc:50051
+    refreshInterval: 1s
+    healthCheck: {}
+`);
+    expect(c.admin?.readyClusters).toEqual(["a"]);
+    expect(c.watchConfig).toBe(true);
+    const l = c.listeners[0]!;
+    expect([l.maxConnectionAgeMs, l.maxConnectionAgeGraceMs, l.idleTimeoutMs, l.healthService, l.attemptsHeader]).toEqual([300_000, 30_000, 3_600_000, true, true]);
+    expect(l.routes[0]?.retry).toEqual({ retryOn: [14, 8, 13], maxAttempts: 4, perTryTimeoutMs: 1000, backoffBaseMs: 10, backoffMaxMs: 1000, bufferBytes: 16384, retryResetAfterRequest: true });
+    expect(l.routes[1]?.retry).toEqual({ retryOn: [14], maxAttempts: 3, perTryTimeoutMs: null, backoffBaseMs: 25, backoffMaxMs: 250, bufferBytes: 65536, retryResetAfterRequest: false });
+    const [a, b] = c.clusters;
+    expect(a).toMatchObject({
+      endpoints: [{ host: "127.0.0.1", port: 1 }, { host: "127.0.0.1", port: 2 }],
+      endpointWeights: [1, 3],
+      dns: null,
+      lb: "least_request",
+      healthCheck: { service: "pkg.Svc", intervalMs: 2000, timeoutMs: 500, unhealthyThreshold: 2, healthyThreshold: 1 },
+      outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 10_000, maxEjectionMs: 60_000, maxEjectionPercent: 34 },
+      circuitBreaker: { maxConnections: 10, maxPendingCalls: 20, maxCalls: 30, maxRetries: 4 },
+      retryBudget: { percent: 50, minRetriesPerSecond: 0 },
+      keepalive: { intervalMs: 20_000, timeoutMs: 2000 },
+    });
+    expect(b).toMatchObject({ endpoints: [], endpointWeights: [], dns: { host: "backend.default.svc", port: 50051, refreshIntervalMs: 1000 } });
+    expect(b?.healthCheck).toEqual({ service: "", intervalMs: 5000, timeoutMs: 1000, unhealthyThreshold: 3, healthyThreshold: 2 });
+  });
+
+  it.each([
+    ["an unknown code in retryOn", "retry: { retryOn: [UNAVAILBLE] }", 'listeners[0].routes[0].retry.retryOn[0]: unknown gRPC code "UNAVAILBLE": expected a name like UNAVAILABLE or a number 0 to 16 (did you mean "UNAVAILABLE"?)'],
+    ["backoff.max below base", "retry: { backoff: { base: 1s, max: 10ms } }", "listeners[0].routes[0].retry.backoff.max: must be at least backoff.base (1000ms)"],
+    ["maxAttempts 0", "retry: { maxAttempts: 0 }", "listeners[0].routes[0].retry.maxAttempts: 0 is out of range (1 to 10)"],
+  ])("refuses %s", (_n, line, want) => {
+    const r = parseConfigText(`listeners:\n  - name: l\n    address: 127.0.0.1:0\n    routes:\n      - match: { prefix: / }\n        cluster: a\n        ${line}\nclusters:\n  - name: a\n    endpoints: ["127.0.0.1:1"]\n`, {});
+    expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([want]);
+  });
+
+  it("refuses a cluster with both endpoints and dns, a weight out of range, and an unknown ready cluster", () => {
+    const r = parseConfigText(`admin: { address: "127.0.0.1:0", readyClusters: [nope] }\nlisteners:\n  - name: l\n    address: 127.0.0.1:0\n    routes: [{ match: { prefix: / }, cluster: a }]\nclusters:\n  - name: a\n    endpoints: [{ address: "127.0.0.1:1", weight: 0 }]\n    dns: x:1\n`, {});
+    expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'admin.readyClusters[0]: unknown cluster "nope"',
+      "clusters[0].endpoints[0].weight: 0 is out of range (1 to 1000)",
+    ]);
+    const both = parseConfigText(`listeners:\n  - name: l\n    address: 127.0.0.1:0\n    routes: [{ match: { prefix: / }, cluster: a }]\nclusters:\n  - name: a\n    endpoints: ["127.0.0.1:1"]\n    dns: x:1\n`, {});
+    expect(both.ok ? [] : both.issues.map((i) => `${i.path}: ${i.message}`)).toEqual(["clusters[0].dns: give endpoints or dns, not both"]);
   });
 
   it("leaves absent match keys absent (not undefined)", () => {
@@ -335,7 +432,7 @@ describe("parseConfigText(): every issue, with its key path", () => {
     ]],
     ["admin without address", config({ top: "admin: {}" }), ["admin.address: is required"]],
     // --- required keys, lists, shapes
-    ["missing endpoints", config({ clusters: "\n  - name: backend" }), ["clusters[0].endpoints: is required"]],
+    ["missing endpoints", config({ clusters: "\n  - name: backend" }), ['clusters[0].endpoints: needs endpoints (a list of "host:port") or dns ("name:port")']],
     ["empty endpoints", config({ clusters: "\n  - { name: backend, endpoints: [] }" }), ["clusters[0].endpoints: needs at least one endpoint"]],
     ["endpoints not a list", config({ clusters: '\n  - { name: backend, endpoints: "127.0.0.1:1" }' }), [
       'clusters[0].endpoints: expected a list of "host:port" endpoints, got "127.0.0.1:1"',

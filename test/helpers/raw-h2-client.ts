@@ -26,6 +26,8 @@ export interface RawH2Client {
   readonly closed: boolean;
   /** the peer's SETTINGS ACK for ours has arrived */
   readonly settingsAcked: boolean;
+  /** the peer's first SETTINGS frame, identifier → value */
+  readonly peerSettings: ReadonlyMap<number, number> | undefined;
   /** HEADERS (END_HEADERS set) on `streamId`; `endStream` sets END_STREAM */
   headers(streamId: number, fields: readonly (readonly [string, string])[], endStream?: boolean): void;
   data(streamId: number, payload: Buffer, endStream?: boolean): void;
@@ -74,6 +76,7 @@ export async function connectRawH2(address: string, opts: RawH2Options = {}): Pr
   let closed = false;
   let acked = false;
   let peerSettingsSeen = false;
+  let peerSettings: Map<number, number> | undefined;
   const hold = opts.holdSettingsAck === true;
   sock.on("error", () => {});
   sock.on("close", () => (closed = true));
@@ -81,6 +84,10 @@ export async function connectRawH2(address: string, opts: RawH2Options = {}): Pr
     for (const f of reader.push(d)) {
       frames.push(f);
       if (f.type === FRAME.SETTINGS) {
+        if ((f.flags & FLAG_ACK) === 0 && peerSettings === undefined && f.payload !== undefined) {
+          peerSettings = new Map();
+          for (let o = 0; o + 6 <= f.payload.length; o += 6) peerSettings.set(f.payload.readUInt16BE(o), f.payload.readUInt32BE(o + 2));
+        }
         if ((f.flags & FLAG_ACK) !== 0) acked = true;
         else if (hold) peerSettingsSeen = true;
         else sock.write(encodeFrame(FRAME.SETTINGS, FLAG_ACK, 0));
@@ -106,6 +113,9 @@ export async function connectRawH2(address: string, opts: RawH2Options = {}): Pr
     },
     get settingsAcked() {
       return acked;
+    },
+    get peerSettings() {
+      return peerSettings;
     },
     headers: (id, fields, endStream = false) =>
       sock.write(encodeFrame(FRAME.HEADERS, FLAG_END_HEADERS | (endStream ? FLAG_END_STREAM : 0), id, encodeHeaderBlock(fields))),

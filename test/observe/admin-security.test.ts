@@ -92,7 +92,7 @@ describe("mutations off (the CLI's default)", () => {
     expect((await req(admin, "GET", "/faults")).json.faults).toEqual([]);
     expect((await req(admin, "GET", "/faults/sec")).status).toBe(404);
     expect((await req(admin, "GET", "/calls")).json).toHaveLength(1);
-    expect(JSON.parse((await req(admin, "GET", "/config")).text).admin).toEqual({ address: { host: "127.0.0.1", port: adminPort }, mutations: false, token: null });
+    expect(JSON.parse((await req(admin, "GET", "/config")).text).admin).toEqual({ address: { host: "127.0.0.1", port: adminPort }, mutations: false, token: null, readyClusters: [] });
   });
 
   it("is what the library does when its config says admin.mutations: false", async () => {
@@ -156,7 +156,7 @@ describe("admin.token", () => {
     const px = await library({ address: "127.0.0.1:0", mutations: true, token: TOKEN });
     const r = await req(px.adminAddress, "GET", "/config");
     expect(r.text).not.toContain(TOKEN);
-    expect(r.json.admin).toEqual({ address: { host: "127.0.0.1", port: 0 }, mutations: true, token: "<redacted>" });
+    expect(r.json.admin).toEqual({ address: { host: "127.0.0.1", port: 0 }, mutations: true, token: "<redacted>", readyClusters: [] });
     const plain = await library({ address: "127.0.0.1:0" });
     expect((await req(plain.adminAddress, "GET", "/config")).json.admin.token).toBeNull();
     // The rule itself: every key named token, at any depth; the input is left as it was.

@@ -10,6 +10,7 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   maxResponseMessageBytes: 4194304,
   faults: [],
   streamIdleTimeoutMs: null,
+  retry: null,
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

@@ -289,8 +289,11 @@ export class Call implements AttemptOwner, FilterCall {
   /** Picks an endpoint and starts the attempt. */
   private proceed(): void {
     if (this.done) return;
+    const cluster = this.route!.cluster;
+    const ep = cluster.pick();
+    if (ep === undefined) return this.finish(outcome(Code.UNAVAILABLE, `cluster ${cluster.name} has no endpoints`, "upstream_unreachable"));
     const fs = this.filters;
-    const a = new Attempt(this, this.route!.cluster.pick(), this.upHeaders!, this.upEndStream, fs !== null && resetsWithCodes(fs));
+    const a = new Attempt(this, ep, this.upHeaders!, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
     this.upHeaders = undefined;
     if (fs !== null) {

@@ -54,6 +54,8 @@ export class Metrics {
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
+  /** client streams refused with REFUSED_STREAM because their connection was at its limit */
+  readonly refusedStreams: client.Counter.Internal;
   readonly budgetInNoLabels: client.Histogram.Internal<string>;
   readonly budgetOutNoLabels: client.Histogram.Internal<string>;
   private readonly methods = new Map<string, MethodSeries>();
@@ -130,6 +132,11 @@ export class Metrics {
         this.set(live.upstreamSessions);
       },
     });
+    this.refusedStreams = new client.Counter({
+      name: "dojang_downstream_streams_refused_total",
+      help: "Client streams refused with RST_STREAM(REFUSED_STREAM) because their connection already had the listener's maxConcurrentStreams open.",
+      registers: r,
+    }).labels();
     new client.Gauge({
       name: "dojang_downstream_sessions",
       help: "Open client HTTP/2 sessions.",

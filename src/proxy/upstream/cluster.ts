@@ -51,8 +51,8 @@ export class Cluster {
     };
   }
 
-  /** The endpoint for the next attempt. */
-  pick(): Endpoint {
+  /** The endpoint for the next attempt; undefined when the cluster has none (yet). */
+  pick(): Endpoint | undefined {
     return this.picker.pick();
   }
 

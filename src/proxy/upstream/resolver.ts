@@ -1,6 +1,6 @@
-// Where a cluster's endpoint addresses come from. Static lists only for now; a DNS resolver
-// (re-resolved every refreshInterval) will implement the same interface. Must not import
-// src/proxy/call.
+// Where a cluster's endpoint addresses come from. Static lists only for now; the DNS resolver
+// (dns.ts, re-resolved every refreshInterval) is to be wired behind the same interface (a
+// cluster with `dns:` has no static endpoints until then). Must not import src/proxy/call.
 import type { ClusterConfig, HostPort } from "../../config/index.js";
 
 export interface Resolver {

@@ -22,6 +22,8 @@ export const DECIDED_BY = {
   no_route: "no route matched the request's :path or authority",
   bad_request: "the request was not valid gRPC (content-type, grpc-timeout, method, headers or metadata, a message cut short by END_STREAM)",
   stream_idle: "nothing moved either way on the call for the listener's or route's streamIdleTimeout",
+  upstream_reset_after_request: "the upstream reset the stream after the whole request was sent: it may have done the work, so it is not retried unless the route allows it",
+  overflow: "a cluster's circuit breaker (maxCalls, maxPendingCalls, maxConnections, maxRetries) was full: the call was not sent",
   client_cancel: "the downstream client cancelled the call or disconnected",
   shutdown: "dojang was shutting down and did not start or finish the call",
   fault: "a fault rule injected this status (abort, reset, raw HTTP, unreachable, cut connection)",

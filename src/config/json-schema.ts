@@ -13,8 +13,8 @@
 
 import { z } from "zod";
 import { CODE_NAMES } from "../translate/codes.js";
-import { FAULT_RULE_INPUT_SCHEMA, FAULT_SET_SETTINGS_INPUT_SCHEMA, H2_ERROR_NAMES } from "../proxy/filters/fault/config.js";
-import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, SHAPE_KINDS } from "../proxy/filters/fault/model.js";
+import { FAULT_RULE_INPUT_SCHEMA, FAULT_SET_SETTINGS_INPUT_SCHEMA, H2_ERROR_NAMES } from "./faults/parse.js";
+import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, SHAPE_KINDS } from "./faults/model.js";
 import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LB_POLICIES, LIMITS, LOG_LEVELS } from "./schema.js";
 import { formatDuration, formatSize } from "./units.js";
 
@@ -325,7 +325,7 @@ const GRPC_CODE = codeKind(CODE_NAMES, 16, 'A gRPC status code: 0 to 16 or its n
 const H2_CODE = codeKind(H2_ERROR_NAMES, U32, 'An HTTP/2 error code: a number or its name, e.g. "CANCEL".');
 const DIRECTION = enumKind(DIRECTIONS);
 
-/** Fault rule keys (src/proxy/filters/fault/config.ts), by path inside a rule; `action<kind>.key` for a kind's own keys. */
+/** Fault rule keys (src/config/faults/parse.ts), by path inside a rule; `action<kind>.key` for a kind's own keys. */
 const FAULT_KEYS: Readonly<Record<string, KeyDoc>> = {
   id: { description: 'The rule\'s id (letters, digits, "_", ".", "-"), unique in the document; used by DELETE /faults/{id}.' },
   description: { description: "Free text, shown by GET /faults." },

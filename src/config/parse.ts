@@ -11,8 +11,8 @@ import { didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "./
 import { CONFIG_SCHEMA, DOCUMENT_SCHEMA, type Config } from "./schema.js";
 import { formatHostPort, parseHostPort } from "./units.js";
 import type { HostPort } from "./schema.js";
-import { parseFaultList, parseFaultSetSettings } from "../proxy/filters/fault/config.js";
-import type { FaultRule } from "../proxy/filters/fault/model.js";
+import { parseFaultList, parseFaultSetSettings } from "./faults/parse.js";
+import type { FaultRule } from "./faults/model.js";
 
 export type ParseResult =
   | { readonly ok: true; readonly config: Config }

@@ -6,19 +6,15 @@
 
 import { z } from "zod";
 import { describeValue, didYouMean } from "./issues.js";
-import { parseDuration, parseHostPort, parseSize } from "./units.js";
+import { parseDuration, parseHostPort, parseSize, type HostPort } from "./units.js";
 import { CODE_NAMES } from "../translate/codes.js";
-import type { FaultRule } from "../proxy/filters/fault/model.js";
-import type { FaultSetSettings } from "../proxy/filters/fault/config.js";
+import type { FaultRule } from "./faults/model.js";
+import type { FaultSetSettings } from "./faults/parse.js";
 
 // === normalized types (what the proxy is coded against) ===
 
-export interface HostPort {
-  /** Hostname (lower-cased), IPv4 literal, or IPv6 literal without brackets ("::1"). */
-  readonly host: string;
-  /** 0..65535; 0 asks the OS for an ephemeral port (listeners and admin only). */
-  readonly port: number;
-}
+/** "host:port" as parsed (owned by units.ts, which parses it; re-exported for the proxy). */
+export type { HostPort };
 
 export interface RouteMatch {
   /** `:path` prefix, starts with "/". */
@@ -38,7 +34,7 @@ export interface RouteConfig {
   readonly timeoutMs: number | null;
   readonly maxRequestMessageBytes: number;
   readonly maxResponseMessageBytes: number;
-  /** fault rules for calls on this route (parsed by src/proxy/filters/fault/config.ts) */
+  /** fault rules for calls on this route (parsed by src/config/faults/parse.ts) */
   readonly faults: readonly FaultRule[];
   /** `streamIdleTimeout` for calls on this route; null = the listener's */
   readonly streamIdleTimeoutMs: number | null;

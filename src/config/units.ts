@@ -3,10 +3,16 @@
 // No filesystem, clock or environment access here; `node:net` is used only for its pure IP tests.
 
 import { isIPv4, isIPv6 } from "node:net";
-import type { HostPort } from "./schema.js";
 
 export type DurationResult = { readonly ok: true; readonly ms: number } | { readonly ok: false; readonly error: string };
 export type SizeResult = { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly error: string };
+export interface HostPort {
+  /** Hostname (lower-cased), IPv4 literal, or IPv6 literal without brackets ("::1"). */
+  readonly host: string;
+  /** 0..65535; 0 asks the OS for an ephemeral port (listeners and admin only). */
+  readonly port: number;
+}
+
 export type HostPortResult =
   | { readonly ok: true; readonly hostPort: HostPort }
   | { readonly ok: false; readonly error: string };

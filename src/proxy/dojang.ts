@@ -10,14 +10,11 @@ import { Listener } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
-import { compileRoutes } from "./router.js";
-import { Cluster } from "./upstream/pool.js";
-import { FaultExec } from "./call/faults.js";
-import { rawGet } from "./call/headers.js";
-import { FaultSet, faultsFromHeaders, handleFaultsApi, mulberry32, parseFaultRule, select, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import type { Cluster } from "./upstream/cluster.js";
+import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import type { FaultCounter } from "./filters/fault-exec/filter.js";
+import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
-import type { Call } from "./call/call.js";
-import type { CompiledRoute } from "./router.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */
@@ -36,14 +33,19 @@ export class Dojang {
   /** the access log: the process log itself when a logger was given, else an asynchronous one */
   readonly access: Logger;
   readonly metrics = new Metrics();
-  readonly clusters = new Map<string, Cluster>();
   readonly listeners: Listener[] = [];
   readonly admin: AdminServer | undefined;
   /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
   readonly faults: FaultSet;
   readonly journal: Journal;
   /** calls currently running a fault (maxActiveFaults) */
-  private faultActive = 0;
+  private readonly faultCounter: FaultCounter = { active: 0 };
+  /** the config snapshot new calls start with (each call keeps the one it started with) */
+  private current: Snapshot;
+  /** what every snapshot is built with */
+  private readonly snapshotDeps: SnapshotDeps;
+  /** clusters of earlier snapshots that the current one dropped (calls in flight may still use them) */
+  private readonly retired = new Set<Cluster>();
   private draining = false;
   private started = false;
   private idleWaiters: (() => void)[] = [];
@@ -52,14 +54,12 @@ export class Dojang {
     this.config = config;
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
-    for (const c of config.clusters) this.clusters.set(c.name, new Cluster(c, this.metrics, this.log));
     const now = performance.now.bind(performance);
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
-    const release = (): void => {
-      this.faultActive--;
-    };
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now };
+    this.current = buildSnapshot(config, this.snapshotDeps, 1);
     const onCallClosed = (): void => {
       if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
         const w = this.idleWaiters;
@@ -68,21 +68,14 @@ export class Dojang {
       }
     };
     for (const l of config.listeners) {
-      const router = compileRoutes(l.routes, (name) => {
-        const c = this.clusters.get(name);
-        // The config parser rejects unknown clusters; reaching this is a bug.
-        if (c === undefined) throw new DojangError("DOJANG_ERR_INTERNAL", `route names unknown cluster ${name}`);
-        return c;
-      });
       const ctx: CallContext = {
         listener: l.name,
-        router,
+        routes: { current: this.current.listeners.get(l.name)! },
         metrics: this.metrics,
         log: this.log,
         access: this.access,
         accessLog: config.accessLog,
         now,
-        faultsFor: this.faultSelector(l.name, l.faultHeaders, l.faultTrailer, config.faultInjection.seed, release),
         journal: this.journal,
         active: new Set(),
         onCallClosed,
@@ -103,43 +96,45 @@ export class Dojang {
     }
   }
 
+  /** The config snapshot new calls start with. */
+  get snapshot(): Snapshot {
+    return this.current;
+  }
+
+  /** The current snapshot's clusters. */
+  get clusters(): ReadonlyMap<string, Cluster> {
+    return this.current.clusters;
+  }
+
   /**
-   * The listener's fault selection: null-cheap when no rule exists (one size test per call, no
-   * allocation), since rules may be added through the admin API at any time.
+   * A snapshot of `config` built with this instance's metrics, log and fault set, numbered after
+   * the current one; not in use until swapSnapshot(). Its clusters are new (a reload that keeps
+   * the sessions of clusters that remain passes them to buildSnapshot).
    */
-  private faultSelector(listener: string, headers: boolean, trailer: boolean, seed: number, release: () => void) {
-    const rand = mulberry32(seed ^ 0x5eed);
-    const set = this.faults;
-    const log = this.log;
-    return (call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]): FaultExec | null => {
-      let hActions: ReturnType<typeof faultsFromHeaders>["actions"] | undefined;
-      if (headers) {
-        const h = faultsFromHeaders((n) => rawGet(raw, n), rand);
-        if (h.errors.length > 0) log.info({ request_id: call.requestId, errors: h.errors }, "fault headers ignored");
-        if (h.actions.length > 0) hActions = h.actions;
-      }
-      if (set.size === 0 && hActions === undefined) return null;
-      const ids: string[] = [];
-      const actions = select(
-        set,
-        {
-          listener,
-          routeLabel: route.label,
-          routeIndex: route.index,
-          service: call.series.service,
-          method: call.series.method,
-          metadata: (n) => rawGet(raw, n),
-          nowMs: performance.now(),
-        },
-        this.faultActive,
-        hActions,
-        ids,
-      );
-      if (actions === null || actions.length === 0) return null;
-      for (let i = 0; i < actions.length; i++) this.metrics.faultsInjected.labels(ids[i] ?? "header", actions[i]!.kind).inc();
-      this.faultActive++;
-      return new FaultExec(call, actions, ids, seed, trailer, release);
-    };
+  compileSnapshot(config: Config): Snapshot {
+    return buildSnapshot(config, this.snapshotDeps, this.current.version + 1);
+  }
+
+  /**
+   * The swap point: new calls start with `next`; calls in flight keep the snapshot they started
+   * with (their ListenerRoutes), to their end. A listener that `next` does not name keeps its
+   * routes (adding and removing listeners is the reload's work, not the swap's).
+   */
+  swapSnapshot(next: Snapshot): void {
+    const prev = this.current;
+    this.current = next;
+    const kept = new Set(next.clusters.values());
+    for (const c of prev.clusters.values()) {
+      if (kept.has(c)) continue;
+      // Out of rotation gracefully (GOAWAY; streams on it finish). A call of the old snapshot
+      // that has not picked an endpoint yet still may: close() stops whatever is left.
+      this.retired.add(c);
+      c.close(false);
+    }
+    for (const l of this.listeners) {
+      const routes = next.listeners.get(l.cfg.name);
+      if (routes !== undefined) l.ctx.routes.current = routes;
+    }
   }
 
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
@@ -226,6 +221,7 @@ export class Dojang {
     }
     await Promise.all(this.listeners.map((l) => l.destroy()));
     for (const c of this.clusters.values()) c.close(true);
+    for (const c of this.retired) c.close(true);
     await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");

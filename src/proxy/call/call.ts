@@ -1,20 +1,20 @@
-// One gRPC call: a downstream (client) stream and an upstream stream forwarded both ways with
-// backpressure. The call gathers facts (what the upstream sent, how its stream closed, the
-// clock) and asks src/translate what the status is; its only exits are forwardStatus() (the
-// upstream's own grpc-status) and finish(outcome) (dojang's), each of which runs at most once.
+// One gRPC call: the client (downstream) stream, the deadline budget, the route, and the
+// attempt that carries it upstream (attempt.ts: one upstream stream on one session). The call
+// gathers facts (what its attempt reports, the clock) and asks src/translate what the status is;
+// its only exits are forwardStatus() (the upstream's own grpc-status) and finish(outcome)
+// (dojang's), each of which runs at most once. The commit point: with no retry policy (none
+// exists yet) a call commits to its first attempt at once, so nothing is buffered.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import { randomBytes } from "node:crypto";
-import { Readable, addAbortSignal } from "node:stream";
 import {
   Code,
   atMessageBoundary,
   classifyResponseHead,
   codeName,
-  decideUpstreamEnd,
   decodeGrpcMessage,
   decodeTimeout,
   encodeGrpcMessage,
@@ -35,27 +35,16 @@ import {
   type Outcome,
 } from "../../translate/index.js";
 import type { CompiledRoute, Router } from "../router.js";
-import { describeConnectError, type Cluster, type SessionWaiter, type UpstreamSession } from "../upstream/pool.js";
+import type { Cluster } from "../upstream/cluster.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { copyHeaders, copyRequestHeaders, type OutgoingHeaders } from "./headers.js";
-import type { FaultExec, FaultableCall } from "./faults.js";
+import { Attempt, type AttemptOwner } from "./attempt.js";
+import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
+import type { RetryBuffer } from "./retry-buffer.js";
 
-const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_REFUSED_STREAM } = http2.constants;
-/**
- * node's AbortError class (not exported): `stream.destroy(new AbortErrorClass())` is the one way
- * to reset a request stream with CANCEL that never sends END_STREAM first, whatever the timing
- * (probed on Node 24: HEADERS, DATA, RST_STREAM(CANCEL); `close(CANCEL)` on a request opened
- * without waitForTrailers may send DATA(END_STREAM) before the RST, spec §10.2 P1).
- * Taken once from an aborted stream.
- */
-const AbortErrorClass: new (message?: string) => Error = (() => {
-  const r = new Readable({ read() {} });
-  r.on("error", () => {});
-  addAbortSignal(AbortSignal.abort(), r);
-  return (r.errored as Error).constructor as new (message?: string) => Error;
-})();
+const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -74,10 +63,28 @@ const DEADLINE_SLACK_MS = 2;
  * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
 const CLIENT_DEADLINE_SLACK_MS = 10;
 
+/**
+ * One listener's part of a config snapshot (src/proxy/snapshot.ts): its compiled routes and
+ * filter chain. Immutable; a call keeps the one it started with until it ends.
+ */
+export interface ListenerRoutes {
+  readonly router: Router<Cluster>;
+  /** the filter chain, compiled once; null when empty (one test per call) */
+  readonly filters: readonly FilterFactory[] | null;
+}
+
+/**
+ * The swap point: Dojang stores the current snapshot's ListenerRoutes here (a reload stores a
+ * new one); each call reads it once, when its stream arrives.
+ */
+export interface RoutesCell {
+  current: ListenerRoutes;
+}
+
 /** What every call on one listener shares; built once at start. */
 export interface CallContext {
   readonly listener: string;
-  readonly router: Router<Cluster>;
+  readonly routes: RoutesCell;
   readonly metrics: Metrics;
   readonly log: Logger;
   /** where access lines go (asynchronous) */
@@ -85,8 +92,6 @@ export interface CallContext {
   readonly accessLog: boolean;
   /** monotonic milliseconds */
   readonly now: () => number;
-  /** fault selection for a call on a route; null when the listener can have no faults at all */
-  readonly faultsFor: ((call: Call, route: CompiledRoute<Cluster>, raw: readonly string[]) => FaultExec | null) | null;
   /** recent calls (GET /calls); size 0 keeps none */
   readonly journal: Journal;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
@@ -97,10 +102,12 @@ export interface CallContext {
   readonly streamIdleTimeoutMs?: number;
 }
 
-type AnyStream = (ServerHttp2Stream | ClientHttp2Stream) & { [kCall]?: Call };
+type DownStream = ServerHttp2Stream & { [kCall]?: Call };
 
-export class Call implements SessionWaiter, FaultableCall {
+export class Call implements AttemptOwner, FilterCall {
   readonly ctx: CallContext;
+  /** the routes and filters of the snapshot this call started with (kept to its end) */
+  readonly routes: ListenerRoutes;
   readonly down: ServerHttp2Stream;
   readonly t0: number;
   readonly series: MethodSeries;
@@ -109,8 +116,14 @@ export class Call implements SessionWaiter, FaultableCall {
   requestId = "";
   prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
-  up: ClientHttp2Stream | undefined = undefined;
-  upSession: UpstreamSession | undefined = undefined;
+  /** the current attempt (the only one, until retries exist) */
+  attempt: Attempt | null = null;
+  /**
+   * The request chunks kept for another attempt (retry-buffer.ts). null once the call has
+   * committed to its attempt, and from the start when the route has no retry policy (none has
+   * yet): the commit point is then the call's start, and the hot path pays one null test.
+   */
+  retryBuffer: RetryBuffer | null = null;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -122,35 +135,31 @@ export class Call implements SessionWaiter, FaultableCall {
   responded = false;
   /** the final status is fixed (forwarded from upstream or synthesized); later events are ignored */
   done = false;
-  upEnded = false;
-  upClosed = false;
   code = -1;
   message: string | undefined = undefined;
   /** `message` is a header value as the upstream sent it (percent-encoded), not plain text */
   messageEncoded = false;
   decidedBy: DecidedBy = "upstream";
   pendingTrailers: OutgoingHeaders | undefined = undefined;
-  /** the faults selected for this call; null on the normal path (one null test per hook) */
-  fault: FaultExec | null = null;
+  /** the filters acting on this call; null on the normal path (one null test per hook point) */
+  filters: CallFilter[] | null = null;
+  /** a response head a filter holds (continueResponseHead sends it) */
   heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  faultTrailersReady = false;
-  faultHeadSeen = false;
+  /** the upstream stream closed while the head was held: decided once the head has gone out */
   upCloseDeferred = false;
-  /** request headers for the upstream while the call waits for a session to be ready */
+  /** a filter owns the rest of the response (takeOverResponse): upstream events are dropped */
+  responseTakenOver = false;
+  /** a filter holds the upstream's trailers (continueTrailers forwards them): not asked twice */
+  trailersHeld = false;
+  /** the request head every attempt starts from (a filter may change it before the attempt) */
   upHeaders: OutgoingHeaders | undefined = undefined;
   upEndStream = false;
   /** the upstream's trailers, held until its readable side has ended */
   upTrailers: OutgoingHeaders | undefined = undefined;
-  upError: Error | undefined = undefined;
-  /** a setImmediate(flushUpstream) is queued and the upstream stream is corked until it runs */
-  private upFlushQueued = false;
-  /** the request has ended; flushUpstream ends the upstream request unless the client reset */
-  private upEndPending = false;
-  /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
-  upEndedByReset = false;
-  /** 'drain' listeners are added on the first write() that returns false (most calls never need one) */
-  upDrainHooked = false;
-  downDrainHooked = false;
+  /** the request body is being read (its listeners are on the client stream) */
+  private reading = false;
+  /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
+  private downDrainHooked = false;
   /**
    * streamIdleTimeout (issue 10 item 12): one timer per call, armed only when the timeout is on
    * and shorter than the call's deadline, and never reset per chunk: when it fires it compares
@@ -164,6 +173,7 @@ export class Call implements SessionWaiter, FaultableCall {
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
+    this.routes = ctx.routes.current;
     this.down = down;
     this.t0 = ctx.now();
     const p = headers[":path"];
@@ -171,7 +181,7 @@ export class Call implements SessionWaiter, FaultableCall {
     const a = headers[":authority"] ?? headers["host"];
     this.authority = typeof a === "string" ? a : undefined;
     this.series = ctx.metrics.seriesFor(this.path);
-    (down as AnyStream)[kCall] = this;
+    (down as DownStream)[kCall] = this;
     down.on("close", onDownClose);
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
@@ -211,7 +221,7 @@ export class Call implements SessionWaiter, FaultableCall {
       this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
     }
 
-    const route = this.ctx.router.match(this.path, this.authority);
+    const route = this.routes.router.match(this.path, this.authority);
     if (route === undefined) {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
     }
@@ -256,71 +266,103 @@ export class Call implements SessionWaiter, FaultableCall {
 
     this.upHeaders = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    const faultsFor = this.ctx.faultsFor;
-    if (faultsFor !== null) {
-      const f = faultsFor(this, route, raw);
-      if (f !== null) {
-        this.fault = f;
-        return f.beforeUpstream();
+    const factories = this.routes.filters;
+    if (factories !== null) {
+      let fs: CallFilter[] | null = null;
+      for (let i = 0; i < factories.length; i++) {
+        const f = factories[i]!.forCall(this, route, raw);
+        if (f !== null) (fs ??= []).push(f);
+      }
+      if (fs !== null) {
+        this.filters = fs;
+        if (!this.runRequestHead(0)) return;
       }
     }
     this.proceed();
   }
 
-  /** Picks an endpoint and opens the upstream stream (FaultableCall: also after a delay). */
-  proceed(): void {
-    if (this.done) return;
-    this.useSession(this.route!.cluster.pick().acquire());
+  /** FilterCall: the current attempt's upstream stream (undefined until it is open). */
+  get upstream(): ClientHttp2Stream | undefined {
+    return this.attempt?.up;
   }
 
-  /**
-   * Opens the upstream stream on `sess`, or waits for it: a session is used only once the
-   * peer's SETTINGS are in, so a burst never exceeds its SETTINGS_MAX_CONCURRENT_STREAMS and
-   * gets REFUSED_STREAM (streams sent before SETTINGS arrive are not bound by it).
-   */
-  private useSession(sess: UpstreamSession): void {
-    this.upSession = sess;
-    if (!sess.connected) {
-      sess.waiting.push(this);
-      return;
-    }
-    let up: ClientHttp2Stream;
-    try {
-      up = sess.h2.request(this.upHeaders!, { endStream: this.upEndStream, waitForTrailers: this.upResetByClose });
-    } catch (err) {
-      if (sess.h2.destroyed || sess.h2.closed) {
-        return this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"));
-      }
-      return this.finish(outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
-    }
+  /** Picks an endpoint and starts the attempt. */
+  private proceed(): void {
+    if (this.done) return;
+    const cluster = this.route!.cluster;
+    const ep = cluster.pick();
+    if (ep === undefined) return this.finish(outcome(Code.UNAVAILABLE, `cluster ${cluster.name} has no endpoints`, "upstream_unreachable"));
+    const fs = this.filters;
+    const a = new Attempt(this, ep, this.upHeaders!, this.upEndStream, fs !== null && resetsWithCodes(fs));
+    this.attempt = a;
     this.upHeaders = undefined;
-    sess.active++;
-    this.up = up;
-    (up as AnyStream)[kCall] = this;
-    up.on("response", onUpResponse);
-    up.on("data", onUpData);
-    up.on("trailers", onUpTrailers);
-    up.on("end", onUpEnd);
-    up.on("close", onUpClose);
-    up.on("error", onUpError);
-    if (this.upResetByClose) up.on("wantTrailers", onUpWantTrailers);
+    if (fs !== null) {
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onAttemptStart !== undefined && !f.onAttemptStart(this, a)) return;
+        if (this.done) return;
+      }
+    }
+    a.start();
+  }
+
+  // === AttemptOwner: what the attempt reports ===
+
+  onAttemptOpen(a: Attempt): void {
     // Only now does the request body flow: until here it waits in the stream (flow-controlled).
-    const down = this.down;
-    down.on("data", onDownData);
-    down.on("end", onDownEnd);
-    if (this.fault !== null) this.fault.onUpstreamOpen();
+    if (!this.reading) {
+      this.reading = true;
+      const down = this.down;
+      down.on("data", onDownData);
+      down.on("end", onDownEnd);
+    }
+    const fs = this.filters;
+    if (fs !== null) {
+      for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onAttemptOpen?.(this, a);
+    }
   }
 
-  /** SessionWaiter: the session this call waited for has the peer's SETTINGS. */
-  onSessionReady(sess: UpstreamSession): void {
+  onAttemptFailed(_a: Attempt, o: Outcome): void {
+    this.finish(o);
+  }
+
+  onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done) return;
-    // Full already (the peer allows fewer streams than were waiting): another session.
-    this.useSession(sess.active < sess.limit ? sess : sess.endpoint.acquire());
+    if (this.filters !== null) {
+      this.heldHead = { headers, flags, raw };
+      if (!this.runResponseHead(0)) {
+        // Held: nothing of the response may reach the client before its head, so the attempt
+        // stops reading (its DATA waits in the stream, flow-controlled) until continueResponseHead.
+        if (this.heldHead !== undefined && !this.done) a.pause();
+        return;
+      }
+      this.heldHead = undefined;
+    }
+    this.onResponse(headers, flags, raw);
   }
 
-  /** SessionWaiter: the session failed before it was ready (refused, timeout, closed). */
-  onSessionFailed(sess: UpstreamSession): void {
-    this.finish(outcome(Code.UNAVAILABLE, sess.failure ?? `upstream ${sess.endpoint.label} unreachable`, "upstream_unreachable"));
+  onAttemptEnd(_a: Attempt): void {
+    // (a held head: continueResponseHead forwards the trailers once the head is out)
+    if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
+  }
+
+  onAttemptDrain(_a: Attempt): void {
+    if (!this.done) this.down.resume();
+  }
+
+  mayEndRequest(): boolean {
+    const down = this.down;
+    if (this.done || down.aborted || down.destroyed) return false;
+    // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
+    // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
+    // 13 "unexpected EOF" (spec §3). Decided here, in the check phase, not at 'end', so a
+    // client's RST_STREAM (which ends node's readable side too) stays a cancel. The upstream
+    // gets CANCEL (finish cancels the attempt), never END_STREAM after half a message.
+    if (!atMessageBoundary(this.reqScan)) {
+      this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
+      return false;
+    }
+    return true;
   }
 
   private armTimer(ms: number): void {
@@ -352,8 +394,8 @@ export class Call implements SessionWaiter, FaultableCall {
   // === request body ===
 
   onRequestData(chunk: Buffer): void {
-    const up = this.up;
-    if (this.done || up === undefined) return;
+    const a = this.attempt;
+    if (this.done || a === null) return;
     const route = this.route!;
     if (!scanChunk(this.reqScan, chunk, route.maxRequestMessageBytes)) {
       // Refused at the prefix: the over-limit message (and this chunk) never goes upstream.
@@ -361,33 +403,41 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    if (this.fault !== null && this.fault.req !== null) return this.fault.req.push(chunk);
-    this.holdUpstreamWrites(up);
-    if (!up.write(chunk)) {
-      this.down.pause();
-      if (!this.upDrainHooked) {
-        this.upDrainHooked = true;
-        up.on("drain", onUpDrain);
+    const rb = this.retryBuffer;
+    if (rb !== null && !rb.push(chunk)) this.commit(); // over the cap: no other attempt is possible
+    const fs = this.filters;
+    if (fs !== null) {
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onRequestData !== undefined && f.onRequestData(this, chunk)) return;
       }
     }
+    if (!a.write(chunk)) this.down.pause();
+  }
+
+  /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
+  commit(): void {
+    const rb = this.retryBuffer;
+    if (rb === null) return;
+    rb.commit();
+    this.retryBuffer = null;
   }
 
   onRequestEnd(): void {
-    if (this.fault !== null) return this.fault.onRequestEnd();
-    this.endRequestContinue();
+    if (this.retryBuffer !== null) this.retryBuffer.end();
+    if (this.filters !== null && !this.runRequestEnd(0)) return;
+    this.endRequest();
+  }
+
+  private endRequest(): void {
+    const a = this.attempt;
+    if (this.done || a === null) return;
+    a.endRequest();
   }
 
   // === response ===
 
-  onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    if (this.done) return;
-    if (this.fault !== null && this.heldHead === undefined && !this.faultHeadSeen) {
-      this.faultHeadSeen = true;
-      if (this.fault.delayResponseHead()) {
-        this.heldHead = { headers, flags, raw };
-        return;
-      }
-    }
+  private onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     const st = headers[":status"];
     const ct = headers["content-type"];
     const gs = headers["grpc-status"];
@@ -401,7 +451,8 @@ export class Call implements SessionWaiter, FaultableCall {
     if (v.kind === "skip") return;
     if (v.kind === "synthesize") return this.finish(v.outcome);
     const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
-    if (this.fault !== null) this.fault.shapeHead(out);
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(this, out);
     if (endStream) {
       // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
       return this.forwardStatus(out, endStream);
@@ -409,13 +460,13 @@ export class Call implements SessionWaiter, FaultableCall {
     try {
       this.down.respond(out, { waitForTrailers: true });
       this.responded = true;
-      if (this.fault !== null) this.fault.onHeadersSent();
+      if (fs !== null) for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onResponseHeadSent?.(this);
     } catch (err) {
       this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
     }
   }
 
-  onResponseData(chunk: Buffer): void {
+  onAttemptData(_a: Attempt, chunk: Buffer): void {
     if (this.done) return;
     const route = this.route!;
     if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
@@ -426,12 +477,16 @@ export class Call implements SessionWaiter, FaultableCall {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
-      if (this.fault.resp !== null) return this.fault.resp.push(chunk);
+    const fs = this.filters;
+    if (fs !== null) {
+      if (this.responseTakenOver) return;
+      for (let i = 0; i < fs.length; i++) {
+        const f = fs[i]!;
+        if (f.onResponseData !== undefined && f.onResponseData(this, chunk)) return;
+      }
     }
     if (!this.down.write(chunk)) {
-      this.up!.pause();
+      this.attempt!.pause();
       if (!this.downDrainHooked) {
         this.downDrainHooked = true;
         this.down.on("drain", onDownDrain);
@@ -439,10 +494,10 @@ export class Call implements SessionWaiter, FaultableCall {
     }
   }
 
-  onTrailers(raw: readonly string[]): void {
+  onAttemptTrailers(_a: Attempt, raw: readonly string[]): void {
     if (this.done) return;
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
+    if (this.filters !== null) {
+      if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
         // A delayed response head: the trailers wait behind it (and behind the data).
         this.upTrailers = copyHeaders({}, raw, undefined);
@@ -458,13 +513,7 @@ export class Call implements SessionWaiter, FaultableCall {
     // still buffered behind backpressure: forward the status only after 'end', once every
     // message has been passed on, or the client would get OK with its last messages missing.
     this.upTrailers = copyHeaders({}, raw, undefined);
-    if (this.upEnded) this.forwardStatus(this.upTrailers, false);
-  }
-
-  onUpstreamEnd(ended: boolean): void {
-    this.upEnded = true;
-    this.upEndedByReset = ended;
-    if (this.upTrailers !== undefined && !this.done) this.forwardStatus(this.upTrailers, false);
+    if (this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
   /**
@@ -473,25 +522,21 @@ export class Call implements SessionWaiter, FaultableCall {
    * client would decide (spec §4.1), and dojang says it decided.
    */
   private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
-    const f = this.fault;
-    if (f !== null) {
-      if (f.discarding) return;
-      if (!trailersOnly && !this.faultTrailersReady && !f.onTrailers(block)) return; // held back by a fault
-      if (trailersOnly && f.extra !== undefined) Object.assign(block, f.extra);
-      const sh = f.shape?.shape;
-      if (!trailersOnly && (sh === "no_trailers" || sh === "trailers_without_status")) {
-        // The broken ending is the fault: send it as it is, and count what a client makes of it.
-        this.done = true;
-        this.clearTimer();
-        this.code = sh === "no_trailers" ? Code.INTERNAL : Code.UNKNOWN;
-        this.message = sh === "no_trailers" ? "fault: stream ended without trailers" : "fault: trailers without grpc-status";
-        this.decidedBy = "fault";
-        if (this.down.destroyed || this.down.closed) return;
-        this.pendingTrailers = block;
-        this.down.end();
+    const fs = this.filters;
+    if (fs !== null) {
+      if (this.responseTakenOver || this.trailersHeld) return;
+      if (trailersOnly) {
+        const extra = this.filterExtra();
+        if (extra !== undefined) Object.assign(block, extra);
+      } else if (!this.runTrailers(0, block)) {
+        if (!this.done) this.trailersHeld = true; // held back by a filter (continueTrailers goes on)
         return;
       }
     }
+    this.forwardStatusNow(block, trailersOnly);
+  }
+
+  private forwardStatusNow(block: OutgoingHeaders, trailersOnly: boolean): void {
     this.done = true;
     this.clearTimer();
     const gsRaw = block["grpc-status"];
@@ -508,6 +553,7 @@ export class Call implements SessionWaiter, FaultableCall {
       if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
     } else {
       this.code = gs;
+      this.attempt!.status = gs;
       // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
       this.message = typeof gm === "string" ? gm : undefined;
       this.messageEncoded = true;
@@ -529,13 +575,10 @@ export class Call implements SessionWaiter, FaultableCall {
     down.end();
   }
 
-  onUpstreamClose(): void {
-    this.upClosed = true;
-    const sess = this.upSession!;
-    sess.active--;
+  onAttemptClose(_a: Attempt): void {
     if (this.done) return;
-    if (this.fault !== null) {
-      if (this.fault.discarding) return;
+    if (this.filters !== null) {
+      if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
         this.upCloseDeferred = true; // decided once the delayed head has gone out
         return;
@@ -545,29 +588,8 @@ export class Call implements SessionWaiter, FaultableCall {
   }
 
   private decideAfterUpstreamClose(): void {
-    const up = this.up!;
-    const sess = this.upSession!;
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
-    let o: Outcome | null;
-    if (!sess.connected) {
-      // The stream learns of a failed connect before the session does: the reason is the
-      // cause of the stream's own error ("pending stream has been canceled (caused by: ...)").
-      const cause = (this.upError as (Error & { cause?: unknown }) | undefined)?.cause;
-      const why =
-        sess.failure ??
-        (cause instanceof Error ? describeConnectError(cause as NodeJS.ErrnoException, sess.endpoint) : `upstream ${sess.endpoint.label} unreachable`);
-      o = outcome(Code.UNAVAILABLE, why, "upstream_unreachable");
-    } else {
-      const rst = up.rstCode;
-      o = decideUpstreamEnd({
-        statusFixed: false,
-        rstCode: rst,
-        endedWithoutTrailers: this.upEnded && this.responded && !this.upEndedByReset,
-        sessionLost: sess.lost || sess.h2.destroyed,
-        refused: rst === NGHTTP2_REFUSED_STREAM || (sess.goawayLastStreamId >= 0 && (up.id ?? 0) > sess.goawayLastStreamId),
-        budgetExpired: this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS,
-      });
-    }
+    const o = this.attempt!.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
     if (o !== null) this.finish(o);
   }
 
@@ -581,45 +603,128 @@ export class Call implements SessionWaiter, FaultableCall {
     this.code = o.code;
     this.message = o.message;
     this.decidedBy = o.decidedBy;
-    const up = this.up;
-    if (up !== undefined && !this.upClosed && !up.closed) {
-      // RST_STREAM(CANCEL), never a plain destroy() (NO_ERROR) or destroy(err) (INTERNAL_ERROR),
-      // spec §10.2 P2. Either way unread DATA is discarded (P7).
-      if (this.upResetByClose) up.close(NGHTTP2_CANCEL);
-      else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
+    const a = this.attempt;
+    if (a !== null) a.cancel();
+    this.respondLocal(o, extra ?? this.filterExtra());
+  }
+
+  // === filter chain (filter.ts): hook runs, and FilterCall's continuations ===
+
+  private filterIndex(from: CallFilter): number {
+    return this.filters!.indexOf(from) + 1;
+  }
+
+  /** Request head hooks from `start`; true when every filter let the call go on. */
+  private runRequestHead(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onRequestHead !== undefined && !f.onRequestHead(this)) return false;
+      if (this.done) return false;
     }
-    this.respondLocal(o, extra ?? this.fault?.extra);
+    return true;
   }
 
-  // === FaultableCall (src/proxy/call/faults.ts) ===
-
-  finishFault(code: number, message: string, extra: OutgoingHeaders | undefined): void {
-    this.finish(outcome(code, message, "fault"), extra);
+  private runResponseHead(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onResponseHead !== undefined && !f.onResponseHead(this)) return false;
+      if (this.done) return false;
+    }
+    return true;
   }
 
-  recordFault(code: number, message: string): void {
+  private runRequestEnd(start: number): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onRequestEnd !== undefined && !f.onRequestEnd(this)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  private runTrailers(start: number, block: OutgoingHeaders): boolean {
+    const fs = this.filters!;
+    for (let i = start; i < fs.length; i++) {
+      const f = fs[i]!;
+      if (f.onTrailers !== undefined && !f.onTrailers(this, block)) return false;
+      if (this.done) return false;
+    }
+    return true;
+  }
+
+  /** The chain's extra status fields (a rule trailer), merged in chain order. */
+  private filterExtra(): OutgoingHeaders | undefined {
+    const fs = this.filters;
+    if (fs === null) return undefined;
+    let out: OutgoingHeaders | undefined;
+    for (let i = 0; i < fs.length; i++) {
+      const e = fs[i]!.statusExtra;
+      if (e !== undefined) out = out === undefined ? e : { ...out, ...e };
+    }
+    return out;
+  }
+
+  continueRequestHead(from: CallFilter): void {
+    if (this.done) return;
+    if (this.runRequestHead(this.filterIndex(from))) this.proceed();
+  }
+
+  continueResponseHead(from: CallFilter): void {
+    const h = this.heldHead;
+    if (h === undefined || this.done) return;
+    if (!this.runResponseHead(this.filterIndex(from))) return;
+    this.heldHead = undefined;
+    // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
+    // onResponseHeadSent may still pause it again in this one (a stall).
+    this.attempt!.resume();
+    this.onResponse(h.headers, h.flags, h.raw);
+    if (this.done) return;
+    if (this.upCloseDeferred) this.decideAfterUpstreamClose();
+    else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
+  }
+
+  continueTrailers(from: CallFilter, block: OutgoingHeaders): void {
+    if (this.done || this.responseTakenOver) return;
+    if (this.runTrailers(this.filterIndex(from), block)) this.forwardStatusNow(block, false);
+  }
+
+  continueRequestEnd(from: CallFilter): void {
+    if (this.done) return;
+    if (this.runRequestEnd(this.filterIndex(from))) this.endRequest();
+  }
+
+  finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
+    this.finish(o, extra);
+  }
+
+  recordEnd(code: number, message: string, decidedBy: DecidedBy): void {
     if (this.done) return;
     this.done = true;
     this.responded = true;
     this.clearTimer();
     this.code = code;
     this.message = message;
-    this.decidedBy = "fault";
+    this.decidedBy = decidedBy;
   }
 
-  onResponseHeadContinue(): void {
-    const h = this.heldHead;
-    this.heldHead = undefined;
-    if (h === undefined) return;
-    this.onResponse(h.headers, h.flags, h.raw);
+  endWithTrailers(block: OutgoingHeaders, code: number, message: string, decidedBy: DecidedBy): void {
     if (this.done) return;
-    if (this.upCloseDeferred) this.decideAfterUpstreamClose();
-    else if (this.upTrailers !== undefined && this.upEnded) this.forwardStatus(this.upTrailers, false);
+    this.done = true;
+    this.clearTimer();
+    this.code = code;
+    this.message = message;
+    this.decidedBy = decidedBy;
+    const down = this.down;
+    if (down.destroyed || down.closed) return;
+    this.pendingTrailers = block;
+    down.end();
   }
 
-  forwardTrailersContinue(block: OutgoingHeaders): void {
-    this.faultTrailersReady = true;
-    this.forwardStatus(block, false);
+  takeOverResponse(): void {
+    this.responseTakenOver = true;
   }
 
   lowestStreamIdOnSession(): number {
@@ -630,63 +735,6 @@ export class Call implements SessionWaiter, FaultableCall {
       if (c.down.session === session && id !== undefined && id < low && !c.down.closed) low = id;
     }
     return low;
-  }
-
-  endRequestContinue(): void {
-    const up = this.up;
-    if (this.done || up === undefined || up.writableEnded) return;
-    // Not now: flushUpstream decides, once this loop turn's events are in. A client's
-    // RST_STREAM also ends node's readable side ('end' comes before 'aborted' and 'close'),
-    // and that cancel must not reach the upstream as END_STREAM (spec §10.2 P1).
-    this.upEndPending = true;
-    this.holdUpstreamWrites(up);
-  }
-
-  /**
-   * Corks the upstream stream until the check phase of this loop turn (setImmediate), where
-   * flushUpstream uncorks it, or ends it if the request has ended by then: the request's end
-   * ('end' follows in the same turn when the client's DATA carried END_STREAM) then rides on
-   * the last DATA frame (Writable.end() uncorks and ends in one tick), and the chunks read in
-   * one turn leave in one writev. One setImmediate per turn with request data, not per chunk.
-   */
-  private holdUpstreamWrites(up: ClientHttp2Stream): void {
-    if (this.upFlushQueued) return;
-    this.upFlushQueued = true;
-    up.cork();
-    setImmediate(flushUpstream, this);
-  }
-
-  /**
-   * How the upstream request is opened and reset; fixed when the call starts (its faults are
-   * chosen before the upstream is asked). Without faults: no waitForTrailers, so node ends the
-   * request with END_STREAM on its last DATA frame (holdUpstreamWrites makes the last chunk and
-   * end() meet in one tick): one frame, one write and one upstream wake-up fewer per call; a
-   * cancel is destroy(AbortError), a bare RST_STREAM(CANCEL). With faults: waitForTrailers, and
-   * resets by close(code), because an injected upstream_reset carries any code, which only
-   * close(code) can send, and close(code) is a bare RST only with waitForTrailers (spec §10.2 P1).
-   */
-  private get upResetByClose(): boolean {
-    return this.fault !== null;
-  }
-
-  /** See holdUpstreamWrites. */
-  flushUpstream(): void {
-    this.upFlushQueued = false;
-    const up = this.up;
-    if (up === undefined || up.destroyed || up.writableEnded) return;
-    const down = this.down;
-    if (this.upEndPending && !this.done && !down.aborted && !down.destroyed) {
-      this.upEndPending = false;
-      // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
-      // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
-      // 13 "unexpected EOF" (spec §3). Decided here, not at 'end', so a client's RST_STREAM
-      // (which ends node's readable side too) stays a cancel. The upstream gets CANCEL, never
-      // END_STREAM after half a message.
-      if (!atMessageBoundary(this.reqScan)) return this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
-      up.end();
-    } else if (up.writableCorked > 0) {
-      up.uncork();
-    }
   }
 
   private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
@@ -717,7 +765,8 @@ export class Call implements SessionWaiter, FaultableCall {
     }
     // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
     if (!down.readableEnded) setImmediate(closeRequestSide, down);
-    if (this.fault !== null) this.fault.afterTrailersSent(down);
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(this);
   }
 
   onDownstreamClose(): void {
@@ -730,20 +779,21 @@ export class Call implements SessionWaiter, FaultableCall {
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     this.clearTimer();
-    if (this.fault !== null) this.fault.clear();
+    this.commit();
+    const fs = this.filters;
+    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
     const m = ctx.metrics;
     m.live.activeCalls--;
     const code = this.code;
-    const f = this.fault;
-    m.countCall(this.series, code, this.decidedBy, f === null ? undefined : f.ruleIds.join(","));
+    m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
     const dur = ctx.now() - this.t0;
     this.series.duration.observe(dur / 1000);
     // What was forwarded, not what was read: a message refused at its prefix is not counted
     // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
     // The request side drops a refused chunk whole; the response side still forwards the whole
-    // messages before the refused prefix (onResponseData).
+    // messages before the refused prefix (onAttemptData).
     const reqMessages = forwardedMessages(this.reqScan, false);
     const respMessages = forwardedMessages(this.respScan, true);
     if (reqMessages > 0) this.series.reqMessages.inc(reqMessages);
@@ -761,7 +811,7 @@ export class Call implements SessionWaiter, FaultableCall {
         decided_by: this.decidedBy,
         grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
         route: this.route?.label,
-        upstream: this.upSession?.endpoint.label,
+        upstream: this.attempt?.session?.endpoint.label,
         budget_in_ms: this.budgetInMs,
         budget_out_ms: this.budgetOutMs,
         duration_ms: Math.round(dur * 1000) / 1000,
@@ -771,11 +821,12 @@ export class Call implements SessionWaiter, FaultableCall {
         resp_messages: respMessages,
         resp_bytes: forwardedBytes(this.respScan, true),
         resp_refused_bytes: refusedBytes(this.respScan, true),
-        faults: f === null ? undefined : f.ruleIds,
-        fault_kinds: f === null ? undefined : f.kinds,
+        faults: undefined,
+        fault_kinds: undefined,
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
         start_ms: Math.round(performance.timeOrigin + this.t0),
       };
+      if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
       ctx.journal.push(rec);
       if (logIt) ctx.access.info(rec, "call");
     }
@@ -794,6 +845,21 @@ export class Call implements SessionWaiter, FaultableCall {
   }
 }
 
+function resetsWithCodes(fs: readonly CallFilter[]): boolean {
+  for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
+  return false;
+}
+
+/** The call metric's fault_rule label: the filters' labels joined (undefined when none has one). */
+function faultRuleLabel(fs: readonly CallFilter[]): string | undefined {
+  let out: string | undefined;
+  for (let i = 0; i < fs.length; i++) {
+    const l = fs[i]!.faultRule;
+    if (l !== undefined) out = out === undefined ? l : `${out},${l}`;
+  }
+  return out;
+}
+
 /**
  * After the final status, a client still sending gets RST_STREAM(NO_ERROR), as grpc-go's
  * server does (spec §4.1 "early server closure"). node does this by itself only for a stream it
@@ -807,7 +873,7 @@ function closeRequestSide(down: ServerHttp2Stream): void {
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
 function callOf(s: unknown): Call {
-  return (s as AnyStream)[kCall]!;
+  return (s as DownStream)[kCall]!;
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
@@ -823,7 +889,7 @@ function onDownEnd(this: ServerHttp2Stream): void {
 }
 function onDownDrain(this: ServerHttp2Stream): void {
   const c = callOf(this);
-  if (!c.done) c.up?.resume();
+  if (!c.done) c.attempt?.resume();
 }
 function onDownClose(this: ServerHttp2Stream): void {
   callOf(this).onDownstreamClose();
@@ -834,39 +900,6 @@ function onDownError(this: ServerHttp2Stream): void {
 function onDownWantTrailers(this: ServerHttp2Stream): void {
   callOf(this).onWantTrailers();
 }
-function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
-  callOf(this).onResponse(headers, flags, raw);
-}
-function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
-  callOf(this).onResponseData(chunk);
-}
-function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: number, raw: string[]): void {
-  callOf(this).onTrailers(raw);
-}
-function onUpEnd(this: ClientHttp2Stream): void {
-  // node emits 'end' for RST_STREAM(NO_ERROR) too; then the stream is already closed, while
-  // after END_STREAM on DATA it is not yet (probed on Node 24). This tells apart what spec §10.2
-  // P4 calls indistinguishable, for the message and decided_by (the code is 13 either way).
-  callOf(this).onUpstreamEnd(this.closed);
-}
-function onUpClose(this: ClientHttp2Stream): void {
-  callOf(this).onUpstreamClose();
-}
-function onUpError(this: ClientHttp2Stream, err: Error): void {
-  callOf(this).upError = err;
-}
-function onUpDrain(this: ClientHttp2Stream): void {
-  const c = callOf(this);
-  if (!c.done) c.down.resume();
-}
-function flushUpstream(call: Call): void {
-  call.flushUpstream();
-}
-function onUpWantTrailers(this: ClientHttp2Stream): void {
-  // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).
-  this.sendTrailers({});
-}
-
 /** The listener's 'stream' handler. */
 export function handleStream(ctx: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
   const call = new Call(ctx, stream, headers);

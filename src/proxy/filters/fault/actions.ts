@@ -3,7 +3,7 @@
 
 import { MAX_DURATION_MS } from "../../../config/units.js";
 import { MAX_INT64_NS } from "../../../translate/timeout.js";
-import type { DeadlineAction, DelaySpec } from "./model.js";
+import type { DeadlineAction, DelaySpec } from "../../../config/faults/model.js";
 
 /**
  * Milliseconds to wait for one delay point. `rand` gives floats in [0, 1): use

@@ -11,7 +11,7 @@
 // (send it as the Allow header). Read-only fields (source, matched, fired) in a body are ignored,
 // so a GET result can be edited and sent back.
 
-import { formatFaultRule, parseFaultRule, type FaultIssue } from "./config.js";
+import { formatFaultRule, parseFaultRule, type FaultIssue } from "../../../config/faults/parse.js";
 import type { FaultRuleStatus, FaultSet } from "./select.js";
 
 export interface FaultsApiResponse {

@@ -18,8 +18,8 @@
 import { didYouMean } from "../../../config/issues.js";
 import { MAX_DURATION_MS } from "../../../config/units.js";
 import { codeFromHttpStatus } from "../../../translate/http-status.js";
-import { parseFaultAction, parsePercentage, type FaultIssue } from "./config.js";
-import { FAULT_KINDS, isTerminalFault, type FaultAction } from "./model.js";
+import { parseFaultAction, parsePercentage, type FaultIssue } from "../../../config/faults/parse.js";
+import { FAULT_KINDS, isTerminalFault, type FaultAction } from "../../../config/faults/model.js";
 import { seedFromDraw } from "./prng.js";
 import { stackFaults } from "./select.js";
 

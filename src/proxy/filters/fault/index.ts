@@ -1,7 +1,7 @@
 // Public surface of the fault filter: rule model, parsing, selection, header faults, the /faults API.
 
-export * from "./model.js";
-export * from "./config.js";
+export * from "../../../config/faults/model.js";
+export * from "../../../config/faults/parse.js";
 export * from "./select.js";
 export * from "./headers.js";
 export * from "./admin-api.js";

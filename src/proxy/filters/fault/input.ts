@@ -1,12 +1,12 @@
 // The input shape of a fault rule: what `faults.add()`, `POST /faults` and a config's `faults:`
-// lists accept (config.ts's zod schema, parseFaultRule), written out as types so a harness
+// lists accept (src/config/faults/parse.ts's zod schema, parseFaultRule), written out as types so a harness
 // user's editor completes and checks a rule. The types are a little narrower than the parser,
 // which also takes the spellings that arrive as text from YAML, `${VAR}` expansion and
 // x-dojang-fault ("12.5%", "deadline-exceeded", "0x8", "true"): every value these types allow,
 // the parser accepts (test/examples/fault-input-types.test.ts checks both directions).
 // Types only: nothing here exists at run time.
 
-import type { DeadlineMode, DelayPoint, Direction, GoawayMode, ResetPoint, ShapeKind } from "./model.js";
+import type { DeadlineMode, DelayPoint, Direction, GoawayMode, ResetPoint, ShapeKind } from "../../../config/faults/model.js";
 
 /** Milliseconds as a number, or text: "250ms", "1.5s", "2m", "1h", compounds largest unit first ("1m30s"). */
 export type DurationInput = number | `${number}` | `${number}${"ms" | "s" | "m" | "h"}` | `${number}${"h" | "m"}${number}${string}`;

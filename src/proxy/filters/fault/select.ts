@@ -13,8 +13,8 @@
 //      hold their slots before any rule.
 //   4. The returned array is in that order (preset, then rules in set order).
 
-import { parseFaultRule, formatFaultRule, type FaultIssue, type FaultSetSettings } from "./config.js";
-import type { FaultAction, FaultRule } from "./model.js";
+import { parseFaultRule, formatFaultRule, type FaultIssue, type FaultSetSettings } from "../../../config/faults/parse.js";
+import type { FaultAction, FaultRule } from "../../../config/faults/model.js";
 import { mulberry32, ruleSeed, seedFromDraw } from "./prng.js";
 
 /** What the call knows when it asks for faults (once, after routing, before forwarding). */

@@ -4,11 +4,11 @@
 // clock or randomness. Also the reverse: formatFaultRule gives a rule back in its input form.
 
 import { z } from "zod";
-import type { ConfigIssue } from "../../../errors.js";
-import { describeValue, didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "../../../config/issues.js";
-import { formatDuration, parseDuration, parseSize } from "../../../config/units.js";
-import { CODE_NAMES } from "../../../translate/codes.js";
-import { rstCodeName } from "../../../translate/rst-code.js";
+import type { ConfigIssue } from "../../errors.js";
+import { describeValue, didYouMean, formatPath, invalidTypeMessage, type PathSegment } from "../issues.js";
+import { formatDuration, parseDuration, parseSize } from "../units.js";
+import { CODE_NAMES } from "../../translate/codes.js";
+import { rstCodeName } from "../../translate/rst-code.js";
 import {
   DEADLINE_MODES,
   DELAY_POINTS,

@@ -1,16 +1,15 @@
-// Upstream clusters: static endpoints picked round-robin, and per endpoint a small pool of
-// HTTP/2 client sessions that every call shares. A session is a tagged state machine
-// (connecting → ready → draining → closed); a call keeps a reference to the session it rode
-// on so that, when its stream closes, it can tell a real RST_STREAM from a lost connection
-// (node reports both as a stream close, the latter with a synthetic rstCode 8; spec §10.2 P3).
+// One HTTP/2 client session to one endpoint: a tagged state machine (connecting → ready →
+// draining → closed). A stream's close cannot tell a real RST_STREAM from a lost connection
+// (node reports both as a stream close, the latter with a synthetic rstCode 8; spec §10.2 P3),
+// so an attempt keeps the session it rode on and reads `lost` and `goawayLastStreamId` here.
+// Must not import src/proxy/call (the waiter interface lives here, calls implement it).
 import http2, { type ClientHttp2Session } from "node:http2";
-import type { ClusterConfig, HostPort } from "../../config/index.js";
-import type { Metrics } from "../observe/metrics.js";
-import type { Logger } from "pino";
+import type { ClusterConfig } from "../../config/index.js";
+import type { Endpoint } from "./endpoint.js";
 
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
 
-/** A call waiting for a session's first SETTINGS. */
+/** An attempt waiting for a session's first SETTINGS. */
 export interface SessionWaiter {
   onSessionReady(s: UpstreamSession): void;
   onSessionFailed(s: UpstreamSession): void;
@@ -20,7 +19,7 @@ export class UpstreamSession {
   state: SessionState = "connecting";
   /** streams currently open on this session */
   active = 0;
-  /** calls waiting for the peer's SETTINGS before they open a stream here */
+  /** attempts waiting for the peer's SETTINGS before they open a stream here */
   waiting: SessionWaiter[] = [];
   /** min(cluster cap, peer's SETTINGS_MAX_CONCURRENT_STREAMS) */
   limit: number;
@@ -94,13 +93,10 @@ export class UpstreamSession {
       self.clearConnectTimer();
       self.lost = true;
       self.state = "closed";
-      self.endpoint.remove(self);
+      self.endpoint.onSessionClosed(self);
       self.failWaiters();
-      const cluster = self.endpoint.cluster;
-      if (cluster.open.delete(self)) cluster.metrics.live.upstreamSessions--;
     });
-    endpoint.cluster.open.add(this);
-    endpoint.cluster.metrics.live.upstreamSessions++;
+    endpoint.onSessionOpened(this);
     // Frames that nghttp2 refused to send (oversize headers) surface here; the stream's own
     // 'close' carries the outcome.
     h2.on("frameError", () => {});
@@ -133,93 +129,10 @@ export class UpstreamSession {
   }
 }
 
-export function describeConnectError(err: NodeJS.ErrnoException, ep: Endpoint): string {
+/** A connect error as a message that names the endpoint (errno codes as words). */
+export function describeConnectError(err: NodeJS.ErrnoException, ep: { readonly label: string; readonly host: string }): string {
   const code = err.code ?? "";
   if (code === "ECONNREFUSED") return `connection refused by ${ep.label}`;
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `cannot resolve ${ep.host}`;
   return `connection error to ${ep.label}: ${code || err.message}`;
-}
-
-export class Endpoint {
-  readonly url: string;
-  readonly label: string;
-  readonly sessions: UpstreamSession[] = [];
-  constructor(
-    readonly cluster: Cluster,
-    readonly host: string,
-    readonly port: number,
-  ) {
-    const h = host.includes(":") ? `[${host}]` : host;
-    this.label = `${h}:${port}`;
-    this.url = `http://${h}:${port}`;
-  }
-
-  /** A session with room for one more stream; opens one if all are full and the cap allows. */
-  acquire(): UpstreamSession {
-    const list = this.sessions;
-    for (let i = 0; i < list.length; i++) {
-      const s = list[i]!;
-      if (s.hasCapacity()) return s;
-    }
-    const cfg = this.cluster.cfg;
-    if (list.length < cfg.maxSessionsPerEndpoint || list.length === 0) {
-      const s = new UpstreamSession(this, cfg);
-      list.push(s);
-      return s;
-    }
-    // Every session is at its limit: the least loaded one queues the stream (nghttp2 holds
-    // it until the peer frees a slot).
-    let best = list[0]!;
-    for (let i = 1; i < list.length; i++) if (list[i]!.active < best.active) best = list[i]!;
-    return best;
-  }
-
-  /** Takes a session out of rotation (it may still carry streams). */
-  remove(s: UpstreamSession): void {
-    const i = this.sessions.indexOf(s);
-    if (i >= 0) this.sessions.splice(i, 1);
-  }
-
-  onConnectResult(s: UpstreamSession, result: "ok" | "error" | "timeout"): void {
-    this.cluster.connectCounters[result].inc();
-    if (result !== "ok") this.cluster.log.warn({ cluster: this.cluster.name, endpoint: this.label, reason: s.failure }, "upstream connect failed");
-  }
-}
-
-export class Cluster {
-  readonly name: string;
-  readonly endpoints: Endpoint[];
-  readonly connectCounters: Record<"ok" | "error" | "timeout", { inc(): void }>;
-  /** every session not yet closed, in rotation or draining */
-  readonly open = new Set<UpstreamSession>();
-  private next = 0;
-  constructor(
-    readonly cfg: ClusterConfig,
-    readonly metrics: Metrics,
-    readonly log: Logger,
-  ) {
-    this.name = cfg.name;
-    this.endpoints = cfg.endpoints.map((e: HostPort) => new Endpoint(this, e.host, e.port));
-    this.connectCounters = {
-      ok: metrics.upstreamConnects.labels(cfg.name, "ok"),
-      error: metrics.upstreamConnects.labels(cfg.name, "error"),
-      timeout: metrics.upstreamConnects.labels(cfg.name, "timeout"),
-    };
-  }
-
-  /** Round-robin over endpoints. */
-  pick(): Endpoint {
-    const eps = this.endpoints;
-    const e = eps[this.next]!;
-    this.next = this.next + 1 === eps.length ? 0 : this.next + 1;
-    return e;
-  }
-
-  /** Closes every session: gracefully (GOAWAY, let streams finish) or at once. */
-  close(force: boolean): void {
-    for (const s of [...this.open]) {
-      if (force) s.h2.destroy();
-      else s.retire();
-    }
-  }
 }

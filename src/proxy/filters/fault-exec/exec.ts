@@ -1,15 +1,20 @@
-// Executes the fault actions selected for one call. The call reaches this module only through
-// `call.fault !== null` checks, so a call without faults pays one null test per hook.
+// The fault filter's per-call part (the wire side; src/proxy/filters/fault holds the pure rule
+// side and must stay free of node:* and timers): executes the fault actions selected for one call
+// through the filter hooks (src/proxy/call/filter.ts). A call without faults has no filter at
+// all, so it pays one null test per hook point.
 //
 // Hook points (the call's own state machine stays in call.ts):
-//   beforeUpstream   terminal actions that never reach the upstream, GOAWAY, deadline tampering,
-//                    a delay before the request is forwarded
-//   onResponseHead   a delay before response headers, content-type shape faults, resets and
-//                    aborts right after the headers
-//   Pump (per direction)  message-level work: cut chunks at message boundaries (views, no copies,
-//                    except the two shape faults that rewrite a prefix), delays before messages,
-//                    bandwidth, aborts/resets after N messages, closing the connection after N
-//                    bytes, stalls, an upstream reset after N request messages
+//   onRequestHead    terminal actions that never reach the upstream, GOAWAY, a delay before the
+//                    request is forwarded
+//   onAttemptStart   per attempt: unreachable, deadline tampering on the attempt's headers
+//   onAttemptOpen    per attempt: an upstream reset before any request message
+//   onResponseHead   a delay before response headers; shapeResponseHead: content-type shape
+//                    faults; onResponseHeadSent: resets and aborts right after the headers
+//   Pump (per direction, onRequestData/onResponseData)  message-level work: cut chunks at
+//                    message boundaries (views, no copies, except the two shape faults that
+//                    rewrite a prefix), delays before messages, bandwidth, aborts/resets after N
+//                    messages, closing the connection after N bytes, stalls, an upstream reset
+//                    after N request messages
 //   onTrailers       a delay before trailers, trailer shape faults
 import http2, { type ClientHttp2Stream, type ServerHttp2Stream } from "node:http2";
 import {
@@ -22,10 +27,11 @@ import {
   atMessageBoundary,
   newScanner,
   nextBoundary,
+  outcome,
   rstCodeName,
   type FrameScanner,
-} from "../../translate/index.js";
-import { drawDelayMs, tamperTimeoutNs } from "../filters/fault/actions.js";
+} from "../../../translate/index.js";
+import { drawDelayMs, tamperTimeoutNs } from "../fault/actions.js";
 import type {
   AbortAction,
   CloseConnectionAction,
@@ -36,39 +42,23 @@ import type {
   ResetAction,
   ShapeAction,
   UpstreamResetAction,
-} from "../filters/fault/model.js";
-import { mulberry32 } from "../filters/fault/prng.js";
-import type { OutgoingHeaders } from "./headers.js";
-
-/** What the executor needs from the call (implemented by Call). */
-export interface FaultableCall {
-  readonly down: ServerHttp2Stream;
-  readonly up: ClientHttp2Stream | undefined;
-  readonly done: boolean;
-  upHeaders: OutgoingHeaders | undefined;
-  /** continue the normal path: pick an endpoint and open the upstream stream */
-  proceed(): void;
-  /** dojang's status (decided_by "fault"), with extra header fields (details, rule trailer) */
-  finishFault(code: number, message: string, extra: OutgoingHeaders | undefined): void;
-  /** mark the call done with a status that was put on the wire by the fault itself */
-  recordFault(code: number, message: string): void;
-  /** the normal response-head path, after a delay */
-  onResponseHeadContinue(): void;
-  /** the normal end-of-trailers path, after a delay */
-  forwardTrailersContinue(block: OutgoingHeaders): void;
-  /** the normal end of the request body */
-  endRequestContinue(): void;
-  /** the lowest stream id of the calls in flight on this call's client connection */
-  lowestStreamIdOnSession(): number;
-}
+} from "../../../config/faults/model.js";
+import { mulberry32 } from "../fault/prng.js";
+import type { OutgoingHeaders } from "../../call/headers.js";
+import type { Attempt } from "../../call/attempt.js";
+import type { CallFilter, FilterCall } from "../../call/filter.js";
+import type { AccessRecord } from "../../observe/log.js";
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 const TICK_MS = 50;
 
 
-export class FaultExec {
+export class FaultExec implements CallFilter {
   readonly ruleIds: readonly string[];
   readonly kinds: readonly string[];
+  /** injected resets carry any code: the upstream request is opened with waitForTrailers */
+  readonly resetsWithCodes = true;
+  readonly faultRule: string;
   private readonly rand: () => number;
   // compiled from the action list (first of each kind wins; see filters/fault docs for stacking)
   readonly before: FaultAction | null = null; // abort(Trailers-Only) | http | unreachable | blackhole | reset before_headers
@@ -84,14 +74,15 @@ export class FaultExec {
   readonly stall: { request: boolean; response: boolean } = { request: false, response: false };
   /** extra trailer/header fields every status of this call carries (the rule trailer) */
   readonly extra: OutgoingHeaders | undefined;
+  readonly statusExtra: OutgoingHeaders | undefined;
   resp: Pump | null = null;
   req: Pump | null = null;
-  /** the response is being cut off: upstream DATA and trailers are dropped */
-  discarding = false;
   private timers: NodeJS.Timeout[] = [];
+  /** the first response head has been seen (a 1xx head before it does not delay twice) */
+  private headSeen = false;
 
   constructor(
-    readonly call: FaultableCall,
+    readonly call: FilterCall,
     actions: readonly FaultAction[],
     ruleIds: readonly string[],
     seed: number,
@@ -99,6 +90,7 @@ export class FaultExec {
     private release: (() => void) | null,
   ) {
     this.ruleIds = ruleIds;
+    this.faultRule = ruleIds.join(",");
     this.kinds = actions.map((a) => a.kind);
     this.rand = mulberry32(seed);
     const self = this as { -readonly [K in keyof FaultExec]: FaultExec[K] };
@@ -147,6 +139,7 @@ export class FaultExec {
     }
     self.delays = delays;
     self.extra = ruleTrailer ? { "x-dojang-fault": ruleIds.join(",") } : undefined;
+    self.statusExtra = self.extra;
     const respWork =
       this.abortAfter !== null ||
       (this.reset !== null && this.reset.at !== "after_headers") ||
@@ -178,7 +171,7 @@ export class FaultExec {
   }
 
   /** The call ended: timers off, and the call no longer counts against maxActiveFaults. */
-  clear(): void {
+  onEnd(): void {
     for (const t of this.timers) clearTimeout(t);
     this.timers = [];
     const r = this.release;
@@ -188,14 +181,20 @@ export class FaultExec {
 
   // === before the upstream ===
 
-  beforeUpstream(): void {
+  onRequestHead(): boolean {
     // A request delay runs first and the rest after it: delay, then abort (Envoy's order too).
     const wait = this.delayMs("request", "request", 0);
-    if (wait >= 0) return this.after(wait, () => this.runBeforeUpstream());
-    this.runBeforeUpstream();
+    if (wait >= 0) {
+      this.after(wait, () => {
+        if (this.runBeforeUpstream()) this.call.continueRequestHead(this);
+      });
+      return false;
+    }
+    return this.runBeforeUpstream();
   }
 
-  private runBeforeUpstream(): void {
+  /** true: on to the upstream. */
+  private runBeforeUpstream(): boolean {
     const c = this.call;
     const g = this.goaway;
     if (g !== null) sendGoaway(c, g);
@@ -203,12 +202,14 @@ export class FaultExec {
     if (b !== null) {
       switch (b.kind) {
         case "abort":
-          return c.finishFault(b.code, b.message, this.withDetails(b));
+          c.finishLocal(outcome(b.code, b.message, "fault"), this.withDetails(b));
+          return false;
         case "unreachable":
-          return c.finishFault(Code.UNAVAILABLE, "fault: upstream made unreachable", this.extra);
+          // Acts per attempt (onAttemptStart): each attempt finds its endpoint unreachable.
+          return true;
         case "blackhole":
           // Accept and never answer: only the client's deadline (or dojang's) ends the call.
-          return;
+          return false;
         case "http": {
           const down = c.down;
           try {
@@ -218,31 +219,43 @@ export class FaultExec {
             down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
           }
           // What a grpc-go client makes of it (HTTPStatusConvTab), for metrics and the journal.
-          return c.recordFault(b.status === 200 ? Code.UNKNOWN : codeFromHttpStatus(b.status), `fault: HTTP ${b.status}`);
+          c.recordEnd(b.status === 200 ? Code.UNKNOWN : codeFromHttpStatus(b.status), `fault: HTTP ${b.status}`, "fault");
+          return false;
         }
         case "reset":
           c.down.close(b.code);
-          return c.recordFault(codeFromRstCode(b.code), `fault: RST_STREAM ${rstCodeName(b.code)} before headers`);
+          c.recordEnd(codeFromRstCode(b.code), `fault: RST_STREAM ${rstCodeName(b.code)} before headers`, "fault");
+          return false;
       }
     }
-    const dl = this.deadline;
-    if (dl !== null && c.upHeaders !== undefined) {
-      const cur = c.upHeaders["grpc-timeout"];
-      const d = typeof cur === "string" ? decodeTimeout(cur) : undefined;
-      const ns = tamperTimeoutNs(dl, d !== undefined && d.ok ? d.ns : null);
-      if (ns === null) delete c.upHeaders["grpc-timeout"];
-      else c.upHeaders["grpc-timeout"] = encodeTimeout(ns);
-    }
-    c.proceed();
+    return true;
   }
 
-  /** The upstream stream is open: an upstream_reset after 0 request messages fires now. */
-  onUpstreamOpen(): void {
+  /** Per attempt, before its stream opens: unreachable, and deadline tampering on its headers. */
+  onAttemptStart(c: FilterCall, a: Attempt): boolean {
+    if (this.before?.kind === "unreachable") {
+      c.finishLocal(outcome(Code.UNAVAILABLE, "fault: upstream made unreachable", "fault"), this.extra);
+      return false;
+    }
+    const dl = this.deadline;
+    const h = a.headers;
+    if (dl !== null && h !== undefined) {
+      const cur = h["grpc-timeout"];
+      const d = typeof cur === "string" ? decodeTimeout(cur) : undefined;
+      const ns = tamperTimeoutNs(dl, d !== undefined && d.ok ? d.ns : null);
+      if (ns === null) delete h["grpc-timeout"];
+      else h["grpc-timeout"] = encodeTimeout(ns);
+    }
+    return true;
+  }
+
+  /** The attempt's stream is open: an upstream_reset after 0 request messages fires now. */
+  onAttemptOpen(c: FilterCall, a: Attempt): void {
     const u = this.upReset;
     if (u === null || u.afterRequestMessages !== 0) return;
-    const c = this.call;
-    if (c.up !== undefined && !c.up.closed) c.up.close(u.code);
-    c.finishFault(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} before any request message`, this.extra);
+    const up = a.up;
+    if (up !== undefined && !up.closed) up.close(u.code);
+    c.finishLocal(outcome(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} before any request message`, "fault"), this.extra);
   }
 
   private withDetails(a: AbortAction): OutgoingHeaders | undefined {
@@ -252,20 +265,22 @@ export class FaultExec {
 
   // === response headers ===
 
-  /** true when the head is held back by a delay (the call continues it later). */
-  delayResponseHead(): boolean {
+  /** false when the head is held back by a delay (continueResponseHead later). */
+  onResponseHead(): boolean {
+    if (this.headSeen) return true;
+    this.headSeen = true;
     const wait = this.delayMs("response_headers", "response", 0);
-    if (wait < 0) return false;
-    this.call.up?.pause();
+    if (wait < 0) return true;
+    this.call.upstream?.pause();
     this.after(wait, () => {
-      this.call.onResponseHeadContinue();
-      if (this.resp === null || !this.resp.busy) this.call.up?.resume();
+      this.call.continueResponseHead(this);
+      if (this.resp === null || !this.resp.busy) this.call.upstream?.resume();
     });
-    return true;
+    return false;
   }
 
   /** Content-type shape faults on the headers dojang is about to send. */
-  shapeHead(out: OutgoingHeaders): void {
+  shapeResponseHead(_c: FilterCall, out: OutgoingHeaders): void {
     const s = this.shape;
     if (s === null) return;
     if (s.shape === "wrong_content_type") out["content-type"] = s.contentType ?? "text/plain";
@@ -273,35 +288,36 @@ export class FaultExec {
   }
 
   /** After the response headers went out. */
-  onHeadersSent(): void {
+  onResponseHeadSent(): void {
     const r = this.reset;
     if (r !== null && (r.at === "after_headers" || (r.at === "after_messages" && r.messages === 0))) {
       // close() in the same tick as respond() would lose the headers: next turn. Until then
       // nothing more of the upstream's response may reach the client.
-      this.discarding = true;
+      this.call.takeOverResponse();
       setImmediate(() => this.resetDown(r, "after headers"));
       return;
     }
     if (this.abortAfter !== null && this.abortAfter.afterMessages === 0) this.abortNow(this.abortAfter);
-    if (this.stall.response) this.call.up?.pause();
+    if (this.stall.response) this.call.upstream?.pause();
   }
 
   resetDown(r: ResetAction, where: string): void {
     const c = this.call;
     if (c.done) return;
-    c.recordFault(codeFromRstCode(r.code), `fault: RST_STREAM ${rstCodeName(r.code)} ${where}`);
-    if (c.up !== undefined && !c.up.closed) c.up.close(http2.constants.NGHTTP2_CANCEL);
+    c.recordEnd(codeFromRstCode(r.code), `fault: RST_STREAM ${rstCodeName(r.code)} ${where}`, "fault");
+    const up = c.upstream;
+    if (up !== undefined && !up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
     if (!c.down.closed) c.down.close(r.code);
   }
 
   abortNow(a: AbortAction): void {
-    this.call.finishFault(a.code, a.message, this.withDetails(a));
+    this.call.finishLocal(outcome(a.code, a.message, "fault"), this.withDetails(a));
   }
 
   // === trailers ===
 
-  /** Shape and delay the upstream's trailers; returns false when held back. */
-  onTrailers(block: OutgoingHeaders): boolean {
+  /** Shape and delay the upstream's trailers; returns false when held back (or ended here). */
+  onTrailers(_c: FilterCall, block: OutgoingHeaders): boolean {
     const s = this.shape;
     if (s !== null) {
       if (s.shape === "no_trailers") {
@@ -316,43 +332,79 @@ export class FaultExec {
     }
     if (this.extra !== undefined && s?.shape !== "no_trailers") Object.assign(block, this.extra);
     if (this.resp !== null && !this.resp.idle()) {
-      this.resp.onIdle = () => this.onTrailersReady(block);
+      // Behind the response messages still queued: released when the pump is idle.
+      this.resp.onIdle = () => this.trailersReady(block, false);
       return false;
     }
-    return this.onTrailersReady(block);
+    return this.trailersReady(block, true);
   }
 
-  private onTrailersReady(block: OutgoingHeaders): boolean {
+  /** The trailers may go (after a delay if one is asked); `inline`: the chain is still running. */
+  private trailersReady(block: OutgoingHeaders, inline: boolean): boolean {
     const wait = this.delayMs("trailers", "response", 0);
     if (wait >= 0) {
-      this.after(wait, () => this.call.forwardTrailersContinue(block));
+      this.after(wait, () => this.releaseTrailers(block));
       return false;
     }
-    if (this.resp !== null && this.resp.onIdle !== null) {
-      // called back from the pump: continue the normal path ourselves
-      this.resp.onIdle = null;
-      this.call.forwardTrailersContinue(block);
+    if (inline && !this.brokenEnding()) return true;
+    this.releaseTrailers(block);
+    return false;
+  }
+
+  /** no_trailers and trailers_without_status send the (reshaped) block as it is. */
+  private brokenEnding(): boolean {
+    const sh = this.shape?.shape;
+    return sh === "no_trailers" || sh === "trailers_without_status";
+  }
+
+  private releaseTrailers(block: OutgoingHeaders): void {
+    const c = this.call;
+    const sh = this.shape?.shape;
+    if (sh === "no_trailers" || sh === "trailers_without_status") {
+      // The broken ending is the fault: send it as it is, and count what a client makes of it.
+      if (sh === "no_trailers") c.endWithTrailers(block, Code.INTERNAL, "fault: stream ended without trailers", "fault");
+      else c.endWithTrailers(block, Code.UNKNOWN, "fault: trailers without grpc-status", "fault");
+      return;
+    }
+    c.continueTrailers(this, block);
+  }
+
+  /** After trailers were sent: RST_STREAM(NO_ERROR) for the rst_after_trailers shape. */
+  onTrailersSent(c: FilterCall): void {
+    const down = c.down;
+    if (this.shape?.shape === "rst_after_trailers") setImmediate(() => !down.closed && down.close(NGHTTP2_NO_ERROR));
+  }
+
+  /** A request chunk: through the request pump when one runs. */
+  onRequestData(_c: FilterCall, chunk: Buffer): boolean {
+    if (this.req === null) return false;
+    this.req.push(chunk);
+    return true;
+  }
+
+  /** A response chunk: through the response pump when one runs. */
+  onResponseData(_c: FilterCall, chunk: Buffer): boolean {
+    if (this.resp === null) return false;
+    this.resp.push(chunk);
+    return true;
+  }
+
+  /** The request body ended: after queued request pieces (if any). */
+  onRequestEnd(): boolean {
+    if (this.req !== null && !this.req.idle()) {
+      this.req.onIdle = () => this.call.continueRequestEnd(this);
       return false;
     }
     return true;
   }
 
-  /** After trailers were sent: RST_STREAM(NO_ERROR) for the rst_after_trailers shape. */
-  afterTrailersSent(down: ServerHttp2Stream): void {
-    if (this.shape?.shape === "rst_after_trailers") setImmediate(() => !down.closed && down.close(NGHTTP2_NO_ERROR));
-  }
-
-  /** The request body ended: after queued request pieces (if any). */
-  onRequestEnd(): void {
-    if (this.req !== null && !this.req.idle()) {
-      this.req.onIdle = () => this.call.endRequestContinue();
-      return;
-    }
-    this.call.endRequestContinue();
+  annotate(rec: AccessRecord): void {
+    rec.faults = this.ruleIds;
+    rec.fault_kinds = this.kinds;
   }
 }
 
-function sendGoaway(c: FaultableCall, g: GoawayAction): void {
+function sendGoaway(c: FilterCall, g: GoawayAction): void {
   const down = c.down;
   const session = down.session;
   if (session === undefined || session.closed || session.destroyed) return;
@@ -396,10 +448,10 @@ export class Pump {
   ) {}
 
   private get src(): ClientHttp2Stream | ServerHttp2Stream | undefined {
-    return this.dir === "response" ? this.exec.call.up : this.exec.call.down;
+    return this.dir === "response" ? this.exec.call.upstream : this.exec.call.down;
   }
   private get dst(): ClientHttp2Stream | ServerHttp2Stream | undefined {
-    return this.dir === "response" ? this.exec.call.down : this.exec.call.up;
+    return this.dir === "response" ? this.exec.call.down : this.exec.call.upstream;
   }
 
   idle(): boolean {
@@ -496,7 +548,7 @@ export class Pump {
       if (closeAfter) {
         this.stopped = true;
         const down = call.down;
-        call.recordFault(Code.UNAVAILABLE, `fault: connection closed after ${cc!.afterBytes} response bytes`);
+        call.recordEnd(Code.UNAVAILABLE, `fault: connection closed after ${cc!.afterBytes} response bytes`, "fault");
         const close = (): void => {
           down.session?.destroy();
         };
@@ -508,10 +560,13 @@ export class Pump {
       if (this.dir === "request" && ex.upReset !== null && completedMessages(s) >= ex.upReset.afterRequestMessages && atMessageBoundary(s)) {
         this.stopped = true;
         const u = ex.upReset;
-        const up = call.up;
+        const up = call.upstream;
         // The upstream sees exactly this code; the client gets what that code maps to.
         if (up !== undefined && !up.closed) up.close(u.code);
-        call.finishFault(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} after ${u.afterRequestMessages} request messages`, ex.extra);
+        call.finishLocal(
+          outcome(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} after ${u.afterRequestMessages} request messages`, "fault"),
+          ex.extra,
+        );
         return;
       }
       if (this.dir === "response") {
@@ -591,7 +646,7 @@ export class Pump {
       // What follows is dropped, so the declared length is more than ever arrives.
       this.stopped = true;
       this.queue.length = 0;
-      setImmediate(() => this.exec.call.forwardTrailersContinue({ "grpc-status": "0", "grpc-message": "", ...this.exec.extra }));
+      setImmediate(() => this.exec.call.continueTrailers(this.exec, { "grpc-status": "0", "grpc-message": "", ...this.exec.extra }));
       return b;
     }
     return piece;

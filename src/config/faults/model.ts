@@ -1,6 +1,8 @@
 // The fault filter's normalized types: what a rule matches, when it fires and what it does.
 // Pure data, no behaviour beyond the small kind tables; imports nothing from node:*.
-// config.ts builds these from unknown input, select.ts picks them per call, the call executes them.
+// faults/parse.ts builds these from unknown input, filters/fault/select.ts picks them per call,
+// filters/fault/filter.ts executes them. Lives in the config layer so config/schema.ts can type
+// its fault lists without importing src/proxy.
 
 /** Which leg of a call a fault concerns: the client's request stream or the response stream. */
 export type Direction = "request" | "response";

@@ -1,0 +1,367 @@
+// One attempt: one upstream stream on one session of one endpoint. It opens the stream (waiting
+// for the session's SETTINGS if need be), writes the request corked per loop turn, and reports
+// facts to its owner (the Call): the response head, data, trailers, how the stream ended and
+// closed, and whether the upstream can have processed the request. It decides no status: the
+// call does, with src/translate. It reports its result to its endpoint exactly once.
+//
+// Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
+// attempt in one symbol slot on the stream; 'drain' is listened to only after a first write()
+// that returned false.
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
+import { Readable, addAbortSignal } from "node:stream";
+import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/index.js";
+import type { AttemptResult, Endpoint } from "../upstream/endpoint.js";
+import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
+import type { OutgoingHeaders } from "./headers.js";
+import type { ReplaySink } from "./retry-buffer.js";
+
+const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
+
+/**
+ * node's AbortError class (not exported): `stream.destroy(new AbortErrorClass())` is the one way
+ * to reset a request stream with CANCEL that never sends END_STREAM first, whatever the timing
+ * (probed on Node 24: HEADERS, DATA, RST_STREAM(CANCEL); `close(CANCEL)` on a request opened
+ * without waitForTrailers may send DATA(END_STREAM) before the RST, spec §10.2 P1).
+ * Taken once from an aborted stream.
+ */
+const AbortErrorClass: new (message?: string) => Error = (() => {
+  const r = new Readable({ read() {} });
+  r.on("error", () => {});
+  addAbortSignal(AbortSignal.abort(), r);
+  return (r.errored as Error).constructor as new (message?: string) => Error;
+})();
+
+const kAttempt = Symbol("dojang.attempt");
+type AttemptStream = ClientHttp2Stream & { [kAttempt]?: Attempt };
+
+/** What an attempt reports to (implemented by Call). Every method is called with the attempt. */
+export interface AttemptOwner {
+  /** the stream is open: the request body may flow into it */
+  onAttemptOpen(a: Attempt): void;
+  /** no stream could be opened (session failed before it was ready, request headers refused) */
+  onAttemptFailed(a: Attempt, o: Outcome): void;
+  onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void;
+  onAttemptData(a: Attempt, chunk: Buffer): void;
+  onAttemptTrailers(a: Attempt, raw: readonly string[]): void;
+  /** the readable side ended (`a.endedByReset` tells END_STREAM from RST_STREAM(NO_ERROR)) */
+  onAttemptEnd(a: Attempt): void;
+  onAttemptClose(a: Attempt): void;
+  /** the upstream took what was written: the request source may resume */
+  onAttemptDrain(a: Attempt): void;
+  /**
+   * Asked in the check phase when the request has ended: may END_STREAM go out now? False when
+   * the call is over or the client reset (a client's RST_STREAM also ends node's readable side,
+   * and that cancel must not reach the upstream as END_STREAM, spec §10.2 P1), or when the owner
+   * decides the end is an error of its own (it may end the call, and so cancel this attempt).
+   */
+  mayEndRequest(): boolean;
+}
+
+export class Attempt implements SessionWaiter, ReplaySink {
+  /** the session this attempt rides on (or waits for) */
+  session: UpstreamSession | undefined = undefined;
+  /** the upstream stream, once opened */
+  up: ClientHttp2Stream | undefined = undefined;
+  /** the readable side ended */
+  ended = false;
+  /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
+  endedByReset = false;
+  /** the stream's 'close' has run */
+  closed = false;
+  /** the stream's error, if any (read at close for the connect failure's cause) */
+  error: Error | undefined = undefined;
+  /** the upstream's own grpc-status, once the call has forwarded it (for the endpoint's report) */
+  status = -1;
+  /** dojang cancelled this attempt (its result says nothing of the endpoint) */
+  private cancelled = false;
+  /** start() ran: the endpoint counts this attempt, and hears its result once */
+  private started = false;
+  private reported = false;
+  /** a setImmediate(flush) is queued and the stream is corked until it runs */
+  private flushQueued = false;
+  /** the request has ended; flush() ends the upstream request unless the owner says no */
+  private endPending = false;
+  private drainHooked = false;
+
+  constructor(
+    readonly owner: AttemptOwner,
+    readonly endpoint: Endpoint,
+    /**
+     * The request head for this attempt (a filter may change it before start()); let go once
+     * the stream is opened (node has taken it), as a held call should not keep it.
+     */
+    public headers: OutgoingHeaders | undefined,
+    /** the request ended with its HEADERS */
+    readonly endStream: boolean,
+    /**
+     * How the request is opened and reset, fixed per attempt. false (no filter): no
+     * waitForTrailers, so node ends the request with END_STREAM on its last DATA frame (the
+     * corked write makes the last chunk and end() meet in one tick): one frame, one write and
+     * one upstream wake-up fewer per call; a cancel is destroy(AbortError), a bare
+     * RST_STREAM(CANCEL). true (a filter may reset with any code): waitForTrailers, and resets
+     * by close(code), because only close(code) can send an arbitrary code, and close(code) is a
+     * bare RST only with waitForTrailers (spec §10.2 P1).
+     */
+    readonly resetByClose: boolean,
+  ) {}
+
+  /** Takes a stream slot on the endpoint (opening a session if need be). */
+  start(): void {
+    this.started = true;
+    this.endpoint.attemptStarted();
+    this.use(this.endpoint.acquire());
+  }
+
+  /**
+   * Opens the stream on `sess`, or waits for it: a session is used only once the peer's
+   * SETTINGS are in, so a burst never exceeds its SETTINGS_MAX_CONCURRENT_STREAMS and gets
+   * REFUSED_STREAM (streams sent before SETTINGS arrive are not bound by it).
+   */
+  private use(sess: UpstreamSession): void {
+    this.session = sess;
+    if (!sess.connected) {
+      sess.waiting.push(this);
+      return;
+    }
+    let up: ClientHttp2Stream;
+    try {
+      up = sess.h2.request(this.headers!, { endStream: this.endStream, waitForTrailers: this.resetByClose });
+    } catch (err) {
+      if (sess.h2.destroyed || sess.h2.closed) {
+        this.report("unreachable");
+        return this.owner.onAttemptFailed(
+          this,
+          outcome(Code.UNAVAILABLE, sess.failure ?? `upstream session to ${sess.endpoint.label} is closed`, "upstream_unreachable"),
+        );
+      }
+      this.report("local");
+      return this.owner.onAttemptFailed(this, outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
+    }
+    sess.active++;
+    this.headers = undefined;
+    this.up = up;
+    (up as AttemptStream)[kAttempt] = this;
+    up.on("response", onUpResponse);
+    up.on("data", onUpData);
+    up.on("trailers", onUpTrailers);
+    up.on("end", onUpEnd);
+    up.on("close", onUpClose);
+    up.on("error", onUpError);
+    if (this.resetByClose) up.on("wantTrailers", onUpWantTrailers);
+    this.owner.onAttemptOpen(this);
+  }
+
+  /** SessionWaiter: the session this attempt waited for has the peer's SETTINGS. */
+  onSessionReady(sess: UpstreamSession): void {
+    if (this.cancelled) return;
+    // Full already (the peer allows fewer streams than were waiting): another session.
+    this.use(sess.active < sess.limit ? sess : sess.endpoint.acquire());
+  }
+
+  /** SessionWaiter: the session failed before it was ready (refused, timeout, closed). */
+  onSessionFailed(sess: UpstreamSession): void {
+    if (this.cancelled) return;
+    this.report("unreachable");
+    this.owner.onAttemptFailed(this, outcome(Code.UNAVAILABLE, sess.failure ?? `upstream ${sess.endpoint.label} unreachable`, "upstream_unreachable"));
+  }
+
+  // === request ===
+
+  /** Writes one request chunk (corked until this loop turn's check phase); false = wait for onAttemptDrain. */
+  write(chunk: Buffer): boolean {
+    const up = this.up!;
+    this.holdWrites(up);
+    if (up.write(chunk)) return true;
+    if (!this.drainHooked) {
+      this.drainHooked = true;
+      up.on("drain", onUpDrain);
+    }
+    return false;
+  }
+
+  /** The request has ended: END_STREAM goes out in the check phase, on the last DATA frame. */
+  endRequest(): void {
+    const up = this.up;
+    if (up === undefined || up.writableEnded) return;
+    // Not now: flush() decides, once this loop turn's events are in. A client's RST_STREAM
+    // also ends node's readable side ('end' comes before 'aborted' and 'close'), and that
+    // cancel must not reach the upstream as END_STREAM (spec §10.2 P1).
+    this.endPending = true;
+    this.holdWrites(up);
+  }
+
+  /**
+   * Corks the stream until the check phase of this loop turn (setImmediate), where flush()
+   * uncorks it, or ends it if the request has ended by then: the request's end ('end' follows
+   * in the same turn when the client's DATA carried END_STREAM) then rides on the last DATA
+   * frame (Writable.end() uncorks and ends in one tick), and the chunks read in one turn leave
+   * in one writev. One setImmediate per turn with request data, not per chunk.
+   */
+  private holdWrites(up: ClientHttp2Stream): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    up.cork();
+    setImmediate(flushAttempt, this);
+  }
+
+  /** See holdWrites. */
+  flush(): void {
+    this.flushQueued = false;
+    const up = this.up;
+    if (up === undefined || up.destroyed || up.writableEnded) return;
+    if (this.endPending && this.owner.mayEndRequest()) {
+      this.endPending = false;
+      up.end();
+    } else if (!this.cancelled && up.writableCorked > 0) {
+      // (cancelled: the owner's answer may have been to end the call, which cancelled this attempt)
+      up.uncork();
+    }
+  }
+
+  // === response flow control ===
+
+  pause(): void {
+    this.up?.pause();
+  }
+
+  resume(): void {
+    this.up?.resume();
+  }
+
+  // === ends ===
+
+  /** dojang ends this attempt: RST_STREAM(CANCEL) if the stream is open, or leaves the session queue. */
+  cancel(): void {
+    if (this.closed) return;
+    const up = this.up;
+    if (up === undefined) {
+      // Waiting for a session (or never opened): nothing on the wire; a late ready is ignored.
+      this.cancelled = true;
+      this.report("local");
+      return;
+    }
+    if (up.closed) return;
+    this.cancelled = true;
+    // RST_STREAM(CANCEL), never a plain destroy() (NO_ERROR) or destroy(err) (INTERNAL_ERROR),
+    // spec §10.2 P2. Either way unread DATA is discarded (P7).
+    if (this.resetByClose) up.close(NGHTTP2_CANCEL);
+    else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
+  }
+
+  /**
+   * The status for a stream that closed without trailers to forward (null: none to give, the
+   * stream ended normally and the call's own path decides).
+   */
+  outcomeAtClose(responded: boolean, budgetExpired: boolean): Outcome | null {
+    const sess = this.session!;
+    const up = this.up!;
+    if (!sess.connected) {
+      // The stream learns of a failed connect before the session does: the reason is the
+      // cause of the stream's own error ("pending stream has been canceled (caused by: ...)").
+      const cause = (this.error as (Error & { cause?: unknown }) | undefined)?.cause;
+      const why =
+        sess.failure ??
+        (cause instanceof Error ? describeConnectError(cause as NodeJS.ErrnoException, sess.endpoint) : `upstream ${sess.endpoint.label} unreachable`);
+      return outcome(Code.UNAVAILABLE, why, "upstream_unreachable");
+    }
+    const rst = up.rstCode;
+    return decideUpstreamEnd({
+      statusFixed: false,
+      rstCode: rst,
+      endedWithoutTrailers: this.ended && responded && !this.endedByReset,
+      sessionLost: sess.lost || sess.h2.destroyed,
+      refused: this.refused,
+      budgetExpired,
+    });
+  }
+
+  /** The upstream refused the stream or never saw it (RST REFUSED_STREAM, or above a GOAWAY's last-stream-id). */
+  get refused(): boolean {
+    const up = this.up;
+    const sess = this.session;
+    if (up === undefined || sess === undefined) return false;
+    return up.rstCode === NGHTTP2_REFUSED_STREAM || (sess.goawayLastStreamId >= 0 && (up.id ?? 0) > sess.goawayLastStreamId);
+  }
+
+  /**
+   * Whether the upstream can have processed this request: false when no stream reached it (no
+   * stream opened, the session never connected, or the stream was refused); true otherwise.
+   * The fact a transparent retry will need.
+   */
+  get mayHaveProcessed(): boolean {
+    if (this.up === undefined) return false;
+    const sess = this.session;
+    if (sess === undefined || !sess.connected) return false;
+    return !this.refused;
+  }
+
+  /** Tells the endpoint how this attempt ended; once. */
+  private report(result: AttemptResult): void {
+    if (this.reported || !this.started) return;
+    this.reported = true;
+    this.endpoint.attemptEnded(result);
+  }
+
+  /** Called after the owner heard of the close: the result from what is known by then. */
+  private reportAtClose(): void {
+    let r: AttemptResult;
+    if (this.status >= 0) r = this.status === 0 ? "ok" : "status";
+    else if (this.cancelled) r = "local";
+    else if (!this.session!.connected) r = "unreachable";
+    else if (this.refused) r = "refused";
+    else r = "reset";
+    this.report(r);
+  }
+
+  /** The stream's 'close': the owner decides first, then the endpoint hears the result. */
+  onStreamClose(): void {
+    this.closed = true;
+    this.session!.active--;
+    this.owner.onAttemptClose(this);
+    this.reportAtClose();
+  }
+}
+
+// === module-level listeners: `this` is the stream, the attempt is in its kAttempt slot ===
+
+function attemptOf(s: unknown): Attempt {
+  return (s as AttemptStream)[kAttempt]!;
+}
+function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+  const a = attemptOf(this);
+  a.owner.onAttemptHead(a, headers, flags, raw);
+}
+function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
+  const a = attemptOf(this);
+  a.owner.onAttemptData(a, chunk);
+}
+function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: number, raw: string[]): void {
+  const a = attemptOf(this);
+  a.owner.onAttemptTrailers(a, raw);
+}
+function onUpEnd(this: ClientHttp2Stream): void {
+  // node emits 'end' for RST_STREAM(NO_ERROR) too; then the stream is already closed, while
+  // after END_STREAM on DATA it is not yet (probed on Node 24). This tells apart what spec §10.2
+  // P4 calls indistinguishable, for the message and decided_by (the code is 13 either way).
+  const a = attemptOf(this);
+  a.ended = true;
+  a.endedByReset = this.closed;
+  a.owner.onAttemptEnd(a);
+}
+function onUpClose(this: ClientHttp2Stream): void {
+  attemptOf(this).onStreamClose();
+}
+function onUpError(this: ClientHttp2Stream, err: Error): void {
+  attemptOf(this).error = err;
+}
+function onUpDrain(this: ClientHttp2Stream): void {
+  const a = attemptOf(this);
+  a.owner.onAttemptDrain(a);
+}
+function flushAttempt(a: Attempt): void {
+  a.flush();
+}
+function onUpWantTrailers(this: ClientHttp2Stream): void {
+  // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).
+  this.sendTrailers({});
+}

@@ -1,0 +1,161 @@
+// Architecture rule (style.md §5, issue 11 step 1): imports under src/ go one way,
+// translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← dojang ← main.
+// Every import statement of every file under src/ is parsed, both ends are mapped to their layer,
+// and no import may reach a higher layer. Same-layer imports are allowed (a type-only cycle inside
+// a layer is a file-level matter); this test is about the direction between layers.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const SRC = resolve(import.meta.dirname, "../../src");
+
+/** Lowest first. A file's layer is the first rule whose prefix its path (relative to src/) starts with. */
+const LAYERS = ["translate", "config", "observe", "upstream", "call", "filters", "listener", "snapshot", "dojang", "main"] as const;
+type Layer = (typeof LAYERS)[number];
+const RULES: readonly [prefix: string, layer: Layer][] = [
+  ["translate/", "translate"],
+  // errors.ts imports nothing; config's issues name it, so it sits at the bottom with translate.
+  ["errors.ts", "translate"],
+  ["config/", "config"],
+  ["proxy/observe/", "observe"],
+  ["proxy/upstream/", "upstream"],
+  ["proxy/call/", "call"],
+  // the route table is what a call matches against: a call-layer concept (generic in its cluster)
+  ["proxy/router.ts", "call"],
+  ["proxy/filters/", "filters"],
+  ["proxy/listener.ts", "listener"],
+  // the admin HTTP server is a listener of its own (it knows nothing of calls)
+  ["proxy/admin/", "listener"],
+  ["proxy/snapshot.ts", "snapshot"],
+  ["proxy/dojang.ts", "dojang"],
+  // workers run Dojang instances in a cluster of processes
+  ["proxy/workers.ts", "dojang"],
+  ["main.ts", "main"],
+  ["index.ts", "main"],
+  ["cli.ts", "main"],
+  ["demo.ts", "main"],
+  // `dojang health`: a CLI subcommand (reads the config, asks the admin's /ready)
+  ["health.ts", "main"],
+];
+
+function layerOf(rel: string): Layer | undefined {
+  for (const [prefix, layer] of RULES) if (rel === prefix || rel.startsWith(prefix)) return layer;
+  return undefined;
+}
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name)) : [join(dir, e.name)]));
+}
+
+/** Module specifiers of static imports, `export … from`, and dynamic import("…"), comments removed. */
+export function importsOf(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const out: string[] = [];
+  for (const m of code.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/gm)) out.push(m[1]!);
+  for (const m of code.matchAll(/^\s*import\s*["']([^"']+)["']/gm)) out.push(m[1]!);
+  for (const m of code.matchAll(/\bimport\s*\(\s*["']([^"']+)["']\s*\)/g)) out.push(m[1]!);
+  return out;
+}
+
+const files = listFiles(SRC)
+  .filter((f) => f.endsWith(".ts"))
+  .map((f) => relative(SRC, f).split("\\").join("/"));
+
+describe("imports under src/ go one way (translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← dojang ← main)", () => {
+  it("finds the source files and every one has a layer", () => {
+    expect(files.length).toBeGreaterThan(40);
+    expect(files.filter((f) => layerOf(f) === undefined)).toEqual([]);
+  });
+
+  it("parses import statements of every form (a check that the parser finds what it must)", () => {
+    const sample = [
+      'import a from "./a.js";',
+      'import type { B } from "../b.js";',
+      "import {\n  c,\n  type D,\n} from '../../c.js';",
+      'export * from "./e.js";',
+      'export { f } from "./f.js";',
+      'import "./side-effect.js";',
+      'const g = await import("./g.js");',
+      '// import h from "./commented.js";',
+      '/* import i from "./block-commented.js"; */',
+    ].join("\n");
+    expect(importsOf(sample)).toEqual(["./a.js", "../b.js", "../../c.js", "./e.js", "./f.js", "./side-effect.js", "./g.js"]);
+  });
+
+  it("flags an import against the order (a check that the rule can fail)", () => {
+    expect(violations("config/schema.ts", ['import type { X } from "../proxy/filters/fault/model.js";'].join("\n"))).toEqual([
+      "config/schema.ts (config) imports proxy/filters/fault/model.ts (filters)",
+    ]);
+    expect(violations("proxy/call/call.ts", 'import { Y } from "../upstream/cluster.js";')).toEqual([]);
+  });
+
+  describe.each(files.map((f) => [f] as const))("%s", (file) => {
+    it("imports nothing from a higher layer", () => {
+      expect(violations(file, readFileSync(join(SRC, file), "utf8"))).toEqual([]);
+    });
+  });
+});
+
+describe("no import cycles at run time (grpc-js runs madge -c; type-only imports are erased and may cycle)", () => {
+  it("finds none among the value imports of src/", () => {
+    expect(runtimeCycles(new Map(files.map((f) => [f, valueImports(f, readFileSync(join(SRC, f), "utf8"))])))).toEqual([]);
+  });
+
+  it("finds a cycle when there is one (a check that the search can fail)", () => {
+    const g = new Map([
+      ["a.ts", ["b.ts"]],
+      ["b.ts", ["c.ts"]],
+      ["c.ts", ["a.ts"]],
+      ["d.ts", ["a.ts"]],
+    ]);
+    expect(runtimeCycles(g)).toEqual(["a.ts -> b.ts -> c.ts -> a.ts"]);
+    expect(valueImports("x/y.ts", 'import type { A } from "./a.js";\nexport type { B } from "../b.js";\nimport { c } from "./c.js";')).toEqual(["x/c.ts"]);
+  });
+});
+
+/** The src-relative files `file` imports for their values (`import type` / `export type` left out). */
+function valueImports(file: string, text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const out: string[] = [];
+  for (const m of code.matchAll(/^\s*(?:import|export)(\s+type\b)?[^;]*?\bfrom\s*["']([^"']+)["']/gm)) {
+    if (m[1] !== undefined || !m[2]!.startsWith(".")) continue;
+    out.push(relative(SRC, resolve(SRC, dirname(file), m[2]!)).split("\\").join("/").replace(/\.js$/, ".ts"));
+  }
+  return out;
+}
+
+/** Each cycle once, as "a -> b -> a", found by a depth-first search. */
+function runtimeCycles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const found: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 1);
+    stack.push(n);
+    for (const m of graph.get(n) ?? []) {
+      if (state.get(m) === 1) found.push([...stack.slice(stack.indexOf(m)), m].join(" -> "));
+      else if (!state.has(m)) visit(m);
+    }
+    stack.pop();
+    state.set(n, 2);
+  };
+  for (const n of graph.keys()) if (!state.has(n)) visit(n);
+  return found;
+}
+
+/** "a (layer) imports b (layer)" for each import of `file` that goes up the order. */
+function violations(file: string, text: string): string[] {
+  const from = layerOf(file)!;
+  const out: string[] = [];
+  for (const spec of importsOf(text)) {
+    if (!spec.startsWith(".")) continue; // node:*, packages: not layered here (translate's own test bans them there)
+    const target = relative(SRC, resolve(SRC, dirname(file), spec)).split("\\").join("/").replace(/\.js$/, ".ts");
+    const to = layerOf(target);
+    if (to === undefined) {
+      out.push(`${file} imports ${target}, which has no layer`);
+      continue;
+    }
+    if (LAYERS.indexOf(to) > LAYERS.indexOf(from)) out.push(`${file} (${from}) imports ${target} (${to})`);
+  }
+  return out;
+}

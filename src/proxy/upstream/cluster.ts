@@ -51,8 +51,13 @@ export class Cluster {
     };
   }
 
-  /** The endpoint for the next attempt; undefined when the cluster has none (yet). */
-  pick(): Endpoint | undefined {
+  /**
+   * The endpoint for the next attempt; undefined when the cluster has none (yet). `avoid` (the
+   * endpoint a retried attempt just failed on) is skipped when another endpoint can be had.
+   */
+  pick(avoid?: Endpoint): Endpoint | undefined {
+    const e = this.picker.pick();
+    if (avoid === undefined || e !== avoid || this.picker.endpoints.length < 2) return e;
     return this.picker.pick();
   }
 

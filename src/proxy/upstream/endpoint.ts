@@ -26,6 +26,10 @@ export class Endpoint {
   readonly results: Record<AttemptResult, number> = { ok: 0, status: 0, reset: 0, refused: 0, unreachable: 0, local: 0 };
   /** resets and unreachables in a row (an answer, whatever its status, ends a run; refused and local leave it) */
   consecutiveFailures = 0;
+  /** the active health check's verdict (true without health checks) */
+  healthy = true;
+  /** out of rotation by outlier detection until its ejection time is up */
+  ejected = false;
 
   constructor(
     readonly cluster: Cluster,

@@ -28,14 +28,17 @@ async function settled(px: DojangHandle) {
 const ZERO = { ok: 0, status: 0, reset: 0, refused: 0, unreachable: 0, local: 0, consecutiveFailures: 0 };
 
 describe('"calls report each attempt\'s outcome back to its endpoint"', () => {
-  it("counts the upstream's own statuses: 0 as ok, anything else as status", async () => {
+  it("counts the upstream's own statuses: 0 as ok, anything else as status; UNAVAILABLE is a failure in a row, NOT_FOUND ends the run", async () => {
+    const codes = ["0", "14", "5"];
     let n = 0;
-    const up = await fx.rawUpstream((s) => replyGrpc(s, [Buffer.from("r")], { "grpc-status": n++ === 0 ? "0" : "14" }));
+    const up = await fx.rawUpstream((s) => replyGrpc(s, [Buffer.from("r")], { "grpc-status": codes[n++]! }));
     const px = await fx.proxyFor(up.address);
     const c = fx.client(px.address);
     expect((await unary(c, Buffer.from("x"))).err).toBeNull();
     expect((await unary(c, Buffer.from("x"))).err?.code).toBe(grpc.status.UNAVAILABLE);
-    expect(await settled(px)).toEqual({ ...ZERO, ok: 1, status: 1 });
+    expect(await settled(px)).toEqual({ ...ZERO, ok: 1, status: 1, consecutiveFailures: 1 });
+    expect((await unary(c, Buffer.from("x"))).err?.code).toBe(grpc.status.NOT_FOUND);
+    expect(await settled(px)).toEqual({ ...ZERO, ok: 1, status: 2, consecutiveFailures: 0 });
   });
 
   it("counts a reset after the response started as reset, and resets in a row as consecutive failures", async () => {

@@ -109,7 +109,15 @@ export class Attempt implements SessionWaiter, ReplaySink {
   start(): void {
     this.started = true;
     this.endpoint.attemptStarted();
-    this.use(this.endpoint.acquire());
+    // (CLUSTER, #11) slot(), not acquire(): a full circuit breaker (maxConnections,
+    // maxPendingCalls) refuses at once with a message naming the limit; the call ends 14
+    // decided_by overflow. No stream was opened, so the endpoint hears "local".
+    const s = this.endpoint.slot();
+    if (typeof s === "string") {
+      this.report("local");
+      return this.owner.onAttemptFailed(this, outcome(Code.UNAVAILABLE, s, "overflow"));
+    }
+    this.use(s);
   }
 
   /**
@@ -299,7 +307,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
   private report(result: AttemptResult): void {
     if (this.reported || !this.started) return;
     this.reported = true;
-    this.endpoint.attemptEnded(result);
+    // (CLUSTER, #11) the status decides whether an answer counts as a failure for outlier detection
+    this.endpoint.attemptEnded(result, this.status);
   }
 
   /** Called after the owner heard of the close: the result from what is known by then. */

@@ -24,6 +24,12 @@ export interface LiveState {
   concurrentMarking: number;
 }
 
+/** A cluster as the per-endpoint gauges read it at scrape time (implemented by upstream/cluster.ts). */
+export interface ClusterMetricsSource {
+  readonly name: string;
+  endpointStates(): readonly { readonly endpoint: string; readonly healthy: boolean; readonly ejected: boolean; readonly active: number }[];
+}
+
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
 export class MethodSeries {
   readonly service: string;
@@ -54,6 +60,14 @@ export class Metrics {
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
+  /** circuit breaker overflows by cluster and limit (children bound once per cluster) */
+  readonly upstreamOverflow: client.Counter<string>;
+  /** outlier ejections by cluster and endpoint ("host:port": bounded by the config and DNS) */
+  readonly upstreamEjections: client.Counter<string>;
+  /** upstream sessions dropped because a keepalive PING went unanswered */
+  readonly upstreamKeepaliveTimeouts: client.Counter<string>;
+  /** the clusters the per-endpoint gauges read at scrape time (a cluster adds itself, stop() removes it) */
+  readonly clusterSources = new Set<ClusterMetricsSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
   readonly refusedStreams: client.Counter.Internal;
   readonly budgetInNoLabels: client.Histogram.Internal<string>;
@@ -114,6 +128,77 @@ export class Metrics {
       name: "dojang_heap_shrinks_total",
       help: "Memory-reducing GCs: one at start-up, then (with shrinkHeapWhenIdle) one after each idle period that followed calls.",
       registers: r,
+    });
+    this.upstreamOverflow = new client.Counter({
+      name: "dojang_upstream_overflow_total",
+      help: "Calls ended with 14 decided_by overflow because a circuit breaker of the cluster was full, by limit (maxConnections, maxPendingCalls, maxCalls, maxRetries).",
+      labelNames: ["cluster", "limit"],
+      registers: r,
+    });
+    this.upstreamEjections = new client.Counter({
+      name: "dojang_upstream_ejections_total",
+      help: "Outlier ejections of an upstream endpoint (consecutive failures), by cluster and endpoint.",
+      labelNames: ["cluster", "endpoint"],
+      registers: r,
+    });
+    this.upstreamKeepaliveTimeouts = new client.Counter({
+      name: "dojang_upstream_keepalive_timeouts_total",
+      help: "Upstream sessions dropped because a keepalive PING was not answered within keepalive.timeout, by cluster.",
+      labelNames: ["cluster"],
+      registers: r,
+    });
+    const sources = this.clusterSources;
+    new client.Gauge({
+      name: "dojang_upstream_endpoint_healthy",
+      help: "1 when the endpoint's active health check passes (always 1 without healthCheck), 0 when not; by cluster and endpoint.",
+      labelNames: ["cluster", "endpoint"],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.healthy ? 1 : 0);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_upstream_endpoint_ejected",
+      help: "1 while outlier detection has the endpoint ejected, by cluster and endpoint.",
+      labelNames: ["cluster", "endpoint"],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.ejected ? 1 : 0);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_upstream_endpoint_active_attempts",
+      help: "Attempts open or waiting for a session on the endpoint, by cluster and endpoint.",
+      labelNames: ["cluster", "endpoint"],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.active);
+      },
+    });
+    new client.Gauge({
+      name: "dojang_upstream_endpoints",
+      help: "Endpoints of a cluster by state: healthy (in rotation), unhealthy (failing health checks), ejected (outlier detection).",
+      labelNames: ["cluster", "state"],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const c of sources) {
+          let healthy = 0;
+          let unhealthy = 0;
+          let ejected = 0;
+          for (const e of c.endpointStates()) {
+            if (e.ejected) ejected++;
+            else if (!e.healthy) unhealthy++;
+            else healthy++;
+          }
+          this.labels(c.name, "healthy").set(healthy);
+          this.labels(c.name, "unhealthy").set(unhealthy);
+          this.labels(c.name, "ejected").set(ejected);
+        }
+      },
     });
     const live = this.live;
     new client.Gauge({

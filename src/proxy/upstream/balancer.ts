@@ -1,24 +1,96 @@
 // Pickers: which endpoint the next attempt goes to. A picker is built over an immutable list of
-// endpoints (grpc-js picker.ts: a new picker replaces the old one when the list changes, so a
-// call in flight never sees a list change under it). Pure apart from its cursor; no node:*.
+// endpoints and what is known of them at that moment (usable or not, weights), and replaced
+// whenever that changes: the cluster rebuilds it when endpoints, weights, health or ejections
+// change, never per call (grpc-js picker.ts hands out immutable pickers the same way). The
+// arithmetic is src/translate/pick.ts; the draws come from an injected `rand`, so tests fix them.
 
-export interface Picker<E> {
-  /** the endpoint for the next attempt; undefined when there is none (an empty list) */
-  pick(): E | undefined;
+import {
+  cumulativeWeights,
+  eligible,
+  pickLeastRequest,
+  pickRandom,
+  roundRobinSchedule,
+  type LbPolicy,
+} from "../../translate/pick.js";
+
+export interface Picker<E extends object> {
+  /**
+   * The endpoint for the next attempt; undefined when there is none (an empty list). `avoid` is
+   * skipped when another eligible endpoint exists (a retry should not go back where it failed).
+   */
+  pick(avoid?: E): E | undefined;
+  /** every endpoint the picker was built over (eligible or not) */
   readonly endpoints: readonly E[];
+  /** the endpoints that get calls */
+  readonly eligible: readonly E[];
+  /** none was usable, so all get calls (Envoy's panic mode) */
+  readonly panic: boolean;
 }
 
-/** Round robin, in list order. */
-export function roundRobinPicker<E>(endpoints: readonly E[]): Picker<E> {
-  const eps = Object.freeze([...endpoints]);
-  let next = 0;
+export interface PickerInput<E extends object> {
+  readonly policy: LbPolicy;
+  readonly endpoints: readonly E[];
+  /** healthy and not ejected, per endpoint */
+  readonly usable: readonly boolean[];
+  /** whole numbers ≥ 1, per endpoint */
+  readonly weights: readonly number[];
+  /** calls in flight on an endpoint (least_request) */
+  readonly active: (e: E) => number;
+  /** a draw in [0, 1) */
+  readonly rand: () => number;
+}
+
+/** Round robin, in list order, every endpoint eligible (the simple picker of a cluster without policies). */
+export function roundRobinPicker<E extends object>(endpoints: readonly E[]): Picker<E> {
+  return buildPicker({ policy: "round_robin", endpoints, usable: endpoints.map(() => true), weights: [], active: () => 0, rand: Math.random });
+}
+
+export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> {
+  const eps = Object.freeze([...input.endpoints]);
+  const { indices, panic } = eligible(input.usable);
+  const weights = input.weights;
+  const elig = Object.freeze(indices.map((i) => eps[i]!));
+  const n = indices.length;
+  const rand = input.rand;
+  let pickIndex: () => number;
+  if (n === 0) {
+    pickIndex = () => -1;
+  } else if (input.policy === "round_robin") {
+    const schedule = roundRobinSchedule(indices, weights);
+    // Start at a random place in the schedule, so that many dojang processes (workers, replicas)
+    // rebuilt at the same moment do not all send their next call to the same endpoint.
+    let next = Math.floor(rand() * schedule.length) % schedule.length;
+    pickIndex = () => {
+      const i = schedule[next]!;
+      next = next + 1 === schedule.length ? 0 : next + 1;
+      return i;
+    };
+  } else {
+    const cumulative = cumulativeWeights(indices, weights);
+    if (input.policy === "random") pickIndex = () => pickRandom(indices, cumulative, rand());
+    else {
+      const active = input.active;
+      const activeAt = (i: number): number => active(eps[i]!);
+      pickIndex = () => pickLeastRequest(indices, cumulative, weights, activeAt, rand(), rand());
+    }
+  }
   return {
     endpoints: eps,
-    pick(): E | undefined {
-      if (eps.length === 0) return undefined;
-      const e = eps[next]!;
-      next = next + 1 === eps.length ? 0 : next + 1;
-      return e;
+    eligible: elig,
+    panic,
+    pick(avoid?: E): E | undefined {
+      const i = pickIndex();
+      if (i < 0) return undefined;
+      const e = eps[i]!;
+      if (avoid === undefined || e !== avoid || n < 2) return e;
+      // A few more draws (a weighted schedule may repeat the avoided endpoint), then the next
+      // eligible endpoint after it in list order.
+      for (let k = 0; k < 4; k++) {
+        const j = pickIndex();
+        if (eps[j] !== avoid) return eps[j];
+      }
+      const pos = elig.indexOf(avoid);
+      return elig[(pos + 1) % n];
     },
   };
 }

@@ -1,65 +1,270 @@
-// A named group of endpoints: the resolver's addresses, a picker over them, the open sessions,
-// and the counters circuit breakers and the retry budget will read (placeholders today: counted,
-// never enforced). Must not import src/proxy/call.
+// A named group of endpoints: where their addresses come from (static list or DNS), a picker
+// over them (rebuilt when endpoints, weights, health or ejections change, never per call), the
+// open sessions, active health checks, outlier ejection, keepalive's interval, and the counters
+// circuit breakers and the retry budget read. Must not import src/proxy/call.
+//
+// Time and randomness are arguments (ClusterOptions.now / rand), so tests can fix them.
 import type { Logger } from "pino";
-import type { ClusterConfig, HostPort } from "../../config/index.js";
-import type { Metrics } from "../observe/metrics.js";
-import { roundRobinPicker, type Picker } from "./balancer.js";
+import { formatHostPort, type ClusterConfig, type HostPort } from "../../config/index.js";
+import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
+import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
+import { buildPicker, type Picker } from "./balancer.js";
+import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint } from "./endpoint.js";
+import { HealthChecker } from "./health-check.js";
 import { staticResolver, type Resolver } from "./resolver.js";
 import type { UpstreamSession } from "./session.js";
 
-/** Concurrency counters a breaker compares with its limits (not enforced yet). */
+/** Concurrency counters the circuit breakers compare with their limits. */
 export interface BreakerCounters {
-  /** calls routed here that have not ended */
+  /** calls routed here that have not ended (maxCalls, enforced at the call) */
   activeCalls: number;
-  /** attempts waiting for a stream slot (a session not yet ready) */
+  /** attempts waiting for a stream slot, as last computed (pendingAttempts() is the live figure) */
   pendingAttempts: number;
-  /** retries in flight */
+  /** retries in flight (maxRetries, enforced at the call) */
   activeRetries: number;
 }
+
+/** Circuit breaker names, as in the config and the overflow metric's `limit` label. */
+export type BreakerLimit = "maxConnections" | "maxPendingCalls" | "maxCalls" | "maxRetries";
+export const BREAKER_LIMITS: readonly BreakerLimit[] = ["maxConnections", "maxPendingCalls", "maxCalls", "maxRetries"];
 
 /** The retry budget's running totals (no retry policy exists yet; kept so reloads can carry it). */
 export interface RetryBudget {
   retries: number;
 }
 
-export class Cluster {
+export interface ClusterOptions {
+  /** monotonic milliseconds (ejection times); default performance.now */
+  readonly now?: () => number;
+  /** draws in [0, 1) for the pickers; default Math.random */
+  readonly rand?: () => number;
+  /** the DNS resolver for `dns:` clusters (tests point one at a local server) */
+  readonly dns?: DnsResolverOptions["resolver"];
+}
+
+export class Cluster implements ClusterMetricsSource {
   readonly name: string;
-  readonly endpoints: readonly Endpoint[];
-  readonly picker: Picker<Endpoint>;
+  /** the endpoints now (replaced as a whole by setEndpoints) */
+  endpoints: readonly Endpoint[] = [];
+  picker: Picker<Endpoint>;
   readonly resolver: Resolver;
+  readonly dns: DnsResolver | undefined;
+  /** the last DNS lookup: when, and the error if it failed (the last endpoints stay) */
+  dnsLast: { readonly atMs: number; readonly error?: string; readonly endpoints: number } | undefined;
   readonly connectCounters: Record<"ok" | "error" | "timeout", { inc(): void }>;
   /** every session not yet closed, in rotation or draining */
   readonly open = new Set<UpstreamSession>();
   readonly breaker: BreakerCounters = { activeCalls: 0, pendingAttempts: 0, activeRetries: 0 };
   readonly budget: RetryBudget = { retries: 0 };
+  /** the keepalive PING interval now (the config's, doubled on each too_many_pings) */
+  keepaliveIntervalMs: number;
+  private readonly outlierCfg: OutlierConfig | null;
+  private readonly overflowCounters: Record<BreakerLimit, { inc(): void }>;
+  private readonly now: () => number;
+  private readonly rand: () => number;
+  private readonly ejectionTimers = new Map<Endpoint, NodeJS.Timeout>();
+  private stopped = false;
 
   constructor(
     readonly cfg: ClusterConfig,
     readonly metrics: Metrics,
     readonly log: Logger,
+    opts: ClusterOptions = {},
   ) {
     this.name = cfg.name;
+    this.now = opts.now ?? performance.now.bind(performance);
+    this.rand = opts.rand ?? Math.random;
+    this.outlierCfg = cfg.outlierDetection;
+    this.keepaliveIntervalMs = cfg.keepalive?.intervalMs ?? 0;
     this.resolver = staticResolver(cfg);
-    this.endpoints = this.resolver.resolve().map((e) => new Endpoint(this, e.host, e.port));
-    this.picker = roundRobinPicker(this.endpoints);
     this.connectCounters = {
       ok: metrics.upstreamConnects.labels(cfg.name, "ok"),
       error: metrics.upstreamConnects.labels(cfg.name, "error"),
       timeout: metrics.upstreamConnects.labels(cfg.name, "timeout"),
     };
+    const oc = {} as Record<BreakerLimit, { inc(): void }>;
+    for (const l of BREAKER_LIMITS) oc[l] = metrics.upstreamOverflow.labels(cfg.name, l);
+    this.overflowCounters = oc;
+    this.picker = buildPicker<Endpoint>({ policy: cfg.lb, endpoints: [], usable: [], weights: [], active: activeOf, rand: this.rand });
+    this.setEndpoints(this.resolver.resolve(), cfg.endpointWeights);
+    metrics.clusterSources.add(this);
+    if (cfg.dns !== null) {
+      const d = cfg.dns;
+      this.dns = new DnsResolver(d, (eps) => this.onDns(eps), {
+        resolver: opts.dns ?? defaultDnsResolver(),
+        onError: (why) => this.onDnsError(why),
+      });
+      void this.dns.start();
+    } else {
+      this.dns = undefined;
+    }
   }
 
   /**
    * The endpoint for the next attempt; undefined when the cluster has none (yet). `avoid` (the
    * endpoint a retried attempt just failed on) is skipped when another endpoint can be had.
+   * Eligible: healthy and not ejected; all endpoints when none is (panic).
    */
   pick(avoid?: Endpoint): Endpoint | undefined {
-    const e = this.picker.pick();
-    if (avoid === undefined || e !== avoid || this.picker.endpoints.length < 2) return e;
-    return this.picker.pick();
+    return this.picker.pick(avoid);
   }
+
+  /**
+   * Replaces the endpoint list (DNS, reload): endpoints that stay keep their Endpoint objects and
+   * sessions (and their weight is updated); new ones start healthy with a health checker;
+   * removed ones are retired (their sessions drain, calls on them finish).
+   */
+  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): void {
+    const old = new Map<string, Endpoint>();
+    for (const e of this.endpoints) old.set(e.label, e);
+    const next: Endpoint[] = [];
+    const seen = new Set<string>();
+    for (let i = 0; i < endpoints.length; i++) {
+      const hp = endpoints[i]!;
+      const w = Math.max(1, Math.floor(weights[i] ?? 1));
+      const probe = new Endpoint(this, hp.host, hp.port, w);
+      if (seen.has(probe.label)) continue;
+      seen.add(probe.label);
+      const kept = old.get(probe.label);
+      if (kept !== undefined) {
+        kept.weight = w;
+        next.push(kept);
+        old.delete(probe.label);
+      } else {
+        this.startHealthCheck(probe);
+        next.push(probe);
+      }
+    }
+    for (const gone of old.values()) {
+      gone.retire();
+      const t = this.ejectionTimers.get(gone);
+      if (t !== undefined) clearTimeout(t);
+      this.ejectionTimers.delete(gone);
+    }
+    this.endpoints = Object.freeze(next);
+    this.rebuild();
+  }
+
+  /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
+  hasHealthyEndpoint(): boolean {
+    return this.endpoints.some((e) => e.healthy && !e.ejected);
+  }
+
+  /** Builds the picker over what is known now. */
+  private rebuild(): void {
+    const eps = this.endpoints;
+    this.picker = buildPicker({
+      policy: this.cfg.lb,
+      endpoints: eps,
+      usable: eps.map((e) => e.healthy && !e.ejected),
+      weights: eps.map((e) => e.weight),
+      active: activeOf,
+      rand: this.rand,
+    });
+  }
+
+  private startHealthCheck(e: Endpoint): void {
+    const hc = this.cfg.healthCheck;
+    if (hc === null || this.stopped) return;
+    const checker = new HealthChecker({ host: e.host, port: e.port }, hc, (healthy, r) => {
+      if (e.retired) return;
+      e.healthy = healthy;
+      this.log.warn({ cluster: this.name, endpoint: e.label, healthy, why: r.why }, healthy ? "upstream endpoint healthy again" : "upstream endpoint unhealthy");
+      this.rebuild();
+      if (this.picker.panic) this.log.warn({ cluster: this.name }, "no endpoint is healthy and in rotation: every endpoint gets calls (panic)");
+    });
+    e.checker = checker;
+    checker.start();
+  }
+
+  // === DNS ===
+
+  private onDns(eps: readonly HostPort[]): void {
+    if (this.stopped) return;
+    this.dnsLast = { atMs: Date.now(), endpoints: eps.length };
+    const before = this.endpoints.map((e) => e.label).join(",");
+    this.setEndpoints(eps, []);
+    this.log.info({ cluster: this.name, dns: this.dnsName(), endpoints: eps.map(formatHostPort), before }, "DNS endpoints changed");
+  }
+
+  private onDnsError(why: string): void {
+    this.dnsLast = { atMs: Date.now(), error: why, endpoints: this.endpoints.length };
+    this.log.warn({ cluster: this.name, dns: this.dnsName(), err: why }, "DNS lookup failed: the last endpoints stay");
+  }
+
+  private dnsName(): string | undefined {
+    const d = this.cfg.dns;
+    return d === null ? undefined : formatHostPort(d);
+  }
+
+  // === outlier detection ===
+
+  /** An attempt's verdict on an endpoint (from Endpoint.attemptEnded; refused and local never come here). */
+  onAttemptResult(e: Endpoint, ok: boolean): void {
+    const oc = this.outlierCfg;
+    if (oc === null) return;
+    const now = this.now();
+    if (ok) {
+      if (e.outlier.timesEjected > 0) forgive(e.outlier, oc, now);
+      e.outlier.consecutive = 0;
+      return;
+    }
+    let ejectedNow = 0;
+    for (const x of this.endpoints) if (x.ejected) ejectedNow++;
+    if (!recordResult(e.outlier, oc, false, now, ejectedNow, this.endpoints.length)) return;
+    e.ejected = true;
+    const ms = e.outlier.ejectedUntil - now;
+    this.metrics.upstreamEjections.labels(this.name, e.label).inc();
+    this.log.warn({ cluster: this.name, endpoint: e.label, consecutiveFailures: e.consecutiveFailures, ejectionMs: Math.round(ms), timesEjected: e.outlier.timesEjected }, "upstream endpoint ejected");
+    this.rebuild();
+    const t = setTimeout(() => this.unEject(e), Math.max(1, ms));
+    t.unref();
+    this.ejectionTimers.set(e, t);
+  }
+
+  private unEject(e: Endpoint): void {
+    this.ejectionTimers.delete(e);
+    if (e.retired || this.stopped) return;
+    e.ejected = false;
+    e.outlier.consecutive = 0;
+    this.log.info({ cluster: this.name, endpoint: e.label }, "upstream endpoint back from ejection");
+    this.rebuild();
+  }
+
+  // === circuit breakers ===
+
+  /** Attempts waiting now: for a session's SETTINGS, or above a session's stream limit. */
+  pendingAttempts(): number {
+    let n = 0;
+    for (const s of this.open) n += s.waiting.length + (s.active > s.limit ? s.active - s.limit : 0);
+    this.breaker.pendingAttempts = n;
+    return n;
+  }
+
+  /** A limit was reached: counts it, and returns the message the call ends with. */
+  overflow(limit: BreakerLimit, value: number): string {
+    this.overflowCounters[limit].inc();
+    return `cluster ${this.name}: ${limit} ${value} reached`;
+  }
+
+  // === keepalive ===
+
+  /** GOAWAY ENHANCE_YOUR_CALM "too_many_pings" on one of our sessions: PING half as often. */
+  onTooManyPings(s: UpstreamSession): void {
+    if (this.cfg.keepalive === null) return;
+    const before = this.keepaliveIntervalMs;
+    // grpc-go's client doubles its keepalive time the same way; capped so it stays a number.
+    this.keepaliveIntervalMs = Math.min(before * 2, 24 * 3600_000);
+    this.log.warn({ cluster: this.name, endpoint: s.endpoint.label, keepaliveIntervalMs: this.keepaliveIntervalMs, before }, "upstream said too_many_pings: keepalive interval doubled");
+  }
+
+  onKeepaliveTimeout(s: UpstreamSession): void {
+    this.metrics.upstreamKeepaliveTimeouts.labels(this.name).inc();
+    this.log.warn({ cluster: this.name, endpoint: s.endpoint.label, reason: s.failure }, "upstream session dropped: keepalive PING not answered");
+  }
+
+  // === sessions ===
 
   sessionOpened(s: UpstreamSession): void {
     this.open.add(s);
@@ -70,28 +275,101 @@ export class Cluster {
     if (this.open.delete(s)) this.metrics.live.upstreamSessions--;
   }
 
-  /**
-   * Replaces the endpoint list (DNS, reload): endpoints that stay keep their Endpoint objects and
-   * sessions; removed ones are retired (their sessions drain, calls on them finish).
-   */
-  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): void {
-    void endpoints;
-    void weights;
+  /** Stops health checkers, DNS and ejection timers (a reload dropped the cluster; Dojang.close). Sessions stay: close() ends them. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.dns?.stop();
+    for (const e of this.endpoints) {
+      e.checker?.stop();
+      e.checker = undefined;
+    }
+    for (const t of this.ejectionTimers.values()) clearTimeout(t);
+    this.ejectionTimers.clear();
+    this.metrics.clusterSources.delete(this);
   }
 
-  /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
-  hasHealthyEndpoint(): boolean {
-    return this.endpoints.some((e) => e.healthy && !e.ejected);
-  }
-
-  /** Stops health checkers, DNS and keepalive timers (a reload dropped the cluster; Dojang.close). */
-  stop(): void {}
-
-  /** Closes every session: gracefully (GOAWAY, let streams finish) or at once. */
+  /** Closes every session: gracefully (GOAWAY, let streams finish) or at once; stops the timers. */
   close(force: boolean): void {
+    this.stop();
     for (const s of [...this.open]) {
       if (force) s.h2.destroy();
       else s.retire();
     }
   }
+
+  // === what /clusters and the metrics show ===
+
+  /** ClusterMetricsSource: per endpoint, for the gauges at scrape time. */
+  endpointStates(): { readonly endpoint: string; readonly healthy: boolean; readonly ejected: boolean; readonly active: number }[] {
+    return this.endpoints.map((e) => ({ endpoint: e.label, healthy: e.healthy, ejected: e.ejected, active: e.active }));
+  }
+
+  /** The cluster as GET /clusters shows it (JSON). Wall-clock times for ejections. */
+  describe(): ClusterView {
+    const now = this.now();
+    const wall = Date.now();
+    const cb = this.cfg.circuitBreaker;
+    const sessionsOf = new Map<Endpoint, { open: number; draining: number; streams: number }>();
+    for (const s of this.open) {
+      let v = sessionsOf.get(s.endpoint);
+      if (v === undefined) sessionsOf.set(s.endpoint, (v = { open: 0, draining: 0, streams: 0 }));
+      if (s.state === "draining") v.draining++;
+      else v.open++;
+      v.streams += s.active;
+    }
+    const eligible = new Set(this.picker.eligible);
+    return {
+      name: this.name,
+      lb: this.cfg.lb,
+      panic: this.picker.panic,
+      dns:
+        this.cfg.dns === null
+          ? null
+          : {
+              target: formatHostPort(this.cfg.dns),
+              refreshIntervalMs: this.cfg.dns.refreshIntervalMs,
+              lastResolution: this.dnsLast === undefined ? null : { at: new Date(this.dnsLast.atMs).toISOString(), endpoints: this.dnsLast.endpoints, ...(this.dnsLast.error === undefined ? {} : { error: this.dnsLast.error }) },
+            },
+      endpoints: this.endpoints.map((e) => ({
+        address: e.label,
+        weight: e.weight,
+        healthy: e.healthy,
+        ...(e.checker?.last === undefined ? {} : { lastCheck: e.checker.last.why }),
+        ejected: e.ejected,
+        ejection: e.outlier.timesEjected === 0 ? null : { until: e.ejected ? new Date(wall + (e.outlier.ejectedUntil - now)).toISOString() : null, times: e.outlier.timesEjected },
+        inRotation: eligible.has(e),
+        activeAttempts: e.active,
+        sessions: sessionsOf.get(e) ?? { open: 0, draining: 0, streams: 0 },
+        consecutiveFailures: e.consecutiveFailures,
+        results: { ...e.results },
+      })),
+      sessions: this.open.size,
+      activeCalls: this.breaker.activeCalls,
+      breaker: {
+        maxConnections: { current: this.open.size, limit: cb.maxConnections },
+        maxPendingCalls: { current: this.pendingAttempts(), limit: cb.maxPendingCalls },
+        maxCalls: { current: this.breaker.activeCalls, limit: cb.maxCalls },
+        maxRetries: { current: this.breaker.activeRetries, limit: cb.maxRetries },
+      },
+      keepalive: this.cfg.keepalive === null ? null : { intervalMs: this.keepaliveIntervalMs, timeoutMs: this.cfg.keepalive.timeoutMs },
+    };
+  }
+}
+
+/** One cluster in GET /clusters. */
+export interface ClusterView {
+  readonly name: string;
+  readonly lb: string;
+  readonly panic: boolean;
+  readonly dns: { readonly target: string; readonly refreshIntervalMs: number; readonly lastResolution: unknown } | null;
+  readonly endpoints: readonly Record<string, unknown>[];
+  readonly sessions: number;
+  readonly activeCalls: number;
+  readonly breaker: Record<BreakerLimit, { readonly current: number; readonly limit: number }>;
+  readonly keepalive: { readonly intervalMs: number; readonly timeoutMs: number } | null;
+}
+
+function activeOf(e: Endpoint): number {
+  return e.active;
 }

@@ -18,6 +18,25 @@ export interface DnsResolverOptions {
   readonly onError?: (message: string) => void;
 }
 
+/**
+ * The resolver `dns:` clusters use: the system's servers, or those in the environment variable
+ * DOJANG_DNS_SERVERS ("127.0.0.1:5353,[::1]:53"), read when a cluster starts. For tests and for
+ * hosts whose DNS for upstreams differs from the system's; a bad value fails start-up loudly.
+ */
+export function defaultDnsResolver(env: NodeJS.ProcessEnv = process.env): dnsp.Resolver {
+  const r = new dnsp.Resolver({ timeout: 2000, tries: 2 });
+  const servers = env["DOJANG_DNS_SERVERS"];
+  if (servers !== undefined && servers.trim() !== "") {
+    const list = servers.split(",").map((x) => x.trim()).filter((x) => x !== "");
+    try {
+      r.setServers(list);
+    } catch (err) {
+      throw new Error(`DOJANG_DNS_SERVERS: ${(err as Error).message} (expected "ip[:port],…", got "${servers}")`);
+    }
+  }
+  return r;
+}
+
 /** Codes that mean "the name has no records of this type", not a failure. */
 const NO_RECORDS = new Set(["ENODATA", "ENOTFOUND"]);
 
@@ -33,7 +52,7 @@ export class DnsResolver {
     private readonly onUpdate: (endpoints: readonly HostPort[]) => void,
     private readonly opts: DnsResolverOptions = {},
   ) {
-    this.resolver = opts.resolver ?? new dnsp.Resolver({ timeout: 2000, tries: 2 });
+    this.resolver = opts.resolver ?? defaultDnsResolver();
   }
 
   /** The endpoints of the last successful lookup (sorted, IPv4 first). */

@@ -1,8 +1,11 @@
-// One upstream address: its small pool of sessions (a stream slot is found here), and what the
-// attempts that rode on it reported (attemptEnded). Health and outlier ejection will read these
-// counters; nothing else here decides anything. Must not import src/proxy/call.
+// One upstream address: its small pool of sessions (a stream slot is found here, within the
+// cluster's circuit breakers), and what the attempts that rode on it reported (attemptEnded),
+// which feeds outlier detection. Health (a HealthChecker's verdict) and ejection are flags the
+// cluster reads when it rebuilds its picker. Must not import src/proxy/call.
 import type { Cluster } from "./cluster.js";
 import { UpstreamSession } from "./session.js";
+import type { HealthChecker } from "./health-check.js";
+import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
 
 /**
  * How one attempt on this endpoint ended, as the attempt saw it:
@@ -16,29 +19,54 @@ import { UpstreamSession } from "./session.js";
  */
 export type AttemptResult = "ok" | "status" | "reset" | "refused" | "unreachable" | "local";
 
+/**
+ * The upstream's own statuses that count as failures of the endpoint for outlier detection: the
+ * ones a server (or what stands in front of it) says when it is unwell — UNKNOWN (2), INTERNAL
+ * (13), UNAVAILABLE (14), DATA_LOSS (15). Other codes are answers about the call (NOT_FOUND,
+ * INVALID_ARGUMENT, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED …): the endpoint worked.
+ */
+export const FAILING_STATUS_MASK = (1 << 2) | (1 << 13) | (1 << 14) | (1 << 15);
+
+export function isFailingStatus(code: number): boolean {
+  return code >= 0 && code < 32 && (FAILING_STATUS_MASK & (1 << code)) !== 0;
+}
+
 export class Endpoint {
   readonly url: string;
   readonly label: string;
   readonly sessions: UpstreamSession[] = [];
   /** attempts whose stream is open or waiting for a session here */
   active = 0;
-  /** attempts ended, by result (counters only, for now: health and ejection will read them) */
+  /** attempts ended, by result */
   readonly results: Record<AttemptResult, number> = { ok: 0, status: 0, reset: 0, refused: 0, unreachable: 0, local: 0 };
-  /** resets and unreachables in a row (an answer, whatever its status, ends a run; refused and local leave it) */
+  /**
+   * Failures in a row: resets, unreachables and failing statuses (isFailingStatus); any other
+   * answer ends a run; refused and local leave it as it is. Outlier detection ejects on it.
+   */
   consecutiveFailures = 0;
   /** the active health check's verdict (true without health checks) */
   healthy = true;
   /** out of rotation by outlier detection until its ejection time is up */
   ejected = false;
+  /** ejection arithmetic (src/translate/outlier.ts) */
+  readonly outlier: OutlierState = newOutlierState();
+  /** the weight the picker gives it (1 unless configured) */
+  weight: number;
+  /** its health checker, when the cluster has healthCheck */
+  checker: HealthChecker | undefined = undefined;
+  /** the cluster no longer lists it (DNS or reload removed it): its sessions drain */
+  retired = false;
 
   constructor(
     readonly cluster: Cluster,
     readonly host: string,
     readonly port: number,
+    weight = 1,
   ) {
     const h = host.includes(":") ? `[${host}]` : host;
     this.label = `${h}:${port}`;
     this.url = `http://${h}:${port}`;
+    this.weight = weight;
   }
 
   /** A session with room for one more stream; opens one if all are full and the cap allows. */
@@ -49,13 +77,51 @@ export class Endpoint {
       if (s.hasCapacity()) return s;
     }
     const cfg = this.cluster.cfg;
-    if (list.length < cfg.maxSessionsPerEndpoint || list.length === 0) {
-      const s = new UpstreamSession(this, cfg);
-      list.push(s);
-      return s;
+    if (list.length < cfg.maxSessionsPerEndpoint || list.length === 0) return this.open();
+    return this.leastLoaded();
+  }
+
+  /**
+   * A stream slot for a new attempt, within the cluster's circuit breakers: a session, or why
+   * none may be had (the message names the limit; the attempt ends 14 decided_by overflow).
+   * maxConnections caps the sessions of the cluster; maxPendingCalls the attempts that would
+   * wait (for a session's SETTINGS, or for a slot on a session at its stream limit).
+   * The common case (a ready session with room) checks nothing else.
+   */
+  slot(): UpstreamSession | string {
+    const list = this.sessions;
+    let waitOn: UpstreamSession | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const s = list[i]!;
+      if (s.hasCapacity()) {
+        if (s.connected) return s;
+        waitOn ??= s;
+      }
     }
-    // Every session is at its limit: the least loaded one queues the stream (nghttp2 holds
-    // it until the peer frees a slot).
+    const c = this.cluster;
+    const cb = c.cfg.circuitBreaker;
+    if (c.pendingAttempts() >= cb.maxPendingCalls) return c.overflow("maxPendingCalls", cb.maxPendingCalls);
+    if (waitOn !== undefined) return waitOn;
+    if (list.length < c.cfg.maxSessionsPerEndpoint || list.length === 0) {
+      if (c.open.size >= cb.maxConnections) {
+        // No new session: queue on one of this endpoint's, if it has any.
+        if (list.length === 0) return c.overflow("maxConnections", cb.maxConnections);
+        return this.leastLoaded();
+      }
+      return this.open();
+    }
+    return this.leastLoaded();
+  }
+
+  private open(): UpstreamSession {
+    const s = new UpstreamSession(this, this.cluster.cfg);
+    this.sessions.push(s);
+    return s;
+  }
+
+  /** Every session is at its limit: the least loaded one queues the stream (nghttp2 holds it until the peer frees a slot). */
+  private leastLoaded(): UpstreamSession {
+    const list = this.sessions;
     let best = list[0]!;
     for (let i = 1; i < list.length; i++) if (list[i]!.active < best.active) best = list[i]!;
     return best;
@@ -72,12 +138,22 @@ export class Endpoint {
     this.active++;
   }
 
-  /** An attempt that began here ended; called exactly once per attemptStarted(). */
-  attemptEnded(result: AttemptResult): void {
+  /**
+   * An attempt that began here ended; called exactly once per attemptStarted(). `status` is the
+   * upstream's grpc-status when result is "status" (or "ok"): it decides whether the answer is a
+   * failure of the endpoint (isFailingStatus).
+   */
+  attemptEnded(result: AttemptResult, status = -1): void {
     this.active--;
     this.results[result]++;
-    if (result === "reset" || result === "unreachable") this.consecutiveFailures++;
-    else if (result === "ok" || result === "status") this.consecutiveFailures = 0;
+    let failed: boolean;
+    if (result === "reset" || result === "unreachable") failed = true;
+    else if (result === "ok") failed = false;
+    else if (result === "status") failed = isFailingStatus(status);
+    else return; // refused, local: nothing said about the endpoint
+    if (failed) this.consecutiveFailures++;
+    else this.consecutiveFailures = 0;
+    if (!this.retired) this.cluster.onAttemptResult(this, !failed);
   }
 
   onConnectResult(s: UpstreamSession, result: "ok" | "error" | "timeout"): void {
@@ -93,5 +169,13 @@ export class Endpoint {
   onSessionClosed(s: UpstreamSession): void {
     this.remove(s);
     this.cluster.sessionClosed(s);
+  }
+
+  /** Out of the cluster: no new sessions are wanted; the ones open finish their streams. */
+  retire(): void {
+    this.retired = true;
+    this.checker?.stop();
+    this.checker = undefined;
+    for (const s of [...this.sessions]) s.retire();
   }
 }

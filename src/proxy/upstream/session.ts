@@ -33,6 +33,8 @@ export class UpstreamSession {
   failure: string | undefined = undefined;
   readonly h2: ClientHttp2Session;
   private connectTimer: NodeJS.Timeout | undefined;
+  /** keepalive: the next PING (interval), or the wait for its ACK (timeout) */
+  private keepaliveTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly endpoint: Endpoint,
@@ -73,13 +75,19 @@ export class UpstreamSession {
         self.connected = true;
         if (self.state === "connecting") self.state = "ready";
         self.endpoint.onConnectResult(self, "ok");
+        if (cfg.keepalive !== null) self.scheduleKeepalive();
         const w = self.waiting;
         self.waiting = [];
         for (let i = 0; i < w.length; i++) w[i]!.onSessionReady(self);
       }
     });
-    h2.on("goaway", (_code: number, lastStreamId: number) => {
+    h2.on("goaway", (code: number, lastStreamId: number, debug?: Buffer) => {
       self.goawayLastStreamId = lastStreamId;
+      // grpc-go and grpc-js servers say our PINGs come too often this way; as grpc-go's client
+      // does, the cluster doubles its keepalive interval.
+      if (code === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM && debug !== undefined && debug.toString("latin1") === "too_many_pings") {
+        self.endpoint.cluster.onTooManyPings(self);
+      }
       self.retire();
     });
     h2.on("error", (err: NodeJS.ErrnoException) => {
@@ -91,6 +99,7 @@ export class UpstreamSession {
     });
     h2.on("close", () => {
       self.clearConnectTimer();
+      self.clearKeepalive();
       self.lost = true;
       self.state = "closed";
       self.endpoint.onSessionClosed(self);
@@ -107,6 +116,54 @@ export class UpstreamSession {
       clearTimeout(this.connectTimer);
       this.connectTimer = undefined;
     }
+  }
+
+  private clearKeepalive(): void {
+    if (this.keepaliveTimer !== undefined) {
+      clearTimeout(this.keepaliveTimer);
+      this.keepaliveTimer = undefined;
+    }
+  }
+
+  /**
+   * Upstream keepalive: a PING every interval (the cluster's, which too_many_pings may have
+   * doubled) while the session is open, whether or not streams are on it; one not ACKed within
+   * `timeout` drops the session (destroyed: calls on it see the connection lost).
+   */
+  private scheduleKeepalive(): void {
+    this.clearKeepalive();
+    if (this.state === "closed") return;
+    const t = setTimeout(sendKeepalivePing, this.endpoint.cluster.keepaliveIntervalMs, this);
+    t.unref();
+    this.keepaliveTimer = t;
+  }
+
+  /** @internal the keepalive timer's callback */
+  ping(): void {
+    this.keepaliveTimer = undefined;
+    const h2 = this.h2;
+    if (this.state === "closed" || h2.destroyed || h2.closed) return;
+    const ka = this.endpoint.cluster.cfg.keepalive!;
+    const self = this;
+    const sent = h2.ping((err) => {
+      if (err !== null || self.state === "closed") return;
+      self.scheduleKeepalive();
+    });
+    if (!sent) return;
+    const t = setTimeout(keepaliveTimedOut, ka.timeoutMs, this, ka.timeoutMs);
+    t.unref();
+    this.keepaliveTimer = t;
+  }
+
+  /** @internal no PING ACK within keepalive.timeout */
+  keepaliveTimeout(ms: number): void {
+    this.keepaliveTimer = undefined;
+    if (this.state === "closed") return;
+    this.failure = `keepalive PING to ${this.endpoint.label} not answered within ${ms}ms`;
+    this.lost = true;
+    this.endpoint.cluster.onKeepaliveTimeout(this);
+    this.retire();
+    this.h2.destroy();
   }
 
   /** Takes the session out of rotation; streams already on it finish. */
@@ -127,6 +184,13 @@ export class UpstreamSession {
   hasCapacity(): boolean {
     return (this.state === "ready" || this.state === "connecting") && this.active + this.waiting.length < this.limit;
   }
+}
+
+function sendKeepalivePing(s: UpstreamSession): void {
+  s.ping();
+}
+function keepaliveTimedOut(s: UpstreamSession, ms: number): void {
+  s.keepaliveTimeout(ms);
 }
 
 /** A connect error as a message that names the endpoint (errno codes as words). */

@@ -89,6 +89,7 @@ export class Dojang {
           return r === null ? null : { status: r.status, body: r.body };
         },
         calls: (last) => this.journal.last(last),
+        clusters: () => [...this.clusters.values()].map((c) => c.describe()),
         metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
         ready: () => this.started && !this.draining,
         config: () => this.config,

@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { configFromText, type Config } from "../config/index.js";
 import { reloadReport } from "../config/reload.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
-import { MutationLog, isType, mergeCalls, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
+import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
 import { handleFaultsApi } from "./filters/fault/index.js";
 import { Dojang, startHeapTuning } from "./dojang.js";
 import { createAccessLogger } from "./observe/log.js";
@@ -49,6 +49,8 @@ function runOp(d: Dojang, op: WorkerOp): AdminReply {
       return handleFaultsApi(op.method, op.path, op.body, d.faults, performance.now()) ?? { status: 404, body: { error: "not found" } };
     case "calls":
       return { status: 200, body: d.journal.last(op.last) };
+    case "clusters":
+      return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
     case "reload":
       try {
         d.loadConfigFaults(configFromText(op.text, op.source));
@@ -206,6 +208,7 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
           config: () => config,
           faults,
           calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
+          clusters: async () => mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies),
         });
   const fork = (): Worker => {
     const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });

@@ -27,6 +27,8 @@ export interface AdminState {
   faults?: (method: string, path: string, body: string) => AdminReply | null | Promise<AdminReply | null>;
   /** the call journal, newest last */
   calls?: (last: number | undefined) => unknown[] | Promise<unknown[]>;
+  /** GET /clusters: each cluster's endpoints, health, ejections, sessions and breakers */
+  clusters?: () => unknown[] | Promise<unknown[]>;
 }
 
 /** Who may change traffic through the admin listener: the `admin` config block. */
@@ -77,6 +79,7 @@ const ROUTES: readonly AdminRoute[] = [
   },
   { path: "/faults", prefix: true, mutation: unlessRead, served: (s) => s.faults !== undefined, handle: faults },
   { path: "/calls", methods: READ_METHODS, mutation: never, served: (s) => s.calls !== undefined, handle: calls },
+  { path: "/clusters", methods: READ_METHODS, mutation: never, served: (s) => s.clusters !== undefined, handle: async (s, r) => sendJson(r.res, 200, await s.clusters!()) },
 ];
 
 function findRoute(path: string): AdminRoute | undefined {

@@ -8,6 +8,8 @@ import type { AdminReply } from "./admin.js";
 export type WorkerOp =
   | { readonly op: "faults"; readonly method: string; readonly path: string; readonly body: string }
   | { readonly op: "calls"; readonly last: number | undefined }
+  /** GET /clusters: the worker's clusters as it sees them (each worker has its own sessions, health and ejections) */
+  | { readonly op: "clusters" }
   /** the fault rules of this config file text (a SIGHUP), parsed by the worker itself */
   | { readonly op: "reload"; readonly text: string; readonly source: string };
 
@@ -97,6 +99,26 @@ export function mergeCalls(replies: readonly WorkerReply[], last: number | undef
 }
 
 /**
+ * GET /clusters over workers: one entry per cluster (in the first answer's order), its name and
+ * lb policy, and under `workers` what each worker sees (its own sessions, health checks,
+ * ejections and breaker counters: these are per process), with the worker id.
+ */
+export function mergeClusters(replies: readonly WorkerReply[]): unknown[] {
+  const out = new Map<string, { name: string; lb: unknown; workers: Record<string, unknown>[] }>();
+  for (const r of [...replies].sort((a, b) => a.worker - b.worker)) {
+    if (r.status !== 200 || !Array.isArray(r.body)) continue;
+    for (const c of r.body as Record<string, unknown>[]) {
+      const name = String(c["name"]);
+      let e = out.get(name);
+      if (e === undefined) out.set(name, (e = { name, lb: c["lb"], workers: [] }));
+      const { name: _n, lb: _l, ...rest } = c;
+      e.workers.push({ worker: r.worker, ...rest });
+    }
+  }
+  return [...out.values()];
+}
+
+/**
  * What a worker started later (a replacement after a crash) must apply to match the others:
  * every fault mutation (a refused one is refused again) and reload, in the order the primary
  * sent them. POST /faults/reset brings every worker
@@ -110,7 +132,7 @@ export class MutationLog {
   private dropped = 0;
 
   record(op: WorkerOp): void {
-    if (op.op === "calls") return;
+    if (op.op === "calls" || op.op === "clusters") return;
     if (op.op === "reload") this.lastReload = op;
     if (op.op === "faults" && op.method.toUpperCase() === "POST" && /^\/faults\/reset\/?(\?.*)?$/.test(op.path)) {
       this.log = this.lastReload === undefined ? [] : [this.lastReload];

@@ -11,6 +11,7 @@ import { forgive, recordResult, type OutlierConfig } from "../../translate/outli
 import { buildPicker, type Picker } from "./balancer.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint } from "./endpoint.js";
+import { RetryBudget } from "./budget.js";
 import { HealthChecker } from "./health-check.js";
 import { staticResolver, type Resolver } from "./resolver.js";
 import type { UpstreamSession } from "./session.js";
@@ -28,11 +29,6 @@ export interface BreakerCounters {
 /** Circuit breaker names, as in the config and the overflow metric's `limit` label. */
 export type BreakerLimit = "maxConnections" | "maxPendingCalls" | "maxCalls" | "maxRetries";
 export const BREAKER_LIMITS: readonly BreakerLimit[] = ["maxConnections", "maxPendingCalls", "maxCalls", "maxRetries"];
-
-/** The retry budget's running totals (no retry policy exists yet; kept so reloads can carry it). */
-export interface RetryBudget {
-  retries: number;
-}
 
 export interface ClusterOptions {
   /** monotonic milliseconds (ejection times); default performance.now */
@@ -56,7 +52,8 @@ export class Cluster implements ClusterMetricsSource {
   /** every session not yet closed, in rotation or draining */
   readonly open = new Set<UpstreamSession>();
   readonly breaker: BreakerCounters = { activeCalls: 0, pendingAttempts: 0, activeRetries: 0 };
-  readonly budget: RetryBudget = { retries: 0 };
+  /** the retry budget (budget.ts); a reload that keeps this cluster keeps it */
+  readonly budget: RetryBudget;
   /** the keepalive PING interval now (the config's, doubled on each too_many_pings) */
   keepaliveIntervalMs: number;
   private readonly outlierCfg: OutlierConfig | null;
@@ -73,6 +70,7 @@ export class Cluster implements ClusterMetricsSource {
     opts: ClusterOptions = {},
   ) {
     this.name = cfg.name;
+    this.budget = new RetryBudget(cfg.name, cfg.retryBudget, metrics);
     this.now = opts.now ?? performance.now.bind(performance);
     this.rand = opts.rand ?? Math.random;
     this.outlierCfg = cfg.outlierDetection;

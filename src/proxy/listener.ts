@@ -96,7 +96,7 @@ export class Listener {
     callContext: CallContext,
   ) {
     // The listener's own settings the calls read (the same `active` set and counters).
-    const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs };
+    const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs, attemptsHeader: cfg.attemptsHeader };
     this.ctx = ctx;
     const server = http2.createServer({
       settings: {

@@ -1,6 +1,7 @@
 // Route table compiled once at load: routes are tried in config order (first match wins), each
 // reduced to one string test. The request path only calls match().
-import type { RouteConfig } from "../config/index.js";
+import type { RetryConfig, RouteConfig } from "../config/index.js";
+import { codeMask, type RetryPolicy } from "../translate/retry.js";
 
 export interface CompiledRoute<C> {
   readonly index: number;
@@ -12,6 +13,22 @@ export interface CompiledRoute<C> {
   readonly maxResponseMessageBytes: number;
   /** the route's streamIdleTimeout (ms, 0 = never); null = the listener's */
   readonly streamIdleTimeoutMs: number | null;
+  /** the route's retry policy, normalized once; null = none (transparent retries only) */
+  readonly retry: RetryPolicy | null;
+}
+
+/** A route's `retry` block as the retry decision reads it (src/translate/retry.ts). */
+export function retryPolicy(r: RetryConfig | null): RetryPolicy | null {
+  if (r === null) return null;
+  return Object.freeze({
+    retryOnMask: codeMask(r.retryOn),
+    maxAttempts: r.maxAttempts,
+    perTryTimeoutMs: r.perTryTimeoutMs,
+    backoffBaseMs: r.backoffBaseMs,
+    backoffMaxMs: r.backoffMaxMs,
+    bufferBytes: r.bufferBytes,
+    retryResetAfterRequest: r.retryResetAfterRequest,
+  });
 }
 
 interface Entry<C> {
@@ -70,6 +87,7 @@ export function compileRoutes<C>(routes: readonly RouteConfig[], clusterFor: (na
         maxRequestMessageBytes: r.maxRequestMessageBytes,
         maxResponseMessageBytes: r.maxResponseMessageBytes,
         streamIdleTimeoutMs: r.streamIdleTimeoutMs,
+        retry: retryPolicy(r.retry),
       },
     };
   });

@@ -107,7 +107,7 @@ export function backoffMs(retry: number, baseMs: number, maxMs: number, draw: nu
 export interface RetryFacts {
   readonly end: AttemptEnd;
   /** the grpc-status of a `status` end */
-  readonly code?: number;
+  readonly code?: number | undefined;
   /** the upstream's grpc-retry-pushback-ms, parsed */
   readonly pushback: Pushback;
   /** attempts made so far, this one included (≥ 1) */
@@ -136,7 +136,10 @@ const no = (why: NoRetryWhy): RetryDecision => ({ retry: false, why });
  * policy (only transparent retries). Rules, in order:
  * 1. A committed call is never retried (the client has seen a message).
  * 2. `refused` (never processed) is retried once per call, at once, with or without a policy,
- *    within the deadline; it does not count against maxAttempts but does against the budget.
+ *    within the deadline; it counts against neither maxAttempts nor the budget nor the retry
+ *    breaker (maxRetries): the upstream did no work, and one per call bounds them by the calls
+ *    themselves (a restarting upstream refuses every call waiting on its connect at once, and
+ *    a breaker of 3 would fail all but three of them).
  * 3. Without a policy nothing else is retried.
  * 4. The ending must be retryable: a status in retryOn, a per-try timeout, a reset before the
  *    request ended, or a reset after it with retryResetAfterRequest.
@@ -148,7 +151,6 @@ export function decideRetry(policy: RetryPolicy | null, f: RetryFacts): RetryDec
   if (f.committed) return no("committed");
   if (f.end === "refused" && !f.transparentUsed) {
     if (f.budgetLeftMs <= 0) return no("deadline");
-    if (!f.breakerAllows) return no("breaker_open");
     return { retry: true, reason: "refused", delayMs: 0, transparent: true };
   }
   if (policy === null) return no("not_retryable");

@@ -117,6 +117,11 @@ describe("decideRetry()", () => {
     expect(decideRetry(null, facts({ end: "status" }))).toEqual({ retry: false, why: "not_retryable" });
   });
 
+  it("lets a transparent retry through whatever the budget and the retry breaker say (the upstream did no work)", () => {
+    expect(decideRetry(POLICY, facts({ end: "refused", budgetAllows: false, breakerAllows: false }))).toMatchObject({ retry: true, transparent: true });
+    expect(decideRetry(null, facts({ end: "refused", budgetAllows: false, breakerAllows: false }))).toMatchObject({ retry: true, transparent: true });
+  });
+
   it("respects the budget and the retry breaker", () => {
     expect(decideRetry(POLICY, facts({ budgetAllows: false }))).toEqual({ retry: false, why: "budget_exhausted" });
     expect(decideRetry(POLICY, facts({ breakerAllows: false }))).toEqual({ retry: false, why: "breaker_open" });
@@ -156,7 +161,6 @@ describe("decideRetry()", () => {
         // never after a message reached the client, never past the deadline
         expect(f.committed).toBe(false);
         expect(d.delayMs).toBeLessThan(f.budgetLeftMs);
-        expect(f.breakerAllows).toBe(true);
         if (d.transparent) {
           expect(f.end).toBe("refused");
           expect(f.transparentUsed).toBe(false);
@@ -165,6 +169,7 @@ describe("decideRetry()", () => {
           expect(p).not.toBeNull();
           expect(f.attempts).toBeLessThan(p!.maxAttempts);
           expect(f.budgetAllows).toBe(true);
+          expect(f.breakerAllows).toBe(true);
           expect(f.pushback.kind).not.toBe("stop");
           if (f.end === "reset_after_request_end") expect(p!.retryResetAfterRequest).toBe(true);
           if (f.end === "status") expect(p!.retryOnMask & (1 << f.code)).not.toBe(0);

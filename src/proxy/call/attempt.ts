@@ -283,6 +283,13 @@ export class Attempt implements SessionWaiter, ReplaySink {
     });
   }
 
+  /** The whole request went out (END_STREAM written, or sent with the HEADERS): a reset now may come after the upstream did the work. */
+  get requestEnded(): boolean {
+    if (this.endStream) return true;
+    const up = this.up;
+    return up !== undefined && up.writableEnded;
+  }
+
   /** The upstream refused the stream or never saw it (RST REFUSED_STREAM, or above a GOAWAY's last-stream-id). */
   get refused(): boolean {
     const up = this.up;

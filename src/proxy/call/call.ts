@@ -2,8 +2,26 @@
 // attempt that carries it upstream (attempt.ts: one upstream stream on one session). The call
 // gathers facts (what its attempt reports, the clock) and asks src/translate what the status is;
 // its only exits are forwardStatus() (the upstream's own grpc-status) and finish(outcome)
-// (dojang's), each of which runs at most once. The commit point: with no retry policy (none
-// exists yet) a call commits to its first attempt at once, so nothing is buffered.
+// (dojang's), each of which runs at most once.
+//
+// Retries (src/translate/retry.ts decides; this file gathers the facts and acts). On a route
+// with a retry policy the call keeps a retry buffer (views of the request chunks, up to
+// bufferBytes) and holds the upstream's response headers until the first response message or
+// the trailers, so a status counts whether it came as Trailers-Only or as trailers after headers
+// with no message. The call commits to its attempt (lets the buffer go, forwards the head) on
+// the first response message, when the buffer overflows, when attempts run out, or on a status
+// it does not retry. Each retry opens a new Attempt (another endpoint when the cluster has one,
+// cluster.pick(avoid)) with grpc-previous-rpc-attempts and what is left of the deadline as its
+// grpc-timeout, replays the buffer into it, and waits the jittered back-off (or the upstream's
+// grpc-retry-pushback-ms) first; nothing outlives the call's deadline.
+//
+// Transparent retries (REFUSED_STREAM, above a GOAWAY's last-stream-id, a connect that failed
+// before the stream opened: the upstream never processed the call) happen once per call, with or
+// without a policy. Without a policy there is no buffer: the call keeps a reference to its first
+// request chunk (no copy, no allocation) until a second chunk arrives or the response starts.
+// A transparent retry needs nothing more: a connect failure comes before any request byte is read
+// (the body is read only once a stream is open), and a unary request is usually one chunk. A
+// refused stream after two or more request chunks went out is not retried without a policy.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
@@ -39,10 +57,12 @@ import type { Cluster } from "../upstream/cluster.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
+import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
+import type { Endpoint } from "../upstream/endpoint.js";
 import { copyHeaders, copyRequestHeaders, type OutgoingHeaders } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
-import type { RetryBuffer } from "./retry-buffer.js";
+import { RetryBuffer } from "./retry-buffer.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
@@ -100,6 +120,8 @@ export interface CallContext {
   readonly onCallClosed: () => void;
   /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
   readonly streamIdleTimeoutMs?: number;
+  /** the listener's attemptsHeader: x-dojang-attempts (upstream attempts made) on each response head */
+  readonly attemptsHeader?: boolean;
 }
 
 type DownStream = ServerHttp2Stream & { [kCall]?: Call };
@@ -116,14 +138,42 @@ export class Call implements AttemptOwner, FilterCall {
   requestId = "";
   prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
-  /** the current attempt (the only one, until retries exist) */
+  /** the current attempt (null before the first and between attempts) */
   attempt: Attempt | null = null;
   /**
    * The request chunks kept for another attempt (retry-buffer.ts). null once the call has
-   * committed to its attempt, and from the start when the route has no retry policy (none has
-   * yet): the commit point is then the call's start, and the hot path pays one null test.
+   * committed to its attempt, and from the start when the route has no retry policy: the
+   * commit point is then the call's start, and the hot path pays one null test.
    */
   retryBuffer: RetryBuffer | null = null;
+  /** the route's retry policy (null: transparent retries only) */
+  policy: RetryPolicy | null = null;
+  /** upstream attempts started (the access record's `attempts`) */
+  attempts = 0;
+  /** transparent retries made (at most one) */
+  transparentRetries = 0;
+  /**
+   * Without a policy: the one request chunk read so far, kept by reference for a transparent
+   * retry (undefined: none read yet; null: not replayable, a second chunk came or the response
+   * started, or the call has a policy and its retry buffer).
+   */
+  replayChunk: Buffer | null | undefined = undefined;
+  /** the client's request has ended (a retried attempt ends its request too) */
+  reqEnded = false;
+  /** the request head retries copy (the first attempt's own object; a retry copies it) */
+  headBase: OutgoingHeaders | undefined = undefined;
+  /** the response head held while a retry is still possible (policy, not committed) */
+  retryHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
+  /** a retry's back-off or an attempt's perTryTimeout */
+  retryTimer: NodeJS.Timeout | undefined = undefined;
+  perTryTimer: NodeJS.Timeout | undefined = undefined;
+  /** the endpoint the last failed attempt used (the next one avoids it) */
+  avoid: Endpoint | undefined = undefined;
+  /** the label of the last abandoned attempt's endpoint (the record's `upstream` between attempts) */
+  lastUpstream: string | undefined = undefined;
+  /** this call counts in its cluster's breaker.activeCalls / activeRetries */
+  countedCall = false;
+  countedRetry = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -226,6 +276,23 @@ export class Call implements AttemptOwner, FilterCall {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
     }
     this.route = route;
+    // maxCalls is enforced here, at the call (the cluster's other breakers in its sessions):
+    // overflow answers 14 at once, before anything goes upstream.
+    const cluster = route.cluster;
+    const br = cluster.breaker;
+    const maxCalls = cluster.cfg.circuitBreaker.maxCalls;
+    if (br.activeCalls >= maxCalls) {
+      return this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxCalls", maxCalls), "overflow"));
+    }
+    br.activeCalls++;
+    this.countedCall = true;
+    cluster.budget.deposit();
+    const policy = route.retry;
+    if (policy !== null) {
+      this.policy = policy;
+      this.retryBuffer = new RetryBuffer(policy.bufferBytes);
+      this.replayChunk = null;
+    }
 
     // The budget: the client's grpc-timeout capped by the route's timeout; the clock started
     // when the request headers arrived (t0).
@@ -265,6 +332,7 @@ export class Call implements AttemptOwner, FilterCall {
     if (rid === undefined) out["x-request-id"] = this.requestId;
 
     this.upHeaders = out;
+    this.headBase = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
     const factories = this.routes.filters;
     if (factories !== null) {
@@ -286,24 +354,160 @@ export class Call implements AttemptOwner, FilterCall {
     return this.attempt?.up;
   }
 
-  /** Picks an endpoint and starts the attempt. */
+  /** Picks an endpoint and starts the first attempt. */
   private proceed(): void {
+    this.startAttempt();
+  }
+
+  /**
+   * Picks an endpoint (avoiding the one the last attempt failed on) and starts an attempt. The
+   * first takes the request head as it is; a retry copies it with grpc-previous-rpc-attempts
+   * (the count of previous attempts, gRFC A6) and what is left of the deadline as grpc-timeout.
+   */
+  private startAttempt(): void {
     if (this.done) return;
     const cluster = this.route!.cluster;
-    const ep = cluster.pick();
+    const ep = cluster.pick(this.avoid);
     if (ep === undefined) return this.finish(outcome(Code.UNAVAILABLE, `cluster ${cluster.name} has no endpoints`, "upstream_unreachable"));
+    const n = this.attempts++;
+    let head: OutgoingHeaders;
+    if (n === 0) {
+      head = this.upHeaders!;
+      this.upHeaders = undefined;
+    } else {
+      head = { ...this.headBase! };
+      head["grpc-previous-rpc-attempts"] = String(n);
+      if (this.deadlineAt !== Infinity) {
+        const ns = (this.deadlineAt - this.ctx.now()) * 1e6;
+        head["grpc-timeout"] = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.max(1, Math.ceil(ns))));
+      }
+    }
     const fs = this.filters;
-    const a = new Attempt(this, ep, this.upHeaders!, this.upEndStream, fs !== null && resetsWithCodes(fs));
+    const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
-    this.upHeaders = undefined;
+    const policy = this.policy;
+    if (policy !== null && policy.perTryTimeoutMs !== null && this.retryBuffer !== null) {
+      this.perTryTimer = setTimeout(onPerTryTimer, policy.perTryTimeoutMs, this, a);
+    }
     if (fs !== null) {
       for (let i = 0; i < fs.length; i++) {
         const f = fs[i]!;
         if (f.onAttemptStart !== undefined && !f.onAttemptStart(this, a)) return;
-        if (this.done) return;
+        if (this.done || this.attempt !== a) return;
       }
     }
     a.start();
+  }
+
+  // === retries ===
+
+  /**
+   * Attempt `a` ended without a status the call forwards yet (`end`; `code` and `pushback` for
+   * a status end). Asks decideRetry, and starts the next attempt (now or after the back-off)
+   * when it says so; true then, and `a` is abandoned. false: the caller ends the call as it would
+   * without retries.
+   */
+  private tryRetry(a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
+    if (this.done || a !== this.attempt) return false;
+    const policy = this.policy;
+    // Without a policy, a replay is possible while at most one request chunk has been read.
+    const committed = policy !== null ? this.retryBuffer === null : this.responded || this.replayChunk === null;
+    if (committed && end !== "refused") return false;
+    if (policy === null && end !== "refused") return false;
+    const cluster = this.route!.cluster;
+    const br = cluster.breaker;
+    const d = decideRetry(policy, {
+      end,
+      code,
+      pushback: parsePushback(pushback),
+      attempts: this.attempts - this.transparentRetries,
+      transparentUsed: this.transparentRetries > 0,
+      committed,
+      budgetLeftMs: this.deadlineAt - this.ctx.now(),
+      // asked below, once everything else agrees (a withdrawal counts)
+      budgetAllows: true,
+      breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
+      draw: Math.random(),
+    });
+    if (!d.retry) {
+      if (d.why !== "breaker_open") return false;
+      // maxRetries: the retry the policy allows is refused at once, named.
+      const max = cluster.cfg.circuitBreaker.maxRetries;
+      this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxRetries", max), "overflow"));
+      return true;
+    }
+    // Budget denial ends retrying: the attempt's own status goes to the client.
+    if (!d.transparent && !cluster.budget.withdraw()) return false;
+    this.retryWith(a, d.reason, d.delayMs, d.transparent, code);
+    return true;
+  }
+
+  /** Abandons `a` and schedules the next attempt. */
+  private retryWith(a: Attempt, reason: RetryReason, delayMs: number, transparent: boolean, code: number | undefined): void {
+    const cluster = this.route!.cluster;
+    cluster.budget.count(reason);
+    if (transparent) this.transparentRetries++;
+    else if (!this.countedRetry) {
+      // The retry breaker counts calls with a retry in flight (its back-off included), as
+      // Envoy's max_retries does; released when the call ends.
+      this.countedRetry = true;
+      cluster.breaker.activeRetries++;
+    }
+    if (code !== undefined) a.status = code; // the endpoint hears that it answered
+    this.lastUpstream = a.endpoint.label;
+    this.avoid = a.endpoint;
+    this.attempt = null;
+    this.retryHead = undefined;
+    this.upTrailers = undefined;
+    this.heldHead = undefined;
+    this.upCloseDeferred = false;
+    this.clearPerTry();
+    a.cancel();
+    // The request waits in the client stream (flow-controlled) until the next attempt is open.
+    if (this.reading) this.down.pause();
+    if (delayMs <= 0) this.startAttempt();
+    else this.retryTimer = setTimeout(onRetryTimer, delayMs, this);
+  }
+
+  onRetryTimer(): void {
+    this.retryTimer = undefined;
+    if (!this.done) this.startAttempt();
+  }
+
+  onPerTryTimeout(a: Attempt): void {
+    this.perTryTimer = undefined;
+    if (this.done || a !== this.attempt) return;
+    if (this.tryRetry(a, "per_try_timeout", undefined, undefined)) return;
+    this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
+  }
+
+  private clearPerTry(): void {
+    if (this.perTryTimer !== undefined) {
+      clearTimeout(this.perTryTimer);
+      this.perTryTimer = undefined;
+    }
+  }
+
+  /** FilterCall: a filter failed attempt `a` (an injected unreachable or upstream reset): retried as a real one would be, else `o` ends the call. */
+  failAttempt(a: Attempt, o: Outcome, kind: "unreachable" | "reset", extra?: OutgoingHeaders): void {
+    if (this.done || a !== this.attempt) return;
+    const end: AttemptEnd = kind === "unreachable" ? "refused" : a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
+    if (this.tryRetry(a, end, undefined, undefined)) return;
+    this.finish(o, extra);
+  }
+
+  /**
+   * The call stays with its current attempt: the held response head goes out, the retry
+   * buffer lets go, the per-try timer stops. Called on the first response message, on a
+   * status that is not retried, and when the buffer overflows.
+   */
+  private commitHeld(a: Attempt): void {
+    this.commit();
+    const h = this.retryHead;
+    if (h !== undefined) {
+      this.retryHead = undefined;
+      this.deliverHead(a, h.headers, h.flags, h.raw);
+    }
   }
 
   // === AttemptOwner: what the attempt reports ===
@@ -315,19 +519,59 @@ export class Call implements AttemptOwner, FilterCall {
       const down = this.down;
       down.on("data", onDownData);
       down.on("end", onDownEnd);
-    }
+    } else if (this.attempts > 1) this.replayInto(a);
     const fs = this.filters;
     if (fs !== null) {
       for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onAttemptOpen?.(this, a);
     }
   }
 
-  onAttemptFailed(_a: Attempt, o: Outcome): void {
+  /** A retried attempt is open: what the client sent so far goes into it, then the client resumes. */
+  private replayInto(a: Attempt): void {
+    const rb = this.retryBuffer;
+    let ok = true;
+    if (rb !== null) ok = rb.replayTo(a);
+    else {
+      const c = this.replayChunk;
+      if (c !== null && c !== undefined) ok = a.write(c);
+      if (this.reqEnded) a.endRequest();
+    }
+    if (ok) this.down.resume();
+  }
+
+  onAttemptFailed(a: Attempt, o: Outcome): void {
+    if (a !== this.attempt) return;
+    // No stream reached the upstream (connect failed, session closed before it was ready).
+    if (o.decidedBy === "upstream_unreachable" && this.tryRetry(a, "refused", undefined, undefined)) return;
     this.finish(o);
   }
 
   onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    if (this.done) return;
+    if (this.done || a !== this.attempt) return;
+    this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
+    if (this.retryBuffer !== null) {
+      // A retry is still possible: a status decides it, a message commits.
+      const st = headers[":status"];
+      if (typeof st === "number" && st >= 100 && st < 200 && (flags & NGHTTP2_FLAG_END_STREAM) === 0) return;
+      if ((flags & NGHTTP2_FLAG_END_STREAM) === 0) {
+        this.retryHead = { headers, flags, raw };
+        return;
+      }
+      // Trailers-Only: its grpc-status, if it is a gRPC one, may be retried.
+      const gs = headers["grpc-status"];
+      const ct = headers["content-type"];
+      if (typeof gs === "string" && isGrpcContentType(typeof ct === "string" ? ct : undefined)) {
+        const code = parseGrpcStatus(gs);
+        const pb = headers["grpc-retry-pushback-ms"];
+        if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
+      }
+      this.commit();
+    }
+    this.deliverHead(a, headers, flags, raw);
+  }
+
+  /** The response head goes the normal way: through the filters' hooks, then to the client. */
+  private deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.filters !== null) {
       this.heldHead = { headers, flags, raw };
       if (!this.runResponseHead(0)) {
@@ -341,13 +585,31 @@ export class Call implements AttemptOwner, FilterCall {
     this.onResponse(headers, flags, raw);
   }
 
-  onAttemptEnd(_a: Attempt): void {
+  onAttemptEnd(a: Attempt): void {
+    if (a !== this.attempt) return;
+    if (this.retryHead !== undefined) {
+      // Headers, then trailers with no message between: the status counts (the grpcio shape).
+      if (this.upTrailers !== undefined && !this.done) this.heldHeadStatus(a);
+      return; // ended without trailers: decided at close
+    }
     // (a held head: continueResponseHead forwards the trailers once the head is out)
     if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
   }
 
-  onAttemptDrain(_a: Attempt): void {
-    if (!this.done) this.down.resume();
+  /** Trailers came after a held head and no message: retry on their status, or forward both. */
+  private heldHeadStatus(a: Attempt): void {
+    const t = this.upTrailers!;
+    const gs = t["grpc-status"];
+    const code = parseGrpcStatus(typeof gs === "string" ? gs : undefined);
+    const pb = t["grpc-retry-pushback-ms"];
+    if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
+    this.commitHeld(a);
+    // The head went out (or a filter holds it, and continueResponseHead forwards the trailers).
+    if (!this.done && this.heldHead === undefined && this.upTrailers !== undefined) this.forwardStatus(this.upTrailers, false);
+  }
+
+  onAttemptDrain(a: Attempt): void {
+    if (!this.done && a === this.attempt) this.down.resume();
   }
 
   mayEndRequest(): boolean {
@@ -394,8 +656,7 @@ export class Call implements AttemptOwner, FilterCall {
   // === request body ===
 
   onRequestData(chunk: Buffer): void {
-    const a = this.attempt;
-    if (this.done || a === null) return;
+    if (this.done) return;
     const route = this.route!;
     if (!scanChunk(this.reqScan, chunk, route.maxRequestMessageBytes)) {
       // Refused at the prefix: the over-limit message (and this chunk) never goes upstream.
@@ -404,7 +665,15 @@ export class Call implements AttemptOwner, FilterCall {
       );
     }
     const rb = this.retryBuffer;
-    if (rb !== null && !rb.push(chunk)) this.commit(); // over the cap: no other attempt is possible
+    if (rb !== null) {
+      if (!rb.push(chunk) && !this.commitOnOverflow()) return; // over the cap: no other attempt is possible
+    } else {
+      const r = this.replayChunk;
+      if (r !== null) this.replayChunk = r === undefined ? chunk : null;
+    }
+    const a = this.attempt;
+    // Between attempts (or before a retried one is open) the chunk waits in the retry buffer.
+    if (a === null || a.up === undefined) return;
     const fs = this.filters;
     if (fs !== null) {
       for (let i = 0; i < fs.length; i++) {
@@ -421,9 +690,27 @@ export class Call implements AttemptOwner, FilterCall {
     if (rb === null) return;
     rb.commit();
     this.retryBuffer = null;
+    this.clearPerTry();
+  }
+
+  /**
+   * The buffer overflowed: the call commits to its attempt (a held head goes out). With no
+   * open attempt to commit to (between attempts) the request cannot be replayed whole: the
+   * call ends with 14. false when the call ended.
+   */
+  private commitOnOverflow(): boolean {
+    const a = this.attempt;
+    if (a === null || a.up === undefined) {
+      this.commit();
+      this.finish(outcome(Code.UNAVAILABLE, `request larger than the retry buffer (${this.policy!.bufferBytes} bytes) arrived between attempts`, "upstream_unreachable"));
+      return false;
+    }
+    this.commitHeld(a);
+    return !this.done;
   }
 
   onRequestEnd(): void {
+    this.reqEnded = true;
     if (this.retryBuffer !== null) this.retryBuffer.end();
     if (this.filters !== null && !this.runRequestEnd(0)) return;
     this.endRequest();
@@ -451,6 +738,7 @@ export class Call implements AttemptOwner, FilterCall {
     if (v.kind === "skip") return;
     if (v.kind === "synthesize") return this.finish(v.outcome);
     const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
+    if (this.ctx.attemptsHeader === true) this.attemptsField(out);
     const fs = this.filters;
     if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(this, out);
     if (endStream) {
@@ -466,8 +754,19 @@ export class Call implements AttemptOwner, FilterCall {
     }
   }
 
-  onAttemptData(_a: Attempt, chunk: Buffer): void {
-    if (this.done) return;
+  onAttemptData(a: Attempt, chunk: Buffer): void {
+    if (this.done || a !== this.attempt) return;
+    if (this.retryBuffer !== null) {
+      // The first response message: the call commits to this attempt.
+      this.commitHeld(a);
+      if (this.done) return;
+      if (this.heldHead !== undefined) {
+        // A filter holds the head now released: the chunk waits in the stream behind it.
+        a.pause();
+        a.up!.unshift(chunk);
+        return;
+      }
+    }
     const route = this.route!;
     if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
       // The whole messages before the refused prefix still reach the client (a view, no copy).
@@ -494,8 +793,13 @@ export class Call implements AttemptOwner, FilterCall {
     }
   }
 
-  onAttemptTrailers(_a: Attempt, raw: readonly string[]): void {
-    if (this.done) return;
+  onAttemptTrailers(a: Attempt, raw: readonly string[]): void {
+    if (this.done || a !== this.attempt) return;
+    if (this.retryHead !== undefined) {
+      this.upTrailers = copyHeaders({}, raw, undefined);
+      if (a.ended) this.heldHeadStatus(a);
+      return;
+    }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
@@ -575,8 +879,17 @@ export class Call implements AttemptOwner, FilterCall {
     down.end();
   }
 
-  onAttemptClose(_a: Attempt): void {
-    if (this.done) return;
+  onAttemptClose(a: Attempt): void {
+    if (this.done || a !== this.attempt) return;
+    if (this.retryHead !== undefined || !this.responded) {
+      // No status came: a reset, a lost connection, a refused stream, or END_STREAM without
+      // trailers. Retried when the decision allows; else the held head goes out first.
+      if (this.retryFromClose(a)) return;
+      if (this.retryHead !== undefined) {
+        this.commitHeld(a);
+        if (this.done) return;
+      }
+    }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
       if (this.heldHead !== undefined) {
@@ -589,8 +902,30 @@ export class Call implements AttemptOwner, FilterCall {
 
   private decideAfterUpstreamClose(): void {
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
-    const o = this.attempt!.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
-    if (o !== null) this.finish(o);
+    const a = this.attempt!;
+    const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
+    if (o === null) return;
+    // A reset after the whole request was sent, on a route whose policy would retry a reset:
+    // told apart, because the upstream may have done the work (not retried unless the route
+    // says retryResetAfterRequest).
+    if (this.policy !== null && this.respScan.bytes === 0 && a.requestEnded && a.mayHaveProcessed && (o.decidedBy === "upstream_reset" || o.decidedBy === "upstream_connection_lost")) {
+      return this.finish(outcome(o.code, `${o.message} (after the request was fully sent)`, "upstream_reset_after_request"));
+    }
+    this.finish(o);
+  }
+
+  /** The retry decision for a stream that closed before a status: true when a retry was started. */
+  private retryFromClose(a: Attempt): boolean {
+    if (this.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
+    if (this.policy === null && (this.responded || this.replayChunk === null)) return false;
+    let end: AttemptEnd;
+    if (!a.mayHaveProcessed) end = "refused";
+    else {
+      const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
+      if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
+      end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
+    }
+    return this.tryRetry(a, end, undefined, undefined);
   }
 
   // === ends ===
@@ -606,6 +941,11 @@ export class Call implements AttemptOwner, FilterCall {
     const a = this.attempt;
     if (a !== null) a.cancel();
     this.respondLocal(o, extra ?? this.filterExtra());
+  }
+
+  /** x-dojang-attempts on the response head (the listener's attemptsHeader). */
+  private attemptsField(out: OutgoingHeaders): void {
+    out["x-dojang-attempts"] = String(this.attempts);
   }
 
   // === filter chain (filter.ts): hook runs, and FilterCall's continuations ===
@@ -743,7 +1083,12 @@ export class Call implements AttemptOwner, FilterCall {
     if (!this.responded) {
       this.responded = true;
       try {
-        down.respond(extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra }, { endStream: true });
+        let head = extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra };
+        if (this.ctx.attemptsHeader === true) {
+          if (extra === undefined) head = { ...head };
+          this.attemptsField(head);
+        }
+        down.respond(head, { endStream: true });
         closeRequestSide(down);
       } catch {
         down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -786,6 +1131,13 @@ export class Call implements AttemptOwner, FilterCall {
     ctx.active.delete(this);
     const m = ctx.metrics;
     m.live.activeCalls--;
+    if (this.countedCall) {
+      const br = this.route!.cluster.breaker;
+      br.activeCalls--;
+      if (this.countedRetry) br.activeRetries--;
+    }
+    const attempts = this.attempts;
+    if (attempts > 0) m.callAttempts.observe(attempts);
     const code = this.code;
     m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
     const dur = ctx.now() - this.t0;
@@ -811,7 +1163,7 @@ export class Call implements AttemptOwner, FilterCall {
         decided_by: this.decidedBy,
         grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
         route: this.route?.label,
-        upstream: this.attempt?.session?.endpoint.label,
+        upstream: this.attempt?.session?.endpoint.label ?? this.lastUpstream,
         budget_in_ms: this.budgetInMs,
         budget_out_ms: this.budgetOutMs,
         duration_ms: Math.round(dur * 1000) / 1000,
@@ -824,6 +1176,7 @@ export class Call implements AttemptOwner, FilterCall {
         faults: undefined,
         fault_kinds: undefined,
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
+        attempts,
         start_ms: Math.round(performance.timeOrigin + this.t0),
       };
       if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
@@ -838,6 +1191,11 @@ export class Call implements AttemptOwner, FilterCall {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    if (this.retryTimer !== undefined) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+    this.clearPerTry();
     if (this.idleTimer !== undefined) {
       clearTimeout(this.idleTimer);
       this.idleTimer = undefined;
@@ -880,6 +1238,12 @@ function onDeadlineTimer(c: Call): void {
 }
 function onIdleTimer(c: Call): void {
   c.onIdleTimer();
+}
+function onRetryTimer(c: Call): void {
+  c.onRetryTimer();
+}
+function onPerTryTimer(c: Call, a: Attempt): void {
+  c.onPerTryTimeout(a);
 }
 function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
   callOf(this).onRequestData(chunk);

@@ -31,6 +31,12 @@ export interface FilterCall {
   continueResponseHead(from: CallFilter): void;
   continueTrailers(from: CallFilter, block: OutgoingHeaders): void;
   continueRequestEnd(from: CallFilter): void;
+  /**
+   * The filter failed attempt `a` as an upstream would (an injected unreachable endpoint or
+   * upstream reset): the call retries it as it would a real one (per the route's policy, or
+   * transparently for unreachable), else ends with `o`.
+   */
+  failAttempt(a: Attempt, o: Outcome, kind: "unreachable" | "reset", extra?: OutgoingHeaders): void;
   /** dojang's own status, decided by the filter (a local reply; `extra` replaces the chain's statusExtra) */
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void;
   /** the filter has put the call's end on the wire itself: record it, send nothing more */

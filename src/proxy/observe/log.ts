@@ -75,6 +75,8 @@ export interface AccessRecord {
   fault_kinds: readonly string[] | undefined;
   /** 1 + the client's grpc-previous-rpc-attempts (A6 retries) */
   attempt: number;
+  /** upstream attempts dojang made for this call (0: none reached the upstream stage; >1: retried) */
+  attempts: number;
   /** wall-clock start, ms since the epoch (journal ordering; the duration uses a monotonic clock) */
   start_ms: number;
 }

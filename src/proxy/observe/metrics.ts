@@ -3,6 +3,7 @@
 // and cached in fixed-size arrays, and gauges are read at scrape time from plain counters.
 import client from "prom-client";
 import { CODE_NAMES, DECIDED_BY, codeLabel, type DecidedBy } from "../../translate/index.js";
+import { RETRY_REASONS, type RetryReason } from "../../translate/retry.js";
 
 /** Distinct (service, method) label pairs before new ones are folded into "other". */
 export const MAX_METHOD_SERIES = 500;
@@ -60,6 +61,10 @@ export class Metrics {
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
+  /** retries by cluster and reason (RETRY_REASONS); children bound once per cluster (retryCounters) */
+  readonly retriesTotal: client.Counter<string>;
+  /** upstream attempts per call (1 = no retry); observed once per call that had an attempt */
+  readonly callAttempts: client.Histogram.Internal<string>;
   /** circuit breaker overflows by cluster and limit (children bound once per cluster) */
   readonly upstreamOverflow: client.Counter<string>;
   /** outlier ejections by cluster and endpoint ("host:port": bounded by the config and DNS) */
@@ -129,6 +134,18 @@ export class Metrics {
       help: "Memory-reducing GCs: one at start-up, then (with shrinkHeapWhenIdle) one after each idle period that followed calls.",
       registers: r,
     });
+    this.retriesTotal = new client.Counter({
+      name: "dojang_retries_total",
+      help: "Upstream attempts that retried an earlier one, by cluster and reason (status, refused, reset, per_try_timeout).",
+      labelNames: ["cluster", "reason"],
+      registers: r,
+    });
+    this.callAttempts = new client.Histogram({
+      name: "dojang_call_attempts",
+      help: "Upstream attempts per call (1 = not retried).",
+      buckets: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      registers: r,
+    }).labels();
     this.upstreamOverflow = new client.Counter({
       name: "dojang_upstream_overflow_total",
       help: "Calls ended with 14 decided_by overflow because a circuit breaker of the cluster was full, by limit (maxConnections, maxPendingCalls, maxCalls, maxRetries).",
@@ -251,6 +268,13 @@ export class Metrics {
     s = new MethodSeries(this, service, method);
     this.methods.set(path, s);
     return s;
+  }
+
+  /** dojang_retries_total's children for one cluster, one per reason (bound once, by the cluster's budget). */
+  retryCounters(cluster: string): Record<RetryReason, client.Counter.Internal> {
+    const out = {} as Record<RetryReason, client.Counter.Internal>;
+    for (const reason of Object.keys(RETRY_REASONS) as RetryReason[]) out[reason] = this.retriesTotal.labels(cluster, reason);
+    return out;
   }
 
   /** Counts one finished call. */

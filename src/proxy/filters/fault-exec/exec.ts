@@ -234,7 +234,8 @@ export class FaultExec implements CallFilter {
   /** Per attempt, before its stream opens: unreachable, and deadline tampering on its headers. */
   onAttemptStart(c: FilterCall, a: Attempt): boolean {
     if (this.before?.kind === "unreachable") {
-      c.finishLocal(outcome(Code.UNAVAILABLE, "fault: upstream made unreachable", "fault"), this.extra);
+      // Retried like a real connect failure (transparently once, then per the route's policy).
+      c.failAttempt(a, outcome(Code.UNAVAILABLE, "fault: upstream made unreachable", "fault"), "unreachable", this.extra);
       return false;
     }
     const dl = this.deadline;
@@ -255,7 +256,8 @@ export class FaultExec implements CallFilter {
     if (u === null || u.afterRequestMessages !== 0) return;
     const up = a.up;
     if (up !== undefined && !up.closed) up.close(u.code);
-    c.finishLocal(outcome(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} before any request message`, "fault"), this.extra);
+    // Per attempt: the route's retry policy may retry it like a real reset.
+    c.failAttempt(a, outcome(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} before any request message`, "fault"), "reset", this.extra);
   }
 
   private withDetails(a: AbortAction): OutgoingHeaders | undefined {

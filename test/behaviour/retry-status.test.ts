@@ -1,0 +1,238 @@
+// Retries on the real grpc-status (issue 11): a route's retry policy retries a status in retryOn
+// whether it came as Trailers-Only or as trailers after response headers with no message (the
+// shape grpcio, akka-grpc and grpc-go servers that set headers first send); the call commits on
+// the first response message, when the retry buffer overflows, when attempts run out or on a
+// status not retried. Raw node:http2 upstreams script each attempt; grpc-js and raw h2 clients.
+import { afterEach, describe, expect, it } from "vitest";
+import * as grpc from "@grpc/grpc-js";
+import http2 from "node:http2";
+import { echoClient, frame, rawCall, startProxy, startRawUpstream, statusOf, unary, type RawUpstream } from "../helpers/peers.js";
+import { Cleanup, GRPC_RESPONSE_HEADERS, afterRequest, replyGrpc, sampleReaching } from "../helpers/scripted-upstream.js";
+import type { DojangHandle } from "../../src/index.js";
+import { decodeTimeout } from "../../src/translate/index.js";
+
+const cleanup = new Cleanup();
+afterEach(() => cleanup.run());
+
+const REQUEST = Buffer.from("ping");
+const RETRY = { retryOn: ["UNAVAILABLE"], maxAttempts: 3, backoff: { base: "5ms", max: "20ms" } };
+
+type Script = (s: http2.ServerHttp2Stream, attempt: number, headers: http2.IncomingHttpHeaders) => void;
+
+/** A raw upstream where `script` sees the attempt number (1-based, from grpc-previous-rpc-attempts). */
+async function setup(script: Script, route: Record<string, unknown> = { retry: RETRY }, listener: Record<string, unknown> = {}): Promise<{ up: RawUpstream; px: DojangHandle }> {
+  const up = cleanup.add(
+    await startRawUpstream((s, h) => {
+      const prev = h["grpc-previous-rpc-attempts"];
+      script(s, typeof prev === "string" ? Number(prev) + 1 : 1, h);
+    }),
+    (u) => u.close(),
+  );
+  const px = cleanup.add(await startProxy(up.address, { route, listener }), (p) => p.close(0));
+  return { up, px };
+}
+
+/** Headers, then trailers with this status and no message (the grpcio shape). */
+function headersThenTrailers(s: http2.ServerHttp2Stream, code: number, extra: http2.OutgoingHttpHeaders = {}): void {
+  s.respond({ ...GRPC_RESPONSE_HEADERS, "x-head": "kept" }, { waitForTrailers: true });
+  s.once("wantTrailers", () => s.sendTrailers({ "grpc-status": String(code), "grpc-message": "try again", ...extra }));
+  s.end();
+}
+
+function trailersOnly(s: http2.ServerHttp2Stream, code: number, extra: http2.OutgoingHttpHeaders = {}): void {
+  s.respond({ ...GRPC_RESPONSE_HEADERS, "grpc-status": String(code), "grpc-message": "try again", ...extra }, { endStream: true });
+}
+
+function lastRecord(px: DojangHandle) {
+  const calls = px.calls;
+  return calls[calls.length - 1]!;
+}
+
+/** Waits until the journal holds `n` records (a call is recorded when its client stream closes). */
+async function records(px: DojangHandle, n: number): Promise<void> {
+  for (let i = 0; i < 200 && px.calls.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe("a status in retryOn is retried, however it came", () => {
+  it("retries UNAVAILABLE sent as headers then trailers (no message) to success, with grpc-previous-rpc-attempts on attempts 2 and 3", async () => {
+    const { up, px } = await setup(
+      (s, n) => afterRequest(s, () => (n < 3 ? headersThenTrailers(s, 14) : replyGrpc(s, [Buffer.from(`attempt ${n}`)]))),
+      { retry: RETRY },
+      { attemptsHeader: true },
+    );
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(statusOf(raw)).toBe("0");
+    expect(raw.data).toEqual(frame(Buffer.from("attempt 3")));
+    expect(raw.headers?.["x-dojang-attempts"]).toBe("3");
+    expect(up.seen.map((r) => r.headers["grpc-previous-rpc-attempts"])).toEqual([undefined, "1", "2"]);
+    // every attempt carried the whole request
+    expect(up.seen.map((r) => Buffer.concat(r.body))).toEqual([frame(REQUEST), frame(REQUEST), frame(REQUEST)]);
+    await records(px, 1);
+    expect(lastRecord(px)).toMatchObject({ grpc_code: 0, decided_by: "upstream", attempts: 3 });
+    expect(await sampleReaching(px.adminAddress, "dojang_retries_total", { cluster: "backend", reason: "status" }, 2)).toBe(2);
+    expect(await sampleReaching(px.adminAddress, "dojang_call_attempts_bucket", { le: "3" }, 1)).toBe(1);
+    expect(await sampleReaching(px.adminAddress, "dojang_call_attempts_bucket", { le: "2" }, 1, 100)).toBe(0);
+  });
+
+  it("retries UNAVAILABLE sent as Trailers-Only", async () => {
+    const { up, px } = await setup((s, n) => afterRequest(s, () => (n === 1 ? trailersOnly(s, 14) : replyGrpc(s, [Buffer.from("ok")]))));
+    const c = cleanup.add(echoClient(px.address), (x) => x.close());
+    const r = await unary(c, REQUEST);
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe("ok");
+    expect(up.seen.length).toBe(2);
+    await records(px, 1);
+    expect(lastRecord(px).attempts).toBe(2);
+  });
+
+  it("makes exactly one attempt for a status not in retryOn, and forwards headers and trailers as the upstream sent them", async () => {
+    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 3)));
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.headers?.["x-head"]).toBe("kept");
+    expect(raw.headers?.["grpc-status"]).toBeUndefined();
+    expect(raw.trailers?.["grpc-status"]).toBe("3");
+    expect(up.seen.length).toBe(1);
+    await records(px, 1);
+    expect(lastRecord(px)).toMatchObject({ grpc_code: 3, attempts: 1 });
+  });
+
+  it("stops at maxAttempts and forwards the last attempt's own status", async () => {
+    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 14)));
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.trailers?.["grpc-status"]).toBe("14");
+    expect(raw.trailers?.["grpc-message"]).toBe("try again");
+    expect(raw.headers?.["x-head"]).toBe("kept");
+    expect(up.seen.length).toBe(3);
+    await records(px, 1);
+    expect(lastRecord(px)).toMatchObject({ grpc_code: 14, decided_by: "upstream", attempts: 3 });
+  });
+
+  it("does not retry at all without a policy (the status is forwarded, one attempt)", async () => {
+    const { up, px } = await setup((s) => afterRequest(s, () => trailersOnly(s, 14)), {});
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.headers?.["grpc-status"]).toBe("14");
+    expect(up.seen.length).toBe(1);
+  });
+});
+
+describe("grpc-retry-pushback-ms", () => {
+  it("waits the upstream's pushback before the next attempt", async () => {
+    const at: number[] = [];
+    const { up, px } = await setup((s, n) => {
+      at.push(performance.now());
+      afterRequest(s, () => (n === 1 ? trailersOnly(s, 14, { "grpc-retry-pushback-ms": "300" }) : replyGrpc(s, [Buffer.from("ok")])));
+    });
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(statusOf(raw)).toBe("0");
+    expect(up.seen.length).toBe(2);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(290);
+  });
+
+  it.each(["-1", "soon"])("stops retrying on a pushback of %j", async (pb) => {
+    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 14, { "grpc-retry-pushback-ms": pb })));
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.trailers?.["grpc-status"]).toBe("14");
+    expect(up.seen.length).toBe(1);
+  });
+});
+
+describe("time: perTryTimeout and the call's deadline", () => {
+  it("cancels an attempt that outlives perTryTimeout and retries it", async () => {
+    const { up, px } = await setup(
+      (s, n) => {
+        if (n === 1) return; // never answers
+        afterRequest(s, () => replyGrpc(s, [Buffer.from("second")]));
+      },
+      { retry: { ...RETRY, perTryTimeout: "200ms" } },
+    );
+    const t0 = performance.now();
+    const raw = await rawCall(px.address, { "grpc-timeout": "5S" }, frame(REQUEST));
+    expect(statusOf(raw)).toBe("0");
+    expect(raw.data).toEqual(frame(Buffer.from("second")));
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(190);
+    expect(up.seen.length).toBe(2);
+    for (let i = 0; i < 100 && up.seen[0]!.rstCode === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(up.seen[0]!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    await records(px, 1);
+    expect(await sampleReaching(px.adminAddress, "dojang_retries_total", { reason: "per_try_timeout" }, 1)).toBe(1);
+  });
+
+  it("answers 4 when perTryTimeout passes on the last attempt", async () => {
+    const { up, px } = await setup(() => {}, { retry: { ...RETRY, maxAttempts: 2, perTryTimeout: "100ms" } });
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.headers?.["grpc-status"]).toBe("4");
+    expect(up.seen.length).toBe(2);
+    await records(px, 1);
+    expect(lastRecord(px)).toMatchObject({ decided_by: "deadline", attempts: 2 });
+  });
+
+  it("never retries past the client's deadline, and sends each attempt what is left of it as grpc-timeout", async () => {
+    // pushback 200 ms in a 300 ms budget: one retry fits, a second does not.
+    const { up, px } = await setup((s) => afterRequest(s, () => trailersOnly(s, 14, { "grpc-retry-pushback-ms": "200" })));
+    const t0 = performance.now();
+    const raw = await rawCall(px.address, { "grpc-timeout": "300m" }, frame(REQUEST));
+    const took = performance.now() - t0;
+    expect(raw.headers?.["grpc-status"]).toBe("14"); // the upstream's own status, not 4
+    expect(up.seen.length).toBe(2);
+    expect(took).toBeLessThan(290);
+    const t1 = decodeTimeout(up.seen[0]!.headers["grpc-timeout"] as string);
+    const t2 = decodeTimeout(up.seen[1]!.headers["grpc-timeout"] as string);
+    expect(t1.ok && t2.ok).toBe(true);
+    if (t1.ok && t2.ok) {
+      expect(Number(t1.ns) / 1e6).toBeGreaterThan(250);
+      expect(Number(t2.ns) / 1e6).toBeLessThanOrEqual(100);
+    }
+  });
+});
+
+describe("the commit point", () => {
+  it("does not retry once a response message went to the client (a message, then UNAVAILABLE)", async () => {
+    const { up, px } = await setup((s) => afterRequest(s, () => replyGrpc(s, [Buffer.from("partial")], { "grpc-status": "14" })));
+    const raw = await rawCall(px.address, {}, frame(REQUEST));
+    expect(raw.data).toEqual(frame(Buffer.from("partial")));
+    expect(raw.trailers?.["grpc-status"]).toBe("14");
+    expect(up.seen.length).toBe(1);
+    await records(px, 1);
+    expect(lastRecord(px).attempts).toBe(1);
+  });
+
+  it("commits when the request overflows bufferBytes: the next UNAVAILABLE is not retried", async () => {
+    const { up, px } = await setup((s) => afterRequest(s, () => trailersOnly(s, 14)), { retry: { ...RETRY, bufferBytes: "1KiB" } });
+    const big = Buffer.alloc(4096, 7);
+    const raw = await rawCall(px.address, {}, frame(big));
+    expect(raw.headers?.["grpc-status"]).toBe("14");
+    expect(up.seen.length).toBe(1);
+    expect(Buffer.concat(up.seen[0]!.body)).toEqual(frame(big));
+    // a request under the cap is retried on the same route
+    const small = await rawCall(px.address, {}, frame(REQUEST));
+    expect(small.headers?.["grpc-status"]).toBe("14");
+    expect(up.seen.length).toBe(4);
+  });
+
+  it("replays a client-streaming request whole into the next attempt", async () => {
+    const { up, px } = await setup((s, n) => afterRequest(s, () => (n === 1 ? headersThenTrailers(s, 14) : replyGrpc(s, [Buffer.from("ok")]))));
+    const session = http2.connect(`http://${px.address}`);
+    cleanup.add(session, (s) => s.close());
+    const req = session.request({ ":method": "POST", ":path": "/test.Echo/ClientStream", "content-type": "application/grpc", te: "trailers" });
+    const trailers = new Promise<http2.IncomingHttpHeaders>((r) => req.on("trailers", r));
+    req.on("data", () => {});
+    req.write(frame(Buffer.from("one")));
+    await new Promise((r) => setTimeout(r, 20));
+    req.write(frame(Buffer.from("two")));
+    await new Promise((r) => setTimeout(r, 20));
+    req.end(frame(Buffer.from("three")));
+    expect((await trailers)["grpc-status"]).toBe("0");
+    const whole = Buffer.concat([frame(Buffer.from("one")), frame(Buffer.from("two")), frame(Buffer.from("three"))]);
+    expect(up.seen.map((r) => Buffer.concat(r.body))).toEqual([whole, whole]);
+  });
+});
+
+describe("a status the grpc-js client reads", () => {
+  it("reaches a grpc-js client as OK after a retried headers-then-trailers UNAVAILABLE", async () => {
+    const { px } = await setup((s, n) => afterRequest(s, () => (n === 1 ? headersThenTrailers(s, 14) : replyGrpc(s, [Buffer.from("ok")]))));
+    const c = cleanup.add(echoClient(px.address), (x) => x.close());
+    const r = await unary(c, REQUEST, new grpc.Metadata(), { deadline: Date.now() + 5000 });
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe("ok");
+  });
+});

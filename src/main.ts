@@ -4,8 +4,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { runHealth } from "./health.js";
-import { reloadReport } from "./config/reload.js";
-import { Dojang, startHeapTuning } from "./proxy/dojang.js";
+import { Dojang, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
@@ -85,11 +84,19 @@ async function main(): Promise<void> {
     }
     process.exit(await runPrimary(config, log, file));
   }
-  const d = new Dojang(config, { logger: log, accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }) });
   let stopping = false;
+  const d = new Dojang(config, {
+    logger: log,
+    accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }),
+    logLevelFixed: level !== undefined,
+    ...(file === undefined ? {} : { configFile: file }),
+    onDrainRequest: () => stop("POST /drain"),
+  });
+  let watcher: { close(): void } | undefined;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
+    watcher?.close();
     log.info({ signal }, "signal received, draining");
     d.close().then(
       () => process.exit(0),
@@ -101,21 +108,12 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  // SIGHUP reloads the config file's fault rules (API-added rules stay) and says which other
-  // changes it did not apply (they need a restart until full reload exists). An invalid file
-  // changes nothing and says why.
+  // SIGHUP (and POST /reload, and with watchConfig a change of the file) reloads the whole
+  // config (Dojang.reload): the log says what applied and what needs a restart; an invalid file
+  // changes nothing and says why, with the key paths.
   process.on("SIGHUP", () => {
     if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
-    try {
-      const next = loadConfigFile(file);
-      d.loadConfigFaults(next);
-      const r = reloadReport(config, next);
-      const fields = { file, applied: r.applied, notApplied: r.notApplied, rules: d.listFaults().length };
-      if (r.notApplied.length > 0) log.warn(fields, r.message);
-      else log.info(fields, r.message);
-    } catch (err) {
-      log.error({ file, err: (err as Error).message }, "reload failed; nothing changed");
-    }
+    void d.reloadFile(file, "SIGHUP");
   });
   try {
     await d.start();
@@ -125,6 +123,10 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   startHeapTuning(d, config, log);
+  if (config.watchConfig && file !== undefined && !stopping) {
+    watcher = watchConfigFile(file, () => void d.reloadFile(file, "watchConfig"), log);
+    log.info({ file }, "watchConfig: reloading when the config file changes");
+  }
 }
 
 void main();

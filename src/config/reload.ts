@@ -1,36 +1,85 @@
-// What a SIGHUP applies, and what it cannot yet: the new config compared with the running one key
-// by key. Pure; the CLI (one process) and the cluster primary log the result. Until a full reload
-// exists only fault rules are applied; every other difference is named so an operator knows a
-// restart is needed.
+// What a reload applies, and what it cannot: the new config compared with the running one key by
+// key, each changed key named by its path in the file's own words (`timeout`, not `timeoutMs`).
+// Pure; the CLI, the admin's POST /reload and the cluster primary log and answer with it.
+//
+// Listeners and clusters are matched by name, not by position: a reordered list is no change, a
+// new name is an added listener or cluster (`listeners[2]`, its index in the new file), a name
+// that is gone is a removed one (`listeners["old"]`). Routes are compared by position.
 import type { Config } from "./schema.js";
 
-export const NOT_RELOADED_MESSAGE = "routes and clusters are not reloaded yet; restart to apply";
-export const RELOADED_MESSAGE = "config reloaded: fault rules applied";
+export const RELOADED_MESSAGE = "config reloaded";
+export const PARTLY_RELOADED_MESSAGE = "config reloaded; some changes need a restart to apply";
 
 export interface ReloadReport {
-  /** what took effect: always "fault rules" (the file's rules replace the previous file's; API rules stay) */
+  /** key paths that changed and took effect (the swap applies them) */
   readonly applied: readonly string[];
-  /** key paths (the file's names: `timeout`, not `timeoutMs`) that differ and were not applied */
+  /** key paths that changed and need a restart: the process keeps its old value */
   readonly notApplied: readonly string[];
   readonly message: string;
 }
 
-/** Arrays compared element by element (when their lengths agree); any other array is one value. */
-const INDEXED_ARRAYS: ReadonlySet<string> = new Set(["listeners", "routes", "clusters"]);
-/** Applied by a reload: the fault rule lists of listeners and routes. */
-const APPLIED_KEYS: ReadonlySet<string> = new Set(["faults"]);
+/**
+ * Keys a running process cannot change. `workers`: the number of processes is fixed at start.
+ * `admin` address, switch and token: the admin listener that answers this reload is that
+ * listener. `journal`, `faultInjection`: process-wide state (the call ring, the fault set's seed
+ * and cap) made once. `shrinkHeapWhenIdle`, `concurrentMarking`: the heap tuners start once.
+ * `watchConfig`: the watcher starts with the process. A listener's `maxHeaderListPairs` and
+ * `maxSessionMemory`: node takes them only when the server is created (its SETTINGS are
+ * updated in place; see Listener.reconfigure).
+ */
+const RESTART_ONLY: readonly RegExp[] = [
+  /^workers$/,
+  /^admin(\.(address|mutations|token))?$/,
+  /^journal$/,
+  /^faultInjection(\.|$)/,
+  /^shrinkHeapWhenIdle$/,
+  /^concurrentMarking$/,
+  /^watchConfig$/,
+  /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemory(MiB)?)$/,
+];
 
 export function reloadReport(running: Config, next: Config): ReloadReport {
+  const changed: string[] = [];
+  diffTop(running, next, changed);
+  const applied: string[] = [];
   const notApplied: string[] = [];
-  diff(running, next, "", notApplied);
-  return { applied: ["fault rules"], notApplied: [...new Set(notApplied)], message: notApplied.length > 0 ? NOT_RELOADED_MESSAGE : RELOADED_MESSAGE };
+  for (const p of new Set(changed)) (RESTART_ONLY.some((r) => r.test(p)) ? notApplied : applied).push(p);
+  return { applied, notApplied, message: notApplied.length > 0 ? PARTLY_RELOADED_MESSAGE : RELOADED_MESSAGE };
 }
 
 /** The config file's key for a normalized field (`timeoutMs` is `timeout` in the file). */
 function fileKey(k: string): string {
   // weights are written inside `endpoints` ({ address, weight })
   if (k === "endpointWeights") return "endpoints";
+  if (k === "maxSessionMemoryMiB") return "maxSessionMemory";
   return k.endsWith("Ms") ? k.slice(0, -2) : k;
+}
+
+function diffTop(a: Config, b: Config, out: string[]): void {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) {
+    const va = (a as unknown as Record<string, unknown>)[k];
+    const vb = (b as unknown as Record<string, unknown>)[k];
+    if (k === "listeners" || k === "clusters") diffNamed(va as readonly Named[], vb as readonly Named[], k, out);
+    else if (k === "admin" && (va === null || vb === null)) {
+      if (va !== vb) out.push("admin");
+    } else diff(va, vb, fileKey(k), out);
+  }
+}
+
+interface Named {
+  readonly name: string;
+}
+
+function diffNamed(a: readonly Named[], b: readonly Named[], key: string, out: string[]): void {
+  const before = new Map(a.map((x) => [x.name, x]));
+  b.forEach((x, i) => {
+    const old = before.get(x.name);
+    if (old === undefined) out.push(`${key}[${i}]`);
+    else diff(old, x, `${key}[${i}]`, out);
+  });
+  const names = new Set(b.map((x) => x.name));
+  for (const x of a) if (!names.has(x.name)) out.push(`${key}[${JSON.stringify(x.name)}]`);
 }
 
 function isHostPort(v: object): boolean {
@@ -49,7 +98,7 @@ function diff(a: unknown, b: unknown, path: string, out: string[]): void {
   if (Array.isArray(a)) {
     const arrB = b as unknown[];
     const key = path.slice(path.lastIndexOf(".") + 1);
-    if (!INDEXED_ARRAYS.has(key) || a.length !== arrB.length) {
+    if (key !== "routes" || a.length !== arrB.length) {
       if (JSON.stringify(a) !== JSON.stringify(arrB)) out.push(path);
       return;
     }
@@ -63,8 +112,5 @@ function diff(a: unknown, b: unknown, path: string, out: string[]): void {
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
   const keys = new Set([...Object.keys(ra), ...Object.keys(rb)]);
-  for (const k of keys) {
-    if (APPLIED_KEYS.has(k)) continue;
-    diff(ra[k], rb[k], path === "" ? fileKey(k) : `${path}.${fileKey(k)}`, out);
-  }
+  for (const k of keys) diff(ra[k], rb[k], `${path}.${fileKey(k)}`, out);
 }

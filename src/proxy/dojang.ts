@@ -1,16 +1,20 @@
 // Assembles one dojang instance from a Config: clusters, listeners, admin, metrics, logger;
-// owns start-up and the graceful drain.
+// owns start-up, the whole-config reload (reload(): a new snapshot swapped in, listeners added,
+// removed and re-addressed, clusters kept by name) and the graceful drain.
+import { readFileSync, watch } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { formatHostPort, type Config } from "../config/index.js";
-import { DojangError } from "../errors.js";
-import { AdminServer } from "./admin/admin.js";
+import { formatHostPort, loadConfigFile, type Config, type ListenerConfig } from "../config/index.js";
+import { reloadReport } from "../config/reload.js";
+import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
+import { AdminServer, type AdminReply } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
-import { Listener } from "./listener.js";
+import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
-import type { Cluster } from "./upstream/cluster.js";
+import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
 import type { FaultCounter } from "./filters/fault-exec/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
@@ -21,19 +25,50 @@ export interface DojangOptions {
   readonly logger?: Logger;
   /** the access log's own logger (asynchronous); default: `logger` if given, else a new one */
   readonly accessLogger?: Logger;
+  /** the config file: admin POST /reload re-reads it (without one, /reload is not served) */
+  readonly configFile?: string;
+  /** the log level was given on the command line: a reload's `logLevel` does not override it */
+  readonly logLevelFixed?: boolean;
+  /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
+  readonly onDrainRequest?: () => void;
 }
+
+/** What a reload did (the admin's /reload answers with it; the log line carries it). */
+export interface ReloadResult {
+  readonly ok: boolean;
+  /** the snapshot serving new calls afterwards (unchanged when !ok) */
+  readonly version: number;
+  /** key paths that changed and took effect (reloadReport) */
+  readonly applied: readonly string[];
+  /** key paths that changed and need a restart */
+  readonly notApplied: readonly string[];
+  readonly message: string;
+  /** why the new config was refused, each with its key path (only when !ok) */
+  readonly issues?: readonly ConfigIssue[];
+}
+
+/** The reload's answer on the admin listener: 200 with the result, or 400 with the issues. */
+export function reloadReply(r: ReloadResult): AdminReply {
+  return { status: r.ok ? 200 : 400, body: { result: r.ok ? "ok" : "error", ...r } };
+}
+
+/** How often a cluster a reload dropped is checked for its last call (then closed). */
+const RETIRE_POLL_MS = 250;
 
 function formatAddress(a: AddressInfo): string {
   return a.family === "IPv6" ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
 }
 
 export class Dojang {
-  readonly config: Config;
+  private cfg: Config;
   readonly log: Logger;
   /** the access log: the process log itself when a logger was given, else an asynchronous one */
   readonly access: Logger;
   readonly metrics = new Metrics();
-  readonly listeners: Listener[] = [];
+  /** the listeners of the current config, in its order */
+  listeners: Listener[] = [];
+  /** listeners a reload removed or re-addressed, draining (closed when their calls end or at drainTimeout) */
+  private readonly retiringListeners = new Set<Listener>();
   readonly admin: AdminServer | undefined;
   /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
   readonly faults: FaultSet;
@@ -49,40 +84,29 @@ export class Dojang {
   private draining = false;
   private started = false;
   private idleWaiters: (() => void)[] = [];
+  private readonly opts: DojangOptions;
+  private readonly now: () => number;
+  /** each listener's cell for the health service's targets (swapped with the snapshot) */
+  private readonly healthCells = new WeakMap<Listener, { current: HealthTargets }>();
+  /** reloads run one at a time, in the order they were asked for */
+  private reloadChain: Promise<unknown> = Promise.resolve();
+  private retireTimer: NodeJS.Timeout | undefined = undefined;
 
   constructor(config: Config, opts: DojangOptions = {}) {
-    this.config = config;
+    this.cfg = config;
+    this.opts = opts;
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
     const now = performance.now.bind(performance);
+    this.now = now;
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
     this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
-    const onCallClosed = (): void => {
-      if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
-        const w = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const f of w) f();
-      }
-    };
-    for (const l of config.listeners) {
-      const ctx: CallContext = {
-        listener: l.name,
-        routes: { current: this.current.listeners.get(l.name)! },
-        metrics: this.metrics,
-        log: this.log,
-        access: this.access,
-        accessLog: config.accessLog,
-        now,
-        journal: this.journal,
-        active: new Set(),
-        onCallClosed,
-      };
-      this.listeners.push(new Listener(l, ctx));
-    }
+    for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
     if (config.admin !== null) {
+      const file = opts.configFile;
       this.admin = new AdminServer(config.admin, {
         faults: (method, path, body) => {
           const r = handleFaultsApi(method, path, body, this.faults, performance.now());
@@ -91,10 +115,69 @@ export class Dojang {
         calls: (last) => this.journal.last(last),
         clusters: () => [...this.clusters.values()].map((c) => c.describe()),
         metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
-        ready: () => this.started && !this.draining,
-        config: () => this.config,
+        ready: () => this.notReadyReason() === null,
+        notReady: () => this.notReadyReason(),
+        config: () => this.cfg,
+        ...(file === undefined ? {} : { reload: async () => reloadReply(await this.reloadFile(file, "POST /reload")) }),
+        drain: () => {
+          if (!this.draining) {
+            this.log.info("admin POST /drain: draining");
+            if (opts.onDrainRequest !== undefined) opts.onDrainRequest();
+            else void this.close();
+          }
+          return { status: 202, body: { draining: true, drainTimeoutMs: this.cfg.drainTimeoutMs } };
+        },
       });
     }
+  }
+
+  /** The config the instance serves (the last one a reload applied). */
+  get config(): Config {
+    return this.cfg;
+  }
+
+  private readonly onCallClosed = (): void => {
+    if (this.metrics.live.activeCalls === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  };
+
+  /** A listener serving `snap`'s routes for it (not listening yet). */
+  private newListener(l: ListenerConfig, snap: Snapshot): Listener {
+    const ctx: CallContext = {
+      listener: l.name,
+      routes: { current: snap.listeners.get(l.name)! },
+      metrics: this.metrics,
+      log: this.log,
+      access: this.access,
+      accessLog: this.cfg.accessLog,
+      now: this.now,
+      journal: this.journal,
+      active: new Set(),
+      onCallClosed: this.onCallClosed,
+    };
+    const health = { current: snap.health.get(l.name)! };
+    const owner: ListenerOwner = { health, draining: () => this.draining };
+    const listener = new Listener(l, ctx, owner);
+    this.healthCells.set(listener, health);
+    return listener;
+  }
+
+  /**
+   * Why /ready answers 503, or null when ready: starting, draining, or (admin.readyClusters) a
+   * named cluster with no healthy endpoint, so a pod is not Ready before its app answers.
+   */
+  notReadyReason(): string | null {
+    if (!this.started) return "starting";
+    if (this.draining) return "draining";
+    const names = this.cfg.admin?.readyClusters ?? [];
+    for (const n of names) {
+      const c = this.current.clusters.get(n);
+      if (c === undefined || !c.hasHealthyEndpoint()) return `cluster ${n} has no healthy endpoint`;
+    }
+    return null;
   }
 
   /** The config snapshot new calls start with. */
@@ -125,17 +208,182 @@ export class Dojang {
     const prev = this.current;
     this.current = next;
     const kept = new Set(next.clusters.values());
-    for (const c of prev.clusters.values()) {
-      if (kept.has(c)) continue;
-      // Out of rotation gracefully (GOAWAY; streams on it finish). A call of the old snapshot
-      // that has not picked an endpoint yet still may: close() stops whatever is left.
-      this.retired.add(c);
-      c.close(false);
-    }
+    for (const c of prev.clusters.values()) if (!kept.has(c)) this.retireCluster(c);
     for (const l of this.listeners) {
       const routes = next.listeners.get(l.cfg.name);
       if (routes !== undefined) l.ctx.routes.current = routes;
+      const health = next.health.get(l.cfg.name);
+      const cell = this.healthCells.get(l);
+      if (health !== undefined && cell !== undefined) cell.current = health;
     }
+  }
+
+  /**
+   * A cluster the current snapshot no longer has: out of rotation gracefully now (GOAWAY; the
+   * streams on its sessions finish), closed for good (stop(): health checks, DNS, keepalive)
+   * once no attempt is on it. A call of an older snapshot that has not picked its endpoint yet
+   * still may, so the check waits for every endpoint's attempts to end.
+   */
+  private retireCluster(c: Cluster): void {
+    if (this.retired.has(c)) return;
+    this.retired.add(c);
+    c.close(false);
+    this.retireTimer ??= setInterval(() => this.closeIdleRetired(), RETIRE_POLL_MS).unref();
+  }
+
+  private closeIdleRetired(): void {
+    for (const c of this.retired) {
+      if (c.endpoints.some((e) => e.active > 0)) continue;
+      this.retired.delete(c);
+      c.stop();
+      c.close(true);
+      this.log.debug({ cluster: c.name }, "reload: a dropped cluster's last call ended; closed");
+    }
+    if (this.retired.size === 0 && this.retireTimer !== undefined) {
+      clearInterval(this.retireTimer);
+      this.retireTimer = undefined;
+    }
+  }
+
+  /** Reloads from `file` (SIGHUP, POST /reload, a watched change): reload() with the file's config. */
+  reloadFile(file: string, trigger: string): Promise<ReloadResult> {
+    return this.reload(() => loadConfigFile(file), trigger, { file });
+  }
+
+  /**
+   * The whole-config reload. `next` (or what `load` returns; a ConfigError is a refusal with its
+   * issues) is compared with the running config; then, all or nothing:
+   * - clusters are matched by name: one whose config is the same but for its endpoints is KEPT
+   *   (the same object: its sessions, health, ejections and retry budget carry on) and given the
+   *   new endpoints (setEndpoints: endpoints that stay keep their sessions); one with any other
+   *   key changed is built anew and the old one retired once idle; a name that is gone is
+   *   retired the same way; a new name is a new cluster;
+   * - listeners are matched by name (or, for a renamed one, by address): a new one and a
+   *   re-addressed one are bound first, and if any cannot bind the reload is refused with
+   *   nothing changed; then the new snapshot is swapped in (calls in flight keep theirs), kept
+   *   listeners are reconfigured, and removed or re-addressed ones drain (GOAWAY; their calls
+   *   have drainTimeout to finish);
+   * - the file's fault rules replace the previous file's (API rules stay); logLevel applies.
+   * Keys that need a restart (reloadReport) keep their running value and are named.
+   * Logged once (unless `quiet`), counted in dojang_config_reloads_total{result}.
+   */
+  reload(next: Config | (() => Config), trigger = "reload", o: { readonly file?: string; readonly quiet?: boolean } = {}): Promise<ReloadResult> {
+    const run = this.reloadChain.then(() => this.applyReload(next, trigger, o));
+    this.reloadChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async applyReload(load: Config | (() => Config), trigger: string, o: { readonly file?: string; readonly quiet?: boolean }): Promise<ReloadResult> {
+    const fields = { trigger, ...(o.file === undefined ? {} : { file: o.file }) };
+    const refuse = (issues: readonly ConfigIssue[]): ReloadResult => {
+      const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues };
+      this.metrics.configReloads.error.inc();
+      if (o.quiet !== true) this.log.error({ ...fields, issues, err: issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ") }, r.message);
+      return r;
+    };
+    if (this.draining) return refuse([{ path: "", message: "dojang is draining" }]);
+    let next: Config;
+    try {
+      next = typeof load === "function" ? load() : load;
+    } catch (err) {
+      if (err instanceof ConfigError) return refuse(err.issues);
+      return refuse([{ path: "", message: (err as Error).message }]);
+    }
+    const report = reloadReport(this.cfg, next);
+    // Keys that need a restart keep their running value in what is applied.
+    const c0 = this.cfg;
+    const applied: Config = {
+      ...next,
+      workers: c0.workers,
+      admin: keptAdmin(c0, next),
+      journal: c0.journal,
+      faultInjection: c0.faultInjection,
+      watchConfig: c0.watchConfig,
+      shrinkHeapWhenIdleMs: c0.shrinkHeapWhenIdleMs,
+      concurrentMarking: c0.concurrentMarking,
+    };
+
+    // Clusters: kept by name where only the endpoints changed.
+    const prev = this.current;
+    const moved: [Cluster, Config["clusters"][number]][] = [];
+    const created: Cluster[] = [];
+    const snap = buildSnapshot(applied, this.snapshotDeps, prev.version + 1, (cfg) => {
+      const old = prev.clusters.get(cfg.name);
+      if (old !== undefined && sameBesidesEndpoints(old.cfg, cfg)) {
+        if (JSON.stringify([old.cfg.endpoints, old.cfg.endpointWeights]) !== JSON.stringify([cfg.endpoints, cfg.endpointWeights])) moved.push([old, cfg]);
+        return old;
+      }
+      const c = new Cluster(cfg, this.metrics, this.log);
+      created.push(c);
+      return c;
+    });
+
+    // Listeners: what is new is bound before anything changes.
+    const byName = new Map(this.listeners.map((l) => [l.cfg.name, l]));
+    const nextNames = new Set(applied.listeners.map((l) => l.name));
+    const plan: { cfg: ListenerConfig; keep: Listener | undefined; fresh: Listener | undefined }[] = [];
+    for (const l of applied.listeners) {
+      let old = byName.get(l.name);
+      // a renamed listener on the same address keeps its socket (a new one could not bind it)
+      if (old === undefined) old = this.listeners.find((x) => !nextNames.has(x.cfg.name) && byName.has(x.cfg.name) && sameAddress(x.cfg, l));
+      if (old !== undefined && sameAddress(old.cfg, l)) {
+        byName.delete(old.cfg.name);
+        plan.push({ cfg: l, keep: old, fresh: undefined });
+      } else plan.push({ cfg: l, keep: undefined, fresh: this.newListener(l, snap) });
+    }
+    const retiring = [...byName.values()];
+    if (this.started) {
+      const bound: Listener[] = [];
+      for (const p of plan) {
+        const f = p.fresh;
+        if (f === undefined) continue;
+        try {
+          await f.listen();
+          bound.push(f);
+        } catch (err) {
+          for (const b of bound) await b.retire(0);
+          for (const c of created) {
+            c.stop();
+            c.close(true);
+          }
+          const e = err as Error & { cause?: Error };
+          const at = next.listeners.findIndex((x) => x.name === f.cfg.name);
+          return refuse([{ path: `listeners[${at}].address`, message: `${e.message}${e.cause ? ": " + e.cause.message : ""}` }]);
+        }
+      }
+    }
+
+    // The swap: from here on nothing can fail.
+    for (const [c, cfg] of moved) c.setEndpoints(cfg.endpoints, cfg.endpointWeights);
+    this.cfg = applied;
+    const listeners: Listener[] = [];
+    for (const p of plan) {
+      if (p.keep !== undefined) {
+        const l = p.keep;
+        if (l.cfg.name !== p.cfg.name) (l.ctx as { listener: string }).listener = p.cfg.name;
+        l.reconfigure(p.cfg, applied.accessLog);
+        listeners.push(l);
+      } else listeners.push(p.fresh!);
+    }
+    this.listeners = listeners;
+    this.swapSnapshot(snap);
+    this.loadConfigFaults(applied);
+    if (this.opts.logLevelFixed !== true) {
+      if (this.log.level !== applied.logLevel) this.log.level = applied.logLevel;
+      if (this.access !== this.log && this.access.level !== applied.logLevel) this.access.level = applied.logLevel;
+    }
+    for (const l of retiring) {
+      this.retiringListeners.add(l);
+      void l.retire(applied.drainTimeoutMs).then(() => this.retiringListeners.delete(l));
+    }
+    this.metrics.configReloads.ok.inc();
+    const r: ReloadResult = { ok: true, version: snap.version, applied: report.applied, notApplied: report.notApplied, message: report.message };
+    if (o.quiet !== true) {
+      const line = { ...fields, version: r.version, applied: r.applied, notApplied: r.notApplied };
+      if (r.notApplied.length > 0) this.log.warn(line, r.message);
+      else this.log.info(line, r.message);
+    }
+    return r;
   }
 
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
@@ -211,6 +459,7 @@ export class Dojang {
     this.draining = true;
     this.log.info({ activeCalls: this.metrics.live.activeCalls, drainTimeoutMs }, "draining");
     for (const l of this.listeners) l.drain();
+    for (const l of this.retiringListeners) l.drain();
     if (this.metrics.live.activeCalls > 0 && drainTimeoutMs > 0) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, drainTimeoutMs);
@@ -220,10 +469,19 @@ export class Dojang {
         });
       });
     }
-    await Promise.all(this.listeners.map((l) => l.destroy()));
-    for (const c of this.clusters.values()) c.close(true);
-    for (const c of this.retired) c.close(true);
-    await Promise.all(this.listeners.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
+    const all = [...this.listeners, ...this.retiringListeners];
+    await Promise.all(all.map((l) => l.destroy()));
+    for (const c of this.clusters.values()) {
+      c.stop();
+      c.close(true);
+    }
+    for (const c of this.retired) {
+      c.stop();
+      c.close(true);
+    }
+    this.retired.clear();
+    if (this.retireTimer !== undefined) clearInterval(this.retireTimer);
+    await Promise.all(all.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");
     // The access log is asynchronous: its last lines go out before the process may exit.
@@ -238,6 +496,7 @@ export class Dojang {
   forwardedBytes(): number {
     let n = this.metrics.live.forwardedBytes;
     for (const l of this.listeners) for (const c of l.ctx.active) n += c.reqScan.bytes + c.respScan.bytes;
+    for (const l of this.retiringListeners) for (const c of l.ctx.active) n += c.reqScan.bytes + c.respScan.bytes;
     return n;
   }
 }
@@ -254,4 +513,65 @@ export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrin
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();
   return { shrinker, marking };
+}
+
+/** Same host and port (a listener that keeps its socket). */
+function sameAddress(a: ListenerConfig, b: ListenerConfig): boolean {
+  return a.address.host === b.address.host && a.address.port === b.address.port;
+}
+
+/** Whether two configs of one cluster differ only in their endpoints (and weights): kept, setEndpoints. */
+function sameBesidesEndpoints(a: Config["clusters"][number], b: Config["clusters"][number]): boolean {
+  const strip = (c: Config["clusters"][number]): unknown => ({ ...c, endpoints: null, endpointWeights: null });
+  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
+}
+
+/**
+ * The admin block a reload applies: the listener that answers the reload keeps its address,
+ * switch and token (a restart changes those); readyClusters applies. No admin before or after:
+ * the running one (none, or the same).
+ */
+function keptAdmin(running: Config, next: Config): Config["admin"] {
+  const a = running.admin;
+  if (a === null || next.admin === null) return a;
+  return { ...a, readyClusters: next.admin.readyClusters };
+}
+
+/**
+ * `watchConfig: true` (CLI): reload when the config file changes. fs.watch on the file's
+ * directory, not the file: editors that save by writing a new file and renaming it over the
+ * old one (vim, many IDEs), and Kubernetes' ConfigMap volumes (a symlink swap of `..data`),
+ * replace the inode a file watch is bound to. Any event in the directory arms one debounce
+ * timer; when it fires the file is read and compared with the text last seen, so only a real
+ * change reloads, once, however many events the save made (a file missing mid-rename waits for
+ * the next event).
+ */
+export function watchConfigFile(file: string, onChange: () => void, log: Logger, debounceMs = 200): { close(): void } {
+  const read = (): string | undefined => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch {
+      return undefined;
+    }
+  };
+  let last = read();
+  let timer: NodeJS.Timeout | undefined;
+  const check = (): void => {
+    timer = undefined;
+    const text = read();
+    if (text === undefined || text === last) return;
+    last = text;
+    onChange();
+  };
+  const w = watch(dirname(resolve(file)), { persistent: false }, () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = setTimeout(check, debounceMs);
+  });
+  w.on("error", (err) => log.warn({ file, err: err.message }, "watchConfig: watching the config file's directory failed; SIGHUP and POST /reload still reload"));
+  return {
+    close: () => {
+      if (timer !== undefined) clearTimeout(timer);
+      w.close();
+    },
+  };
 }

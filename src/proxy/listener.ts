@@ -1,11 +1,15 @@
 // The downstream side: one node:http2 h2c server per configured listener (core stream API,
-// not the compatibility API), its session limits, and GOAWAY on drain.
-import http2, { type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+// not the compatibility API), its session limits, GOAWAY on drain, the connection lifetime
+// (maxConnectionAge + grace, idleTimeout: one timer per session, none per call), and the
+// opt-in grpc.health.v1 service answered from the listener's clusters (healthService).
+import http2, { type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
-import { Code, outcome } from "../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage, outcome } from "../translate/index.js";
+import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, ServingStatus, decodeHealthRequest, encodeHealthResponse } from "../translate/health.js";
 import { handleStream, type CallContext } from "./call/call.js";
+import type { Cluster } from "./upstream/cluster.js";
 
 /**
  * node reports an nghttp2 *stream* error to JS as a session error, and then destroys the whole
@@ -75,25 +79,96 @@ export function advertisedStreams(limit: number): number {
 }
 const kOpen = Symbol("dojang.openStreams");
 const kCounted = Symbol("dojang.countedSession");
-type CountedSession = ServerHttp2Session & { [kOpen]?: number };
+/** monotonic ms when the session's last open stream closed (or it opened); kept only with idleTimeout */
+const kIdleSince = Symbol("dojang.idleSince");
+const kLife = Symbol("dojang.lifetime");
+type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime };
 type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession };
 
 function ignoreError(): void {}
 
 function onCountedStreamClose(this: CountedStream): void {
   const s = this[kCounted];
-  if (s !== undefined) s[kOpen]!--;
+  if (s !== undefined && --s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
 }
+
+/** A session's timers (maxConnectionAge, its grace, idleTimeout); all cleared when it closes. */
+interface Lifetime {
+  age: NodeJS.Timeout | undefined;
+  grace: NodeJS.Timeout | undefined;
+  idle: NodeJS.Timeout | undefined;
+}
+
+/** grpc-go's MaxConnectionAge jitter: ±10 %, so connections made together do not all end together. */
+export function jitteredAge(ageMs: number, random: number): number {
+  return Math.max(1, Math.round(ageMs * (0.9 + 0.2 * random)));
+}
+
+/** The stream id grpc-go puts in the first, announcing GOAWAY (2^31−1: every stream still welcome). */
+const MAX_STREAM_ID = 2 ** 31 - 1;
+/** How long the announcing GOAWAY is given when the client never answers its PING. */
+const GOAWAY_PING_WAIT_MS = 1000;
+
+/**
+ * The graceful end of a connection, as grpc-go's server does it (http2_server.go drain): a
+ * GOAWAY with the largest stream id first (the client stops opening streams, while streams it
+ * sent in the meantime are still taken), a PING, and once the PING is answered (every stream the
+ * client sent before the GOAWAY has arrived) the real GOAWAY with the last stream processed.
+ * The session ends by itself when its last stream closes.
+ */
+function goawayGracefully(s: ServerHttp2Session): void {
+  if (s.closed || s.destroyed) return;
+  let done = false;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(t);
+    if (!s.closed && !s.destroyed) s.close();
+  };
+  const t = setTimeout(finish, GOAWAY_PING_WAIT_MS);
+  try {
+    s.goaway(http2.constants.NGHTTP2_NO_ERROR, MAX_STREAM_ID);
+    if (!s.ping(finish)) finish();
+  } catch {
+    finish();
+  }
+}
+
+/** A session's state for the health service's replies (the clusters behind a service name). */
+export type HealthTargets = (service: string) => readonly Cluster[] | null;
+
+/** What the listener asks its owner: the current snapshot's health targets, whether dojang drains. */
+export interface ListenerOwner {
+  readonly health: { current: HealthTargets };
+  readonly draining: () => boolean;
+}
+
+/** Request bytes a health call may send (a HealthCheckRequest is a service name). */
+const MAX_HEALTH_REQUEST = 16 * 1024;
+/** How often open Watch streams are re-evaluated (one timer per listener while any is open). */
+const WATCH_INTERVAL_MS = 1000;
+
+interface Watcher {
+  readonly stream: ServerHttp2Stream;
+  readonly service: string;
+  last: number;
+}
+
+type MutableContext = { -readonly [K in keyof CallContext]: CallContext[K] };
 
 export class Listener {
   readonly server: Http2Server;
   readonly sessions = new Set<ServerHttp2Session>();
   readonly ctx: CallContext;
   private bound: AddressInfo | undefined;
+  private draining = false;
+  private readonly watchers = new Set<Watcher>();
+  private watchTimer: NodeJS.Timeout | undefined = undefined;
 
   constructor(
-    readonly cfg: ListenerConfig,
+    public cfg: ListenerConfig,
     callContext: CallContext,
+    private readonly owner: ListenerOwner = { health: { current: () => null }, draining: () => false },
   ) {
     // The listener's own settings the calls read (the same `active` set and counters).
     const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs, attemptsHeader: cfg.attemptsHeader };
@@ -116,16 +191,24 @@ export class Listener {
     });
     this.server = server;
     const live = ctx.metrics.live;
-    const connWindow = cfg.connectionWindowSize;
-    server.on("session", (s: ServerHttp2Session) => {
+    server.on("session", (s: CountedSession) => {
       sessionDestroy ??= (Object.getPrototypeOf(s) as { destroy: Destroy }).destroy;
       s.destroy = guardedDestroy;
       this.sessions.add(s);
       live.downstreamSessions++;
+      // A reload changes these for connections made after it (this.cfg is the current config).
+      const lc = this.cfg;
+      const connWindow = lc.connectionWindowSize;
+      const life = this.startLifetime(s, lc);
       s.on("close", () => {
         if (this.sessions.delete(s)) live.downstreamSessions--;
+        if (life !== undefined) {
+          clearTimeout(life.age);
+          clearTimeout(life.grace);
+          clearTimeout(life.idle);
+        }
       });
-      s.on("error", (err) => ctx.log.debug({ err: err.message, listener: cfg.name }, "client session error"));
+      s.on("error", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
       s.once("localSettings", () => {
         try {
           s.setLocalWindowSize(connWindow);
@@ -134,8 +217,8 @@ export class Listener {
         }
       });
     });
-    const limit = cfg.maxConcurrentStreams;
     server.on("stream", (stream: CountedStream, headers, flags, rawHeaders) => {
+      const limit = this.cfg.maxConcurrentStreams;
       const sess = stream.session as CountedSession | undefined;
       if (sess !== undefined) {
         const open = (sess[kOpen] ?? 0) + 1;
@@ -151,9 +234,166 @@ export class Listener {
           return;
         }
       }
+      if (this.cfg.healthService) {
+        const p = headers[":path"];
+        if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.serveHealth(stream, headers, p === HEALTH_WATCH_PATH);
+      }
       handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]);
     });
-    server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: cfg.name }, "client session error"));
+    server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
+  }
+
+  /**
+   * A reload kept this listener (same name, same address): calls that start from now on read
+   * the new streamIdleTimeout and access-log switch, new connections the new limits, windows,
+   * maxConnectionAge and idleTimeout (connections already open keep the timers they started
+   * with), and the health service switch applies to the next stream. maxHeaderListPairs and
+   * maxSessionMemory are node server options fixed at creation (the reload report says so).
+   */
+  reconfigure(cfg: ListenerConfig, accessLog: boolean): void {
+    this.cfg = cfg;
+    const ctx = this.ctx as MutableContext;
+    ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
+    ctx.accessLog = accessLog;
+    this.server.updateSettings({
+      maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
+      initialWindowSize: cfg.initialWindowSize,
+      maxHeaderListSize: cfg.maxHeaderListSize,
+      enablePush: false,
+    });
+  }
+
+  // === connection lifetime: maxConnectionAge (+ grace), idleTimeout ===
+
+  private startLifetime(s: CountedSession, cfg: ListenerConfig): Lifetime | undefined {
+    const age = cfg.maxConnectionAgeMs;
+    const idle = cfg.idleTimeoutMs;
+    if (age === null && idle === null) return undefined;
+    const life: Lifetime = { age: undefined, grace: undefined, idle: undefined };
+    s[kLife] = life;
+    if (age !== null) life.age = setTimeout(onMaxAge, clampTimer(jitteredAge(age, Math.random())), this, s, cfg.maxConnectionAgeGraceMs);
+    if (idle !== null) {
+      s[kIdleSince] = performance.now();
+      life.idle = setTimeout(onIdleCheck, clampTimer(idle), this, s, idle);
+    }
+    return life;
+  }
+
+  /** maxConnectionAge reached: GOAWAY, and after the grace what still runs on it is cut. */
+  ageOut(s: CountedSession, graceMs: number): void {
+    const life = s[kLife];
+    if (life === undefined || s.closed || s.destroyed) return;
+    life.age = undefined;
+    this.ctx.log.debug({ listener: this.cfg.name }, "client connection reached maxConnectionAge: GOAWAY");
+    goawayGracefully(s);
+    life.grace = setTimeout(onAgeGraceOver, clampTimer(graceMs), this, s);
+  }
+
+  /**
+   * The grace after maxConnectionAge is over: each call still on the connection ends with 14
+   * UNAVAILABLE, decided_by shutdown (dojang ended the connection in an orderly way, as at a
+   * drain's end: safe for the client to retry elsewhere), then the connection is destroyed
+   * once those last frames are out.
+   */
+  cutAgedSession(s: CountedSession): void {
+    const life = s[kLife];
+    if (life !== undefined) life.grace = undefined;
+    if (s.destroyed) return;
+    for (const c of [...this.ctx.active]) {
+      if (c.down.session === s) c.finish(outcome(Code.UNAVAILABLE, "the client connection reached maxConnectionAge and its grace is over", "shutdown"));
+    }
+    setTimeout(destroySession, 50, s).unref();
+  }
+
+  /** idleTimeout: fires once per period; closes the connection only if no stream was open for a whole period. */
+  checkIdle(s: CountedSession, idleMs: number): void {
+    const life = s[kLife];
+    if (life === undefined || s.closed || s.destroyed) return;
+    const open = s[kOpen] ?? 0;
+    const since = s[kIdleSince] ?? 0;
+    const quiet = performance.now() - since;
+    if (open === 0 && quiet >= idleMs - 1) {
+      life.idle = undefined;
+      this.ctx.log.debug({ listener: this.cfg.name, idleMs }, "client connection idle: GOAWAY");
+      goawayGracefully(s);
+      return;
+    }
+    life.idle = setTimeout(onIdleCheck, clampTimer(open === 0 ? idleMs - quiet : idleMs), this, s, idleMs);
+  }
+
+  // === grpc.health.v1 (healthService: true) ===
+
+  /**
+   * The status of `service` on this listener: NOT_SERVING while dojang or this listener drains;
+   * else SERVING when every cluster behind it has a healthy endpoint; null for a service no
+   * route would take (NOT_FOUND for Check).
+   */
+  healthStatus(service: string): ServingStatus | null {
+    const targets = this.owner.health.current(service);
+    if (targets === null) return null;
+    if (this.draining || this.owner.draining()) return ServingStatus.NOT_SERVING;
+    for (const c of targets) if (!c.hasHealthyEndpoint()) return ServingStatus.NOT_SERVING;
+    return ServingStatus.SERVING;
+  }
+
+  private serveHealth(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, watch: boolean): void {
+    stream.on("error", ignoreError);
+    if (headers[":method"] !== "POST") {
+      stream.respond({ ":status": 405, "content-type": GRPC_CONTENT_TYPE, "grpc-status": String(Code.INTERNAL), "grpc-message": "health: method must be POST" }, { endStream: true });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let n = 0;
+    stream.on("data", (d: Buffer) => {
+      n += d.length;
+      if (n <= MAX_HEALTH_REQUEST) chunks.push(d);
+    });
+    stream.on("end", () => {
+      if (stream.closed || stream.destroyed) return;
+      const body = Buffer.concat(chunks);
+      const len = body.length >= 5 ? body.readUInt32BE(1) : -1;
+      if (n > MAX_HEALTH_REQUEST) return trailersOnly(stream, Code.RESOURCE_EXHAUSTED, "health: request too large");
+      if (len < 0 || body[0] !== 0 || body.length !== 5 + len) return trailersOnly(stream, Code.INTERNAL, "health: expected one uncompressed HealthCheckRequest");
+      const req = decodeHealthRequest(body.subarray(5));
+      if (!req.ok) return trailersOnly(stream, Code.INTERNAL, `health: ${req.error}`);
+      const status = this.healthStatus(req.service);
+      if (!watch) {
+        // grpc-go's health server: an unregistered service is NOT_FOUND "unknown service".
+        if (status === null) return trailersOnly(stream, Code.NOT_FOUND, "unknown service");
+        stream.respond({ ":status": 200, "content-type": GRPC_CONTENT_TYPE }, { waitForTrailers: true });
+        stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0", "grpc-message": "" }));
+        stream.end(healthMessage(status));
+        return;
+      }
+      // Watch: the current status now (SERVICE_UNKNOWN for a service no route takes, as
+      // grpc-go), then every change, until the client ends the stream or dojang drains.
+      const first = status ?? ServingStatus.SERVICE_UNKNOWN;
+      stream.respond({ ":status": 200, "content-type": GRPC_CONTENT_TYPE }, { waitForTrailers: true });
+      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0", "grpc-message": "" }));
+      stream.write(healthMessage(first));
+      const w: Watcher = { stream, service: req.service, last: first };
+      this.watchers.add(w);
+      stream.once("close", () => this.watchers.delete(w));
+      if (this.watchTimer === undefined) this.watchTimer = setInterval(() => this.tickWatchers(), WATCH_INTERVAL_MS).unref();
+    });
+  }
+
+  private tickWatchers(): void {
+    if (this.watchers.size === 0) {
+      clearInterval(this.watchTimer);
+      this.watchTimer = undefined;
+      return;
+    }
+    for (const w of this.watchers) {
+      if (w.stream.closed || w.stream.destroyed) {
+        this.watchers.delete(w);
+        continue;
+      }
+      const s = this.healthStatus(w.service) ?? ServingStatus.SERVICE_UNKNOWN;
+      if (s === w.last) continue;
+      w.last = s;
+      w.stream.write(healthMessage(s));
+    }
   }
 
   listen(): Promise<AddressInfo> {
@@ -175,6 +415,14 @@ export class Listener {
 
   /** Stops accepting connections and sends GOAWAY to every client; in-flight streams go on. */
   drain(): void {
+    this.draining = true;
+    // Watch streams hear NOT_SERVING now, then end, so a draining connection is not held open.
+    for (const w of this.watchers) {
+      if (w.stream.closed || w.stream.destroyed) continue;
+      if (w.last !== ServingStatus.NOT_SERVING) w.stream.write(healthMessage(ServingStatus.NOT_SERVING));
+      w.stream.end();
+    }
+    this.watchers.clear();
     this.server.close();
     for (const s of this.sessions) {
       if (!s.closed && !s.destroyed) s.close();
@@ -190,5 +438,53 @@ export class Listener {
     for (const c of [...this.ctx.active]) c.finish(outcome(Code.UNAVAILABLE, "proxy is shutting down", "shutdown"));
     if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();
+    if (this.watchTimer !== undefined) clearInterval(this.watchTimer);
   }
+
+  /**
+   * A reload removed or re-addressed this listener: drain (GOAWAY, no new connections), let its
+   * calls finish for up to `drainTimeoutMs`, then destroy() what is left. Resolves when closed.
+   */
+  async retire(drainTimeoutMs: number): Promise<void> {
+    this.drain();
+    const until = performance.now() + drainTimeoutMs;
+    while (this.sessions.size > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await this.destroy();
+    if (this.server.listening) await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+function onMaxAge(l: Listener, s: CountedSession, graceMs: number): void {
+  l.ageOut(s, graceMs);
+}
+
+function onAgeGraceOver(l: Listener, s: CountedSession): void {
+  l.cutAgedSession(s);
+}
+
+function onIdleCheck(l: Listener, s: CountedSession, idleMs: number): void {
+  l.checkIdle(s, idleMs);
+}
+
+function destroySession(s: ServerHttp2Session): void {
+  if (!s.destroyed) s.destroy();
+}
+
+/** setTimeout's limit (2^31−1 ms). */
+function clampTimer(ms: number): number {
+  return ms > 2_147_483_647 ? 2_147_483_647 : ms;
+}
+
+function healthMessage(status: ServingStatus): Buffer {
+  const m = encodeHealthResponse(status);
+  const b = Buffer.allocUnsafe(5 + m.length);
+  b[0] = 0;
+  b.writeUInt32BE(m.length, 1);
+  b.set(m, 5);
+  return b;
+}
+
+function trailersOnly(stream: ServerHttp2Stream, code: number, message: string): void {
+  if (stream.headersSent || stream.closed) return;
+  stream.respond({ ":status": 200, "content-type": GRPC_CONTENT_TYPE, "grpc-status": String(code), "grpc-message": encodeGrpcMessage(message) }, { endStream: true });
 }

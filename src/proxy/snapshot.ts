@@ -11,6 +11,7 @@ import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
 import type { FaultSet } from "./filters/fault/index.js";
 import type { Metrics } from "./observe/metrics.js";
+import type { HealthTargets } from "./listener.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
 
@@ -32,11 +33,46 @@ export interface Snapshot {
   readonly clusters: ReadonlyMap<string, Cluster>;
   /** by listener name */
   readonly listeners: ReadonlyMap<string, ListenerRoutes>;
+  /** by listener name: the clusters a grpc.health.v1 service name is routed to (health service) */
+  readonly health: ReadonlyMap<string, HealthTargets>;
 }
 
 /**
- * Builds a snapshot. `clusterFor` may hand back a cluster to keep (a reload keeps the sessions of
- * clusters that remain); by default every cluster is new.
+ * HealthTargets (listener.ts): the clusters behind a service name on one listener: "" → every cluster the listener routes
+ * to; "pkg.Svc" → the clusters of the routes that could match a call to one of its methods
+ * (a `service` route for it, a `path` route under `/pkg.Svc/`, a `prefix` route that `/pkg.Svc/`
+ * starts with or that starts with it); null when no route would take it (NOT_FOUND, as
+ * grpc-go's health server answers a service it does not know). Authority limits are ignored.
+ */
+export function healthTargets(routes: Config["listeners"][number]["routes"], clusters: ReadonlyMap<string, Cluster>): HealthTargets {
+  const all = [...new Set(routes.map((r) => clusters.get(r.cluster)!))];
+  const cache = new Map<string, readonly Cluster[] | null>();
+  return (service) => {
+    if (service === "") return all;
+    const hit = cache.get(service);
+    if (hit !== undefined || cache.has(service)) return hit ?? null;
+    const base = `/${service}/`;
+    const found = new Set<Cluster>();
+    for (const r of routes) {
+      const m = r.match;
+      const takes =
+        m.service !== undefined
+          ? m.service === service
+          : m.path !== undefined
+            ? m.path.startsWith(base)
+            : base.startsWith(m.prefix ?? "/") || (m.prefix ?? "/").startsWith(base);
+      if (takes) found.add(clusters.get(r.cluster)!);
+    }
+    const v = found.size === 0 ? null : [...found];
+    // bounded: names come from clients
+    if (cache.size < 1000) cache.set(service, v);
+    return v;
+  };
+}
+
+/**
+ * Builds a snapshot. `clusterFor` may hand back a cluster to keep (a reload keeps the clusters
+ * whose name remains: Dojang.reload); by default every cluster is new.
  */
 export function buildSnapshot(
   config: Config,
@@ -47,7 +83,9 @@ export function buildSnapshot(
   const clusters = new Map<string, Cluster>();
   for (const c of config.clusters) clusters.set(c.name, clusterFor(c));
   const listeners = new Map<string, ListenerRoutes>();
+  const health = new Map<string, HealthTargets>();
   for (const l of config.listeners) {
+    health.set(l.name, healthTargets(l.routes, clusters));
     const router = compileRoutes(l.routes, (name) => {
       const c = clusters.get(name);
       // The config parser rejects unknown clusters; reaching this is a bug.
@@ -69,5 +107,5 @@ export function buildSnapshot(
     ]);
     listeners.set(l.name, Object.freeze({ router, filters }));
   }
-  return Object.freeze({ version, config, clusters, listeners });
+  return Object.freeze({ version, config, clusters, listeners, health });
 }

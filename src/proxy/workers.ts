@@ -6,20 +6,24 @@
 //
 // From the outside `workers: N` behaves like one process: the primary answers the fault API and
 // GET /calls by asking every worker over the IPC channel (admin/fanout.ts merges the answers),
-// and a SIGHUP is read once by the primary, compared with the running config, logged once and
-// sent to every worker. A worker started later (a replacement) first asks the primary for the
-// mutation log and applies it before it listens, so API-added rules reach it too.
+// and a reload (SIGHUP, POST /reload, watchConfig) is read and validated once by the primary,
+// sent to every worker (each swaps its own snapshot: Dojang.reload), answered when all have
+// answered, and logged and counted once. A worker started later (a replacement) runs the config
+// text of the last reload, then asks the primary for the mutation log and applies it before it
+// listens, so API-added rules reach it too.
 import cluster, { type Worker } from "node:cluster";
 import { readFileSync } from "node:fs";
-import { AggregatorRegistry } from "prom-client";
+import client, { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
 import { configFromText, type Config } from "../config/index.js";
 import { reloadReport } from "../config/reload.js";
+import { ConfigError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
 import { handleFaultsApi } from "./filters/fault/index.js";
-import { Dojang, startHeapTuning } from "./dojang.js";
+import { Dojang, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
 import { createAccessLogger } from "./observe/log.js";
+import { configReloadsCounter } from "./observe/metrics.js";
 
 const READY = "dojang:ready";
 /** How long the primary waits for every worker's answer to an admin request or a reload. */
@@ -42,8 +46,13 @@ export function configTextFromPrimary(): string | undefined {
   return cluster.isWorker ? process.env[CONFIG_TEXT_ENV] : undefined;
 }
 
-/** A worker runs one op from the primary (live, or replayed from the log) against its instance. */
-function runOp(d: Dojang, op: WorkerOp): AdminReply {
+/**
+ * A worker runs one op from the primary (live, or replayed from the log) against its instance.
+ * A live reload swaps the whole config (the primary validated it and logs the result); a
+ * replayed one, before the worker listens, only re-applies that file's fault rules, in order
+ * with the API changes around it: the worker already runs the config text of the last reload.
+ */
+function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<AdminReply> {
   switch (op.op) {
     case "faults":
       return handleFaultsApi(op.method, op.path, op.body, d.faults, performance.now()) ?? { status: 404, body: { error: "not found" } };
@@ -52,6 +61,7 @@ function runOp(d: Dojang, op: WorkerOp): AdminReply {
     case "clusters":
       return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
     case "reload":
+      if (!replay) return d.reload(() => configFromText(op.text, op.source), "primary", { quiet: true }).then(reloadReply);
       try {
         d.loadConfigFaults(configFromText(op.text, op.source));
         return { status: 200, body: { rules: d.faults.size } };
@@ -80,12 +90,13 @@ export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
   process.on("disconnect", stop);
   process.on("message", (m: unknown) => {
     if (!isType<OpMessage>(m, "dojang:op")) return;
-    const r = runOp(d, m.req);
-    if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "fault rules reloaded from the primary");
-    const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
-    // With a callback a closed channel (the primary is gone) is an error passed here, not an
-    // 'error' event that would end the worker before its drain.
-    process.send?.(reply, undefined, undefined, ignoreSendError);
+    void Promise.resolve(runOp(d, m.req)).then((r) => {
+      if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "config reloaded from the primary");
+      const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
+      // With a callback a closed channel (the primary is gone) is an error passed here, not an
+      // 'error' event that would end the worker before its drain.
+      process.send?.(reply, undefined, undefined, ignoreSendError);
+    });
   });
   await syncFromPrimary(d, wlog);
   await d.start();
@@ -109,7 +120,7 @@ function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
     const onMessage = (m: unknown): void => {
       if (!isType<SyncMessage>(m, "dojang:sync")) return;
       for (const op of m.ops) {
-        const r = runOp(d, op);
+        const r = runOp(d, op, true) as AdminReply;
         // The log keeps refused changes too (they are refused again here, as they were then).
         if (r.status >= 300) log.debug({ op: op.op, status: r.status, body: r.body }, "replayed admin change refused, as it was");
       }
@@ -164,8 +175,12 @@ class Fanout {
 }
 
 /** In the primary: fork, supervise, aggregate, answer the admin, reload, drain. Resolves when all workers have exited. */
-export async function runPrimary(config: Config, log: Logger, file?: string): Promise<number> {
+export async function runPrimary(startConfig: Config, log: Logger, file?: string): Promise<number> {
+  let config = startConfig;
   const n = config.workers;
+  // The primary counts each reload once (the workers' counters are left out of the sum).
+  const own = new client.Registry();
+  const reloads = configReloadsCounter(own);
   const ready = new Set<number>();
   /** workers that have the mutation log; only these get (and answer) admin requests */
   const synced = new Map<number, Worker>();
@@ -203,12 +218,17 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
     config.admin === null
       ? undefined
       : new AdminServer(config.admin, {
-          metrics: async () => ({ contentType: aggregator.contentType, body: await aggregator.clusterMetrics() }),
+          metrics: async () => ({ contentType: aggregator.contentType, body: (await aggregator.clusterMetrics()) + "\n" + (await own.metrics()) }),
           ready: () => !stopping && ready.size === n,
           config: () => config,
           faults,
           calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
           clusters: async () => mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies),
+          ...(file === undefined ? {} : { reload: () => reloadAll("POST /reload") }),
+          drain: () => {
+            stop("POST /drain");
+            return { status: 202, body: { draining: true, drainTimeoutMs: config.drainTimeoutMs } };
+          },
         });
   const fork = (): Worker => {
     const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });
@@ -248,13 +268,26 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
       if (stopping && Object.keys(cluster.workers ?? {}).length === 0) resolve();
     });
   });
-  // SIGHUP: the primary reads and checks the file once, sends it to every worker (each applies its
-  // fault rules), and logs once what was applied and what needs a restart. Installed before the
-  // first fork: SIGHUP's default action ends the process, and with it every worker.
-  let reloading = Promise.resolve();
-  process.on("SIGHUP", () => {
-    reloading = reloading.then(() => reload(file, config, log, serving, fanout, mutations));
-  });
+  // A reload (SIGHUP, POST /reload, watchConfig): the primary reads and checks the file once,
+  // sends it to every worker (each swaps its snapshot), answers when all have answered, and logs
+  // once what applied and what needs a restart. One at a time. The SIGHUP handler is installed
+  // before the first fork: SIGHUP's default action ends the process, and with it every worker.
+  let reloading: Promise<unknown> = Promise.resolve();
+  const reloadAll = (trigger: string): Promise<AdminReply> => {
+    const run = reloading.then(async () => {
+      const r = await reload(file, config, log, serving, fanout, mutations, trigger);
+      reloads[r.reply.status === 200 ? "ok" : "error"].inc();
+      if (r.next !== undefined) {
+        config = r.next.config;
+        configText = r.next.text;
+      }
+      return r.reply;
+    });
+    reloading = run.catch(() => undefined);
+    return run;
+  };
+  process.on("SIGHUP", () => void reloadAll("SIGHUP"));
+  const watcher = config.watchConfig && file !== undefined ? watchConfigFile(file, () => void reloadAll("watchConfig"), log) : undefined;
   for (let i = 0; i < n; i++) fork();
   if (admin !== undefined) await admin.listen();
   log.info({ workers: n, admin: admin?.boundAddress }, "dojang primary started");
@@ -262,6 +295,7 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
+    watcher?.close();
     log.info({ signal }, "signal received, draining workers");
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM");
     // A worker that does not finish in time is ended (drain timeout plus a grace period).
@@ -276,6 +310,13 @@ export async function runPrimary(config: Config, log: Logger, file?: string): Pr
   return exitCode;
 }
 
+/**
+ * One reload in the primary. The file is read and validated here, once: an invalid one never
+ * reaches a worker (400 with the issues). A valid one goes to every worker; the answer is 200
+ * when every worker swapped (the first worker's result, with the worker ids), else the workers'
+ * answers (500; 400 when every worker refused, e.g. a new listener's address in use).
+ * `next` is what the primary serves from now on (its /config, the text a replacement starts with).
+ */
 async function reload(
   file: string | undefined,
   running: Config,
@@ -283,23 +324,38 @@ async function reload(
   serving: () => Worker[],
   fanout: Fanout,
   mutations: MutationLog,
-): Promise<void> {
-  if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
+  trigger: string,
+): Promise<{ reply: AdminReply; next?: { config: Config; text: string } }> {
+  if (file === undefined) {
+    log.warn({ trigger }, "reload: no config file to reload (embedded default)");
+    return { reply: { status: 400, body: { result: "error", message: "no config file to reload (embedded default)", issues: [] } } };
+  }
   let op: WorkerOp & { op: "reload" };
   let next: Config;
   try {
     op = { op: "reload", text: readFileSync(file, "utf8"), source: file };
     next = configFromText(op.text, file);
   } catch (err) {
-    log.error({ file, err: (err as Error).message }, "reload failed; nothing changed");
-    return;
+    const issues: readonly ConfigIssue[] = err instanceof ConfigError ? err.issues : [{ path: "", message: (err as Error).message }];
+    log.error({ trigger, file, issues, err: (err as Error).message }, "reload failed; nothing changed");
+    return { reply: { status: 400, body: { result: "error", message: "reload failed; nothing changed", issues } } };
   }
   mutations.record(op);
   const { replies, missing } = await fanout.ask(serving(), op);
   const report = reloadReport(running, next);
   const failed = replies.filter((r) => r.status !== 200).map((r) => r.worker);
-  const fields = { file, applied: report.applied, notApplied: report.notApplied, workers: replies.map((r) => r.worker), missing, failed };
-  if (missing.length > 0 || failed.length > 0) log.error(fields, "reload: not every worker applied the fault rules");
-  else if (report.notApplied.length > 0) log.warn(fields, report.message);
+  const workers = replies.map((r) => r.worker);
+  const fields = { trigger, file, applied: report.applied, notApplied: report.notApplied, workers, missing, failed };
+  if (missing.length > 0 || failed.length > 0 || replies.length === 0) {
+    log.error({ ...fields, replies }, "reload: not every worker applied the new config");
+    const all400 = replies.length > 0 && missing.length === 0 && replies.every((r) => r.status === 400);
+    return {
+      reply: { status: all400 ? 400 : 500, body: { result: "error", message: "not every worker applied the new config", missing, replies } },
+      ...(failed.length < replies.length ? { next: { config: next, text: op.text } } : {}),
+    };
+  }
+  if (report.notApplied.length > 0) log.warn(fields, report.message);
   else log.info(fields, report.message);
+  const first = replies[0]!.body as Record<string, unknown>;
+  return { reply: { status: 200, body: { ...first, workers } }, next: { config: next, text: op.text } };
 }

@@ -1,6 +1,6 @@
 // The admin listener (HTTP/1.1, node:http). Its surface is one table, ROUTES: reads (/metrics,
 // /ready, /live, /config, GET /faults, GET /calls) are open to whoever reaches the address;
-// mutations (every non-GET/HEAD on /faults; later /reload, /drain) are refused with 403 unless
+// mutations (every non-GET/HEAD on /faults, POST /reload, POST /drain) are refused with 403 unless
 // the config says `admin.mutations: true`, and with `admin.token` set they also need
 // `Authorization: Bearer <token>` (401 otherwise). Nothing here runs per proxied call.
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -21,6 +21,12 @@ export interface AdminState {
   metrics(): Promise<{ readonly contentType: string; readonly body: string }>;
   /** true while listening and not draining */
   ready(): boolean;
+  /** why /ready answers 503 ("draining", "cluster X has no healthy endpoint"); null when ready. Absent: ready() decides, "draining". */
+  notReady?: () => string | null;
+  /** POST /reload: re-read the config file and swap it in; 200 with what applied, 400 with the issues */
+  reload?: () => Promise<AdminReply>;
+  /** POST /drain: SIGTERM's twin (drain, then exit); answers 202 at once */
+  drain?: () => AdminReply | Promise<AdminReply>;
   /** the effective config, as served by /config (secrets are redacted here, not by the caller) */
   config(): unknown;
   /** the fault REST API (/faults…); null for other paths. Absent where faults are not served here. */
@@ -59,6 +65,7 @@ interface AdminRoute {
 }
 
 const never = (): boolean => false;
+const always = (): boolean => true;
 const unlessRead = (m: string): boolean => m !== "GET" && m !== "HEAD";
 
 /** The admin surface. A new endpoint is one entry; `mutation` puts it behind the switch and the token. */
@@ -68,7 +75,10 @@ const ROUTES: readonly AdminRoute[] = [
     path: "/ready",
     methods: READ_METHODS,
     mutation: never,
-    handle: (s, r) => (s.ready() ? send(r.res, 200, "text/plain", "ready\n") : send(r.res, 503, "text/plain", "draining\n")),
+    handle: (s, r) => {
+      const why = s.notReady !== undefined ? s.notReady() : s.ready() ? null : "draining";
+      return why === null ? send(r.res, 200, "text/plain", "ready\n") : send(r.res, 503, "text/plain", why + "\n");
+    },
   },
   { path: "/live", methods: READ_METHODS, mutation: never, handle: (_s, r) => send(r.res, 200, "text/plain", "live\n") },
   {
@@ -78,6 +88,8 @@ const ROUTES: readonly AdminRoute[] = [
     handle: (s, r) => send(r.res, 200, "application/json", JSON.stringify(redactSecrets(s.config()), null, 2) + "\n"),
   },
   { path: "/faults", prefix: true, mutation: unlessRead, served: (s) => s.faults !== undefined, handle: faults },
+  { path: "/reload", methods: "POST", mutation: always, served: (s) => s.reload !== undefined, handle: async (s, r) => reply(r, await s.reload!()) },
+  { path: "/drain", methods: "POST", mutation: always, served: (s) => s.drain !== undefined, handle: async (s, r) => reply(r, await s.drain!()) },
   { path: "/calls", methods: READ_METHODS, mutation: never, served: (s) => s.calls !== undefined, handle: calls },
   { path: "/clusters", methods: READ_METHODS, mutation: never, served: (s) => s.clusters !== undefined, handle: async (s, r) => sendJson(r.res, 200, await s.clusters!()) },
 ];
@@ -199,6 +211,12 @@ async function faults(s: AdminState, r: Request): Promise<void> {
   if (body === null) return sendJson(r.res, 413, { error: `request body over ${MAX_BODY} bytes` });
   const out = await s.faults!(m, r.path, body);
   if (out === null) return send(r.res, 404, "text/plain", "not found\n");
+  sendJson(r.res, out.status, out.body);
+}
+
+function reply(r: Request, out: AdminReply): void {
+  // The request body is not read (there is none to read); drained so the connection stays usable.
+  r.req.resume();
   sendJson(r.res, out.status, out.body);
 }
 

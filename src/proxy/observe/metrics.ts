@@ -61,6 +61,8 @@ export class Metrics {
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
+  /** config reloads by result (ok, error); see configReloadsCounter */
+  readonly configReloads: Record<"ok" | "error", client.Counter.Internal>;
   /** retries by cluster and reason (RETRY_REASONS); children bound once per cluster (retryCounters) */
   readonly retriesTotal: client.Counter<string>;
   /** upstream attempts per call (1 = no retry); observed once per call that had an attempt */
@@ -129,6 +131,7 @@ export class Metrics {
       labelNames: ["rule", "kind"],
       registers: r,
     });
+    this.configReloads = configReloadsCounter(this.registry);
     this.heapShrinks = new client.Counter({
       name: "dojang_heap_shrinks_total",
       help: "Memory-reducing GCs: one at start-up, then (with shrinkHeapWhenIdle) one after each idle period that followed calls.",
@@ -300,4 +303,20 @@ export function splitMethod(path: string): { service: string; method: string } {
   const i = path.lastIndexOf("/");
   if (path.charCodeAt(0) !== 47 /* / */ || i <= 0) return { service: "malformed", method: "malformed" };
   return { service: path.slice(1, i), method: path.slice(i + 1) };
+}
+
+/**
+ * dojang_config_reloads_total{result}: one per reload (SIGHUP, POST /reload, a watched file
+ * change), ok or error. With `workers: N` the primary counts each reload once in a registry of
+ * its own, so the workers' counters are left out of the sum ('omit').
+ */
+export function configReloadsCounter(r: client.Registry): Record<"ok" | "error", client.Counter.Internal> {
+  const c = new client.Counter({
+    name: "dojang_config_reloads_total",
+    help: "Config reloads (SIGHUP, POST /reload, a watched file change) by result: ok (the new config serves) or error (rejected; the old one keeps serving).",
+    labelNames: ["result"],
+    registers: [r],
+    aggregator: "omit",
+  });
+  return { ok: c.labels("ok"), error: c.labels("error") };
 }

@@ -1,0 +1,75 @@
+// Upstreams for the cluster tests: a grpc-js server with the Echo service (Unary answers with
+// its own name, after an optional delay, or with a chosen error status) and grpc.health.v1 Check
+// (its answer can be flipped), counting the calls it served. Reuses peers.ts's Echo definition.
+import * as grpc from "@grpc/grpc-js";
+import { ECHO_SERVICE } from "./peers.js";
+import { encodeHealthResponse, ServingStatus } from "../../src/translate/health.js";
+
+const id = (b: Buffer): Buffer => b;
+const HEALTH: grpc.ServiceDefinition = {
+  Check: { path: "/grpc.health.v1.Health/Check", requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "Check" },
+};
+
+export interface Backend {
+  readonly name: string;
+  readonly address: string;
+  readonly port: number;
+  /** Echo calls served (any outcome) */
+  calls: number;
+  /** health checks answered */
+  checks: number;
+  /** the health answer */
+  serving: boolean;
+  /** Unary waits this long before answering */
+  delayMs: number;
+  /** Unary answers with this status instead of its name (undefined: OK) */
+  failWith: grpc.status | undefined;
+  close(): Promise<void>;
+}
+
+export async function startBackend(name: string, port = 0, host = "127.0.0.1"): Promise<Backend> {
+  const server = new grpc.Server();
+  const b: Backend = {
+    name,
+    address: "",
+    port: 0,
+    calls: 0,
+    checks: 0,
+    serving: true,
+    delayMs: 0,
+    failWith: undefined,
+    close: () => new Promise<void>((r) => server.tryShutdown(() => r())).then(() => server.forceShutdown()),
+  };
+  const unary = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>): void => {
+    b.calls++;
+    const answer = (): void => (b.failWith === undefined ? cb(null, Buffer.from(name)) : cb({ code: b.failWith, details: `${name} fails` }));
+    if (b.delayMs > 0) setTimeout(answer, b.delayMs);
+    else answer();
+  };
+  server.addService(ECHO_SERVICE, { Unary: unary });
+  server.addService(HEALTH, {
+    Check: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      b.checks++;
+      cb(null, Buffer.from(encodeHealthResponse(b.serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING)));
+    },
+  });
+  const bound = await new Promise<number>((res, rej) =>
+    server.bindAsync(`${host.includes(":") ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
+  );
+  return Object.assign(b, { address: `${host.includes(":") ? `[${host}]` : host}:${bound}`, port: bound });
+}
+
+/** Runs `n` calls of `call` with `concurrency` in flight; resolves with each result. */
+export async function runCalls<T>(n: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
+  const out = new Array<T>(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await call(i);
+      }
+    }),
+  );
+  return out;
+}

@@ -82,6 +82,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
   /** the request has ended; flush() ends the upstream request unless the owner says no */
   private endPending = false;
   private drainHooked = false;
+  /** the request's END_STREAM was written (requestEnded) */
+  private endSent = false;
 
   constructor(
     readonly owner: AttemptOwner,
@@ -219,6 +221,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
     if (up === undefined || up.destroyed || up.writableEnded) return;
     if (this.endPending && this.owner.mayEndRequest()) {
       this.endPending = false;
+      this.endSent = true;
       up.end();
     } else if (!this.cancelled && up.writableCorked > 0) {
       // (cancelled: the owner's answer may have been to end the call, which cancelled this attempt)
@@ -285,9 +288,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
 
   /** The whole request went out (END_STREAM written, or sent with the HEADERS): a reset now may come after the upstream did the work. */
   get requestEnded(): boolean {
-    if (this.endStream) return true;
-    const up = this.up;
-    return up !== undefined && up.writableEnded;
+    // (not up.writableEnded: node ends the writable side of a stream that was reset, too)
+    return this.endStream || this.endSent;
   }
 
   /** The upstream refused the stream or never saw it (RST REFUSED_STREAM, or above a GOAWAY's last-stream-id). */

@@ -59,7 +59,7 @@ describe.each([
   });
 
   it("retries a stream above a GOAWAY's last-stream-id on a new session", async () => {
-    const sessions = new Set<http2.ServerHttp2Session>();
+    const sessions = new Set<http2.Http2Session>();
     const up = await upstream((s, n) => {
       sessions.add(s.session!);
       // stream 3 of the first session: GOAWAY(last-stream-id 1), never processed

@@ -248,6 +248,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
     if (up === undefined) {
       // Waiting for a session (or never opened): nothing on the wire; a late ready is ignored.
       this.cancelled = true;
+      // (CLUSTER, #11) out of the session's queue, so it no longer counts against maxPendingCalls
+      this.session?.unwait(this);
       this.report("local");
       return;
     }

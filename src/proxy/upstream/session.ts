@@ -175,6 +175,12 @@ export class UpstreamSession {
     }
   }
 
+  /** A waiter gave up (its attempt was cancelled): it no longer waits, nor counts as pending. */
+  unwait(w: SessionWaiter): void {
+    const i = this.waiting.indexOf(w);
+    if (i >= 0) this.waiting.splice(i, 1);
+  }
+
   private failWaiters(): void {
     const w = this.waiting;
     this.waiting = [];

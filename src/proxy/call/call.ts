@@ -454,7 +454,7 @@ export class Call implements AttemptOwner, FilterCall {
       cluster.breaker.activeRetries++;
     }
     if (code !== undefined) a.status = code; // the endpoint hears that it answered
-    this.lastUpstream = a.endpoint.label;
+    if (a.session !== undefined) this.lastUpstream = a.endpoint.label; // (an attempt a filter failed never reached it)
     this.avoid = a.endpoint;
     this.attempt = null;
     this.retryHead = undefined;

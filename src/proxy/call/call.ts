@@ -174,6 +174,8 @@ export class Call implements AttemptOwner, FilterCall {
   /** this call counts in its cluster's breaker.activeCalls / activeRetries */
   countedCall = false;
   countedRetry = false;
+  /** the next attempt is a retry under the policy (it takes a maxRetries slot) */
+  nextIsRetry = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -382,6 +384,11 @@ export class Call implements AttemptOwner, FilterCall {
         head["grpc-timeout"] = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.max(1, Math.ceil(ns))));
       }
     }
+    if (this.nextIsRetry) {
+      this.nextIsRetry = false;
+      this.countedRetry = true;
+      cluster.breaker.activeRetries++;
+    }
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
@@ -426,6 +433,7 @@ export class Call implements AttemptOwner, FilterCall {
       budgetLeftMs: this.deadlineAt - this.ctx.now(),
       // asked below, once everything else agrees (a withdrawal counts)
       budgetAllows: true,
+      // (this call's own running retry ends with this decision)
       breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
       draw: Math.random(),
     });
@@ -447,12 +455,12 @@ export class Call implements AttemptOwner, FilterCall {
     const cluster = this.route!.cluster;
     cluster.budget.count(reason);
     if (transparent) this.transparentRetries++;
-    else if (!this.countedRetry) {
-      // The retry breaker counts calls with a retry in flight (its back-off included), as
-      // Envoy's max_retries does; released when the call ends.
-      this.countedRetry = true;
-      cluster.breaker.activeRetries++;
-    }
+    // The retry breaker (maxRetries) counts retry attempts running, not waiting: checked when a
+    // retry is decided, counted from its attempt's start until that attempt is abandoned or the
+    // call ends. (Counting the back-off too, as Envoy's max_retries does, fails every retry but
+    // three of the calls a killed upstream drops at once: they are all decided in one tick.)
+    this.releaseRetrySlot();
+    this.nextIsRetry = !transparent;
     if (code !== undefined) a.status = code; // the endpoint hears that it answered
     if (a.session !== undefined) this.lastUpstream = a.endpoint.label; // (an attempt a filter failed never reached it)
     this.avoid = a.endpoint;
@@ -467,6 +475,13 @@ export class Call implements AttemptOwner, FilterCall {
     if (this.reading) this.down.pause();
     if (delayMs <= 0) this.startAttempt();
     else this.retryTimer = setTimeout(onRetryTimer, delayMs, this);
+  }
+
+  private releaseRetrySlot(): void {
+    if (this.countedRetry) {
+      this.countedRetry = false;
+      this.route!.cluster.breaker.activeRetries--;
+    }
   }
 
   onRetryTimer(): void {

@@ -1,0 +1,129 @@
+// The Cluster's bookkeeping without traffic: setEndpoints keeps the endpoints that stay (same
+// objects, new weights) and retires the rest; outlier ejection by the injected clock, capped by
+// maxEjectionPercent, and the return when the time is up; stop() takes the cluster off the
+// metrics. Attempt results are fed as Endpoint.attemptEnded would be called.
+import { afterEach, describe, expect, it } from "vitest";
+import { configFromText, type ClusterConfig } from "../../../src/config/index.js";
+import { createLogger } from "../../../src/proxy/observe/log.js";
+import { Metrics } from "../../../src/proxy/observe/metrics.js";
+import { Cluster } from "../../../src/proxy/upstream/cluster.js";
+import { waitFor } from "../../helpers/fixtures.js";
+
+const clusters: Cluster[] = [];
+afterEach(() => {
+  for (const c of clusters.splice(0)) c.close(true);
+});
+
+function clusterCfg(extra: string): ClusterConfig {
+  const text = [
+    "listeners:",
+    "  - name: main",
+    "    address: 127.0.0.1:0",
+    "    routes:",
+    '      - match: { prefix: "/" }',
+    "        cluster: backend",
+    "clusters:",
+    "  - name: backend",
+    ...extra.split("\n").map((l) => `    ${l}`),
+    "",
+  ].join("\n");
+  return configFromText(text, "test.yaml").clusters[0]!;
+}
+
+function make(extra: string, now: () => number = () => 0): { c: Cluster; metrics: Metrics } {
+  const metrics = new Metrics();
+  const c = new Cluster(clusterCfg(extra), metrics, createLogger({ level: "silent" }), { now, rand: () => 0 });
+  clusters.push(c);
+  return { c, metrics };
+}
+
+const hp = (port: number) => ({ host: "127.0.0.1", port });
+
+describe("Cluster.setEndpoints()", () => {
+  it("keeps the endpoints that stay (same objects, weights updated), adds new ones, retires removed ones", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002"]');
+    const [a, b] = c.endpoints;
+    c.setEndpoints([hp(1002), hp(1003)], [4, 1]);
+    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1002", "127.0.0.1:1003"]);
+    expect(c.endpoints[0]).toBe(b);
+    expect(b!.weight).toBe(4);
+    expect(a!.retired).toBe(true);
+    expect(c.picker.endpoints).toEqual(c.endpoints);
+    // a removed endpoint's late results change nothing in the cluster
+    a!.attemptStarted();
+    a!.attemptEnded("reset");
+    expect(c.endpoints.some((e) => e.ejected)).toBe(false);
+  });
+
+  it("an empty list leaves no endpoint: pick() is undefined", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001"]');
+    c.setEndpoints([], []);
+    expect(c.pick()).toBeUndefined();
+    expect(c.hasHealthyEndpoint()).toBe(false);
+  });
+});
+
+describe("outlier ejection in the Cluster", () => {
+  it("ejects after consecutiveFailures, at most maxEjectionPercent, and brings it back when the time is up", async () => {
+    let t = 1000;
+    const { c, metrics } = make(
+      'endpoints: ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003", "127.0.0.1:1004"]\noutlierDetection: { consecutiveFailures: 2, baseEjection: 50ms, maxEjectionPercent: 25 }',
+      () => t,
+    );
+    const [a, b] = c.endpoints as [NonNullable<(typeof c.endpoints)[0]>, NonNullable<(typeof c.endpoints)[0]>];
+    const fail = (e: typeof a, result: "reset" | "unreachable" | "status" = "reset", status = 14) => {
+      e.attemptStarted();
+      e.attemptEnded(result, status);
+    };
+    fail(a);
+    expect(a.ejected).toBe(false);
+    fail(a, "status", 14);
+    expect(a.ejected).toBe(true);
+    expect(c.picker.eligible).not.toContain(a);
+    // 25 % of 4 = 1: b cannot be ejected while a is
+    fail(b, "unreachable");
+    fail(b, "unreachable");
+    fail(b, "unreachable");
+    expect(b.ejected).toBe(false);
+    expect((await metrics.registry.getSingleMetricAsString("dojang_upstream_ejections_total")).includes('endpoint="127.0.0.1:1001"} 1')).toBe(true);
+    // the timer (real, base × 1 = 50 ms) brings it back
+    await waitFor("a back", () => !a.ejected, 2000);
+    expect(c.picker.eligible).toContain(a);
+    expect(a.outlier.timesEjected).toBe(1);
+    // now b may go
+    fail(b, "reset");
+    fail(b, "reset");
+    expect(b.ejected).toBe(true);
+    t += 10;
+    expect(b.outlier.ejectedUntil - t).toBe(40);
+  });
+
+  it("refused and local results neither count nor end a run; a non-failing status ends it", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002"]\noutlierDetection: { consecutiveFailures: 3, baseEjection: 1s }');
+    const a = c.endpoints[0]!;
+    const end = (r: "reset" | "refused" | "local" | "status" | "ok", status = -1) => {
+      a.attemptStarted();
+      a.attemptEnded(r, status);
+    };
+    end("reset");
+    end("refused");
+    end("local");
+    end("reset");
+    expect(a.consecutiveFailures).toBe(2);
+    end("status", 5); // NOT_FOUND: the endpoint answered
+    expect(a.consecutiveFailures).toBe(0);
+    end("reset");
+    end("status", 13);
+    end("status", 2);
+    expect(a.ejected).toBe(true);
+  });
+});
+
+describe("Cluster.stop()", () => {
+  it("takes the cluster off the per-endpoint gauges", async () => {
+    const { c, metrics } = make('endpoints: ["127.0.0.1:1001"]');
+    expect(await metrics.registry.getSingleMetricAsString("dojang_upstream_endpoint_healthy")).toContain('endpoint="127.0.0.1:1001"} 1');
+    c.stop();
+    expect(await metrics.registry.getSingleMetricAsString("dojang_upstream_endpoint_healthy")).not.toContain("127.0.0.1:1001");
+  });
+});

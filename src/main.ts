@@ -124,7 +124,13 @@ async function main(): Promise<void> {
   }
   startHeapTuning(d, config, log);
   if (config.watchConfig && file !== undefined && !stopping) {
-    watcher = watchConfigFile(file, () => void d.reloadFile(file, "watchConfig"), log);
+    watcher = watchConfigFile(
+      file,
+      (text) => {
+        if (text !== d.loadedText) void d.reloadFile(file, "watchConfig");
+      },
+      log,
+    );
     log.info({ file }, "watchConfig: reloading when the config file changes");
   }
 }

@@ -5,7 +5,7 @@ import { readFileSync, watch } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { formatHostPort, loadConfigFile, type Config, type ListenerConfig } from "../config/index.js";
+import { configFromText, formatHostPort, loadConfigFile, type Config, type ListenerConfig } from "../config/index.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
@@ -233,7 +233,12 @@ export class Dojang {
 
   private closeIdleRetired(): void {
     for (const c of this.retired) {
+      // attempts on endpoints still listed, and streams on any session still open (an endpoint an
+      // earlier setEndpoints dropped is no longer listed, but its draining session may carry one)
       if (c.endpoints.some((e) => e.active > 0)) continue;
+      let busy = false;
+      for (const sess of c.open) if (sess.active > 0) busy = true;
+      if (busy) continue;
       this.retired.delete(c);
       c.stop();
       c.close(true);
@@ -247,8 +252,27 @@ export class Dojang {
 
   /** Reloads from `file` (SIGHUP, POST /reload, a watched change): reload() with the file's config. */
   reloadFile(file: string, trigger: string): Promise<ReloadResult> {
-    return this.reload(() => loadConfigFile(file), trigger, { file });
+    let text: string | undefined;
+    const r = this.reload(
+      () => {
+        try {
+          text = readFileSync(file, "utf8");
+        } catch {
+          return loadConfigFile(file); // throws the ConfigError that names the errno
+        }
+        return configFromText(text, file);
+      },
+      trigger,
+      { file },
+    );
+    return r.then((x) => {
+      if (x.ok && text !== undefined) this.loadedText = text;
+      return x;
+    });
   }
+
+  /** The config file text the last successful reloadFile() applied (watchConfig skips a change to it). */
+  loadedText: string | undefined = undefined;
 
   /**
    * The whole-config reload. `next` (or what `load` returns; a ConfigError is a refusal with its
@@ -543,10 +567,11 @@ function keptAdmin(running: Config, next: Config): Config["admin"] {
  * old one (vim, many IDEs), and Kubernetes' ConfigMap volumes (a symlink swap of `..data`),
  * replace the inode a file watch is bound to. Any event in the directory arms one debounce
  * timer; when it fires the file is read and compared with the text last seen, so only a real
- * change reloads, once, however many events the save made (a file missing mid-rename waits for
- * the next event).
+ * change calls `onChange` (with the text), once, however many events the save made (a file
+ * missing mid-rename waits for the next event). The caller skips a text a SIGHUP or POST
+ * /reload has applied already.
  */
-export function watchConfigFile(file: string, onChange: () => void, log: Logger, debounceMs = 200): { close(): void } {
+export function watchConfigFile(file: string, onChange: (text: string) => void, log: Logger, debounceMs = 200): { close(): void } {
   const read = (): string | undefined => {
     try {
       return readFileSync(file, "utf8");
@@ -561,7 +586,7 @@ export function watchConfigFile(file: string, onChange: () => void, log: Logger,
     const text = read();
     if (text === undefined || text === last) return;
     last = text;
-    onChange();
+    onChange(text);
   };
   const w = watch(dirname(resolve(file)), { persistent: false }, () => {
     if (timer !== undefined) clearTimeout(timer);

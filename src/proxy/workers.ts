@@ -287,7 +287,13 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
     return run;
   };
   process.on("SIGHUP", () => void reloadAll("SIGHUP"));
-  const watcher = config.watchConfig && file !== undefined ? watchConfigFile(file, () => void reloadAll("watchConfig"), log) : undefined;
+  const watcher = config.watchConfig && file !== undefined ? watchConfigFile(
+          file,
+          (text) => {
+            if (text !== configText) void reloadAll("watchConfig");
+          },
+          log,
+        ) : undefined;
   for (let i = 0; i < n; i++) fork();
   if (admin !== undefined) await admin.listen();
   log.info({ workers: n, admin: admin?.boundAddress }, "dojang primary started");

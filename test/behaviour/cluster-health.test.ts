@@ -4,12 +4,14 @@
 // and connect failures; ejection time = base × times ejected; maxEjectionPercent so a cluster is
 // never emptied." Real grpc-js upstreams whose health answer and Echo answer the tests flip.
 import * as grpc from "@grpc/grpc-js";
+import http2 from "node:http2";
 import { describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
 import { sample, scrape, unary, type EchoClient } from "../helpers/peers.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { freePort } from "../helpers/process.js";
 import { runCalls, startBackend, type Backend } from "../helpers/backends.js";
+import { resetAfterMessage } from "../helpers/scripted-upstream.js";
 
 const fx = useFixtures();
 
@@ -121,6 +123,21 @@ describe('"Outlier ejection on consecutive failures … ejection time = base × 
     expect(endpoint(px, { address: dead }).results.unreachable).toBe(2);
     expect(endpoint(px, { address: dead }).ejected).toBe(true);
     expect((await calls(c, 20)).filter((x) => x === "code 14")).toEqual([]);
+  });
+
+  it("an upstream that resets its streams mid-response is ejected after 2 resets; the client then sees no more of them", async () => {
+    const bs = await three();
+    const bad = await fx.rawUpstream((st) => resetAfterMessage(st, http2.constants.NGHTTP2_INTERNAL_ERROR, Buffer.from("r")));
+    const px = await fx.proxyFor(bs[0]!.address, {
+      cluster: { endpoints: [bs[0]!.address, bs[1]!.address, bad.address], outlierDetection: { consecutiveFailures: 2, baseEjection: "30s" } },
+    });
+    const c = fx.client(px.address);
+    const got = await calls(c, 6);
+    expect(got.filter((x) => x.startsWith("code")).length).toBe(2);
+    expect(endpoint(px, bad).ejected).toBe(true);
+    expect(endpoint(px, bad).results.reset).toBe(2);
+    expect((await calls(c, 20)).filter((x) => x.startsWith("code"))).toEqual([]);
+    expect(bad.seen.length).toBe(2);
   });
 
   it("maxEjectionPercent: with two of three failing and 50%, only one is ejected at a time; the other keeps its calls", async () => {

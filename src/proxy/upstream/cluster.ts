@@ -201,7 +201,7 @@ export class Cluster implements ClusterMetricsSource {
   /** An attempt's verdict on an endpoint (from Endpoint.attemptEnded; refused and local never come here). */
   onAttemptResult(e: Endpoint, ok: boolean): void {
     const oc = this.outlierCfg;
-    if (oc === null) return;
+    if (oc === null || this.stopped) return;
     const now = this.now();
     if (ok) {
       if (e.outlier.timesEjected > 0) forgive(e.outlier, oc, now);

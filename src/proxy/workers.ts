@@ -61,7 +61,8 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
     case "clusters":
       return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
     case "reload":
-      if (!replay) return d.reload(() => configFromText(op.text, op.source), "primary", { quiet: true }).then(reloadReply);
+      // The admin listener is the primary's: a worker runs without one, before and after.
+      if (!replay) return d.reload(() => ({ ...configFromText(op.text, op.source), admin: null }), "primary", { quiet: true }).then(reloadReply);
       try {
         d.loadConfigFaults(configFromText(op.text, op.source));
         return { status: 200, body: { rules: d.faults.size } };
@@ -363,5 +364,7 @@ async function reload(
   if (report.notApplied.length > 0) log.warn(fields, report.message);
   else log.info(fields, report.message);
   const first = replies[0]!.body as Record<string, unknown>;
-  return { reply: { status: 200, body: { ...first, workers } }, next: { config: next, text: op.text } };
+  // what applied is the primary's comparison (a worker has no admin block of its own)
+  const body = { ...first, applied: report.applied, notApplied: report.notApplied, message: report.message, workers };
+  return { reply: { status: 200, body }, next: { config: next, text: op.text } };
 }

@@ -85,7 +85,8 @@ async function start(admin: string[]): Promise<{ p: DojangProcess; adminAddr: st
 describe("workers: 2 behind one admin", () => {
   it("survives SIGHUP: the primary logs once what it applied and what not, keeps serving, and exits 0 on SIGTERM later", async () => {
     const { p, adminAddr, listen, file } = await start([]);
-    // Rewrite the file: a fault rule (applied) and a cluster change (not applied yet).
+    // Rewrite the file: a fault rule, a cluster change and the drain timeout (all applied by every
+    // worker's reload; test/process/reload-workers.test.ts follows calls through such changes).
     const text = readFileSync(file, "utf8")
       .replace("    routes:\n", "    faults:\n      - { id: hup, action: { kind: abort, code: UNAVAILABLE, message: from-sighup } }\n    routes:\n")
       .replace("drainTimeout: 5s", "drainTimeout: 7s")
@@ -93,9 +94,9 @@ describe("workers: 2 behind one admin", () => {
     tmp.write(file.slice(tmp.dir.length + 1), text);
     process.kill(p.pid, "SIGHUP");
     const line = await waitFor("the reload log line", () => logLines(p).find((l) => Array.isArray(l["applied"])), 8000);
-    expect(line["msg"]).toBe("routes and clusters are not reloaded yet; restart to apply");
-    expect(line["applied"]).toEqual(["fault rules"]);
-    expect(line["notApplied"]).toEqual(["clusters[0].endpoints", "drainTimeout"]);
+    expect(line["msg"]).toBe("config reloaded");
+    expect(line["applied"]).toEqual(["listeners[0].faults", "clusters[0].endpoints", "drainTimeout"]);
+    expect(line["notApplied"]).toEqual([]);
     expect(line["workers"]).toHaveLength(2);
     expect(line["missing"]).toEqual([]);
     // One line for the whole process, not one per worker.
@@ -196,7 +197,7 @@ describe("workers: 2 behind one admin", () => {
     expect((await api(adminAddr, "GET", "/faults", undefined, null)).json.faults).toEqual([]);
     const nf = await httpGet(adminAddr, "/nope");
     expect(nf.status).toBe(404);
-    expect(nf.body).toBe("not found: try /metrics /ready /live /config /faults /calls\n");
+    expect(nf.body).toBe("not found: try /metrics /ready /live /config /faults /reload /drain /calls /clusters\n");
     expect((await httpGet(adminAddr, "/calls")).status).toBe(200);
   });
 });

@@ -245,8 +245,8 @@ export class Listener {
 
   /**
    * A reload kept this listener (same name, same address): calls that start from now on read
-   * the new streamIdleTimeout and access-log switch, new connections the new limits, windows,
-   * maxConnectionAge and idleTimeout (connections already open keep the timers they started
+   * the new streamIdleTimeout, attemptsHeader and access-log switch, new connections the new
+   * limits, windows, maxConnectionAge and idleTimeout (connections already open keep the timers they started
    * with), and the health service switch applies to the next stream. maxHeaderListPairs and
    * maxSessionMemory are node server options fixed at creation (the reload report says so).
    */
@@ -254,6 +254,7 @@ export class Listener {
     this.cfg = cfg;
     const ctx = this.ctx as MutableContext;
     ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
+    ctx.attemptsHeader = cfg.attemptsHeader;
     ctx.accessLog = accessLog;
     this.server.updateSettings({
       maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),

@@ -189,9 +189,9 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
   const aggregator = new AggregatorRegistry();
   const fanout = new Fanout();
   const mutations = new MutationLog();
-  // The file as the primary read it: every worker, a replacement forked after the file was edited
-  // too, runs this text (listeners, clusters, fault rules), then the mutation log, which holds
-  // the fault rules of each SIGHUP since.
+  // The file as the primary last applied it (at start, then each successful reload): every
+  // worker, a replacement forked after the file was edited too, runs this text, then the
+  // mutation log (API fault changes, and each reload's fault rules in their order).
   let configText: string | undefined;
   if (file !== undefined) {
     try {

@@ -1,6 +1,6 @@
 // `workers: N` behind one admin: the primary sends each fault API request, GET /calls and a
-// SIGHUP's reload to every worker over the cluster IPC channel, and answers with one reply built
-// from theirs. The merging rules are pure functions here (tested without processes); workers.ts
+// reload (SIGHUP, POST /reload, watchConfig) to every worker over the cluster IPC channel, and
+// answers with one reply built from theirs. The merging rules are pure functions here (tested without processes); workers.ts
 // owns the processes. Nothing here runs per proxied call.
 import type { AdminReply } from "./admin.js";
 
@@ -10,7 +10,8 @@ export type WorkerOp =
   | { readonly op: "calls"; readonly last: number | undefined }
   /** GET /clusters: the worker's clusters as it sees them (each worker has its own sessions, health and ejections) */
   | { readonly op: "clusters" }
-  /** the fault rules of this config file text (a SIGHUP), parsed by the worker itself */
+  /** a reload: this config text (validated by the primary), swapped in by each worker; replayed
+   * into a worker started later, only its fault rules (that worker runs the last reloaded text) */
   | { readonly op: "reload"; readonly text: string; readonly source: string };
 
 /** primary → worker */

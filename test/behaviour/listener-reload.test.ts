@@ -5,11 +5,12 @@
 // shows in the log, dojang_config_reloads_total{result} and the admin response (with the key
 // paths)." In-process (Dojang.reload, and POST /reload re-reading a real file); the process-level
 // triggers (SIGHUP, watchConfig, workers) are in test/process/reload*.test.ts.
+import { renameSync } from "node:fs";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { configFromText, loadConfigFile } from "../../src/config/index.js";
-import { Dojang } from "../../src/proxy/dojang.js";
+import { Dojang, watchConfigFile } from "../../src/proxy/dojang.js";
 import { startBackend, type Backend } from "../helpers/backends.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { echoClient, sample, scrape, unary } from "../helpers/peers.js";
@@ -265,5 +266,31 @@ describe('"/ready can be tied to named clusters having a healthy endpoint (admin
     expect(await ready()).toEqual({ status: 200, body: "ready\n" });
     // calls are unaffected by readiness
     expect(await name(d.address())).toBe("a");
+  });
+});
+
+describe('"opt-in, when the config file changes" (watchConfig: fs.watch on the directory, debounced)', () => {
+  it("calls back once per real change: an in-place write, an editor's rename-replace, a burst of writes; never for the same text", async () => {
+    const dir = fx.track(tempDir(), (t) => t.remove());
+    const path = dir.write("dojang.yaml", "one\n");
+    const seen: string[] = [];
+    const w = fx.track(watchConfigFile(path, (text) => seen.push(text), pino({ level: "silent" }), 100), (x) => x.close());
+    const quiet = () => new Promise((r) => setTimeout(r, 400));
+
+    dir.write("dojang.yaml", "two\n");
+    await waitFor("the in-place write", () => seen.length === 1, 3000);
+    // vim's way: write a new file beside it, rename it over the old one (a new inode)
+    dir.write(".dojang.yaml.swp", "three\n");
+    renameSync(`${dir.dir}/.dojang.yaml.swp`, path);
+    await waitFor("the rename-replace", () => seen.length === 2, 3000);
+    // a burst of writes within the debounce: one callback, with the last text
+    for (const t of ["4a\n", "4b\n", "four\n"]) dir.write("dojang.yaml", t);
+    await waitFor("the burst", () => seen.length === 3, 3000);
+    // the same text again, and a file elsewhere in the directory: nothing
+    dir.write("dojang.yaml", "four\n");
+    dir.write("other.txt", "x");
+    await quiet();
+    expect(seen).toEqual(["two\n", "three\n", "four\n"]);
+    w.close();
   });
 });

@@ -20,7 +20,12 @@ const RETRY = { retryOn: ["UNAVAILABLE"], maxAttempts: 3, backoff: { base: "5ms"
 type Script = (s: http2.ServerHttp2Stream, attempt: number, headers: http2.IncomingHttpHeaders) => void;
 
 /** A raw upstream where `script` sees the attempt number (1-based, from grpc-previous-rpc-attempts). */
-async function setup(script: Script, route: Record<string, unknown> = { retry: RETRY }, listener: Record<string, unknown> = {}): Promise<{ up: RawUpstream; px: DojangHandle }> {
+async function setup(
+  script: Script,
+  route: Record<string, unknown> = { retry: RETRY },
+  listener: Record<string, unknown> = {},
+  cluster: Record<string, unknown> = {},
+): Promise<{ up: RawUpstream; px: DojangHandle }> {
   const up = cleanup.add(
     await startRawUpstream((s, h) => {
       const prev = h["grpc-previous-rpc-attempts"];
@@ -28,7 +33,7 @@ async function setup(script: Script, route: Record<string, unknown> = { retry: R
     }),
     (u) => u.close(),
   );
-  const px = cleanup.add(await startProxy(up.address, { route, listener }), (p) => p.close(0));
+  const px = cleanup.add(await startProxy(up.address, { route, listener, cluster }), (p) => p.close(0));
   return { up, px };
 }
 

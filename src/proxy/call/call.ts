@@ -288,7 +288,7 @@ export class Call implements AttemptOwner, FilterCall {
     }
     br.activeCalls++;
     this.countedCall = true;
-    cluster.budget.deposit();
+    cluster.budget.deposit(this.t0);
     const policy = route.retry;
     if (policy !== null) {
       this.policy = policy;

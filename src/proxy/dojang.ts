@@ -172,7 +172,11 @@ export class Dojang {
   notReadyReason(): string | null {
     if (!this.started) return "starting";
     if (this.draining) return "draining";
-    const names = this.cfg.admin?.readyClusters ?? [];
+    return this.clusterNotReady(this.cfg.admin?.readyClusters ?? []);
+  }
+
+  /** The first of `names` with no healthy endpoint, as /ready says it; null when each has one. */
+  clusterNotReady(names: readonly string[]): string | null {
     for (const n of names) {
       const c = this.current.clusters.get(n);
       if (c === undefined || !c.hasHealthyEndpoint()) return `cluster ${n} has no healthy endpoint`;

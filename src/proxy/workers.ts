@@ -60,6 +60,8 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
       return { status: 200, body: d.journal.last(op.last) };
     case "clusters":
       return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
+    case "ready":
+      return { status: 200, body: d.clusterNotReady(op.clusters) };
     case "reload":
       // The admin listener is the primary's: a worker runs without one, before and after.
       if (!replay) return d.reload(() => ({ ...configFromText(op.text, op.source), admin: null }), "primary", { quiet: true }).then(reloadReply);
@@ -221,6 +223,17 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
       : new AdminServer(config.admin, {
           metrics: async () => ({ contentType: aggregator.contentType, body: (await aggregator.clusterMetrics()) + "\n" + (await own.metrics()) }),
           ready: () => !stopping && ready.size === n,
+          // admin.readyClusters: every worker is asked (health and ejections are per process)
+          notReady: async () => {
+            if (stopping) return "draining";
+            if (ready.size !== n) return "starting";
+            const names = config.admin?.readyClusters ?? [];
+            if (names.length === 0) return null;
+            const { replies, missing } = await fanout.ask(serving(), { op: "ready", clusters: names });
+            if (missing.length > 0) return `worker ${missing[0]} did not answer`;
+            for (const r of replies) if (typeof r.body === "string") return `${r.body} (worker ${r.worker})`;
+            return null;
+          },
           config: () => config,
           faults,
           calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),

@@ -139,3 +139,33 @@ describe("workers: 2 reload", () => {
     expect(await namesOver(listen, 8)).toEqual(Array(8).fill("b"));
   });
 });
+
+describe("workers: 2 and admin.readyClusters", () => {
+  it("answers /ready 503 naming the cluster while the workers' health checks find no healthy endpoint, 200 once they do", async () => {
+    const a = await backend("a");
+    a.serving = false;
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    dirs.push(dir);
+    const admin = `127.0.0.1:${adminPort}`;
+    const text = config(listenPort, adminPort, a.address, ", healthCheck: { interval: 100ms, timeout: 1s, unhealthyThreshold: 1, healthyThreshold: 1 }").replace(
+      "  mutations: true\n",
+      "  mutations: true\n  readyClusters: [backend]\n",
+    );
+    const p = spawnDojang(["--config", dir.write("dojang.yaml", text)]);
+    const notReady = await waitFor(
+      "503 from /ready",
+      async () => {
+        if (p.hasExited) throw new Error(p.stderr());
+        const r = await httpGet(admin, "/ready", 3000).catch(() => undefined);
+        return r?.status === 503 && r.body.startsWith("cluster") ? r : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(notReady.body).toMatch(/^cluster backend has no healthy endpoint \(worker \d+\)\n$/);
+    a.serving = true;
+    await waitReady(p, admin, 10_000);
+    expect((await httpGet(admin, "/ready")).body).toBe("ready\n");
+  });
+});

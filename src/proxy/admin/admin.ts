@@ -22,7 +22,7 @@ export interface AdminState {
   /** true while listening and not draining */
   ready(): boolean;
   /** why /ready answers 503 ("draining", "cluster X has no healthy endpoint"); null when ready. Absent: ready() decides, "draining". */
-  notReady?: () => string | null;
+  notReady?: () => string | null | Promise<string | null>;
   /** POST /reload: re-read the config file and swap it in; 200 with what applied, 400 with the issues */
   reload?: () => Promise<AdminReply>;
   /** POST /drain: SIGTERM's twin (drain, then exit); answers 202 at once */
@@ -75,8 +75,8 @@ const ROUTES: readonly AdminRoute[] = [
     path: "/ready",
     methods: READ_METHODS,
     mutation: never,
-    handle: (s, r) => {
-      const why = s.notReady !== undefined ? s.notReady() : s.ready() ? null : "draining";
+    handle: async (s, r) => {
+      const why = s.notReady !== undefined ? await s.notReady() : s.ready() ? null : "draining";
       return why === null ? send(r.res, 200, "text/plain", "ready\n") : send(r.res, 503, "text/plain", why + "\n");
     },
   },

@@ -10,6 +10,8 @@ export type WorkerOp =
   | { readonly op: "calls"; readonly last: number | undefined }
   /** GET /clusters: the worker's clusters as it sees them (each worker has its own sessions, health and ejections) */
   | { readonly op: "clusters" }
+  /** /ready with admin.readyClusters: the first of these clusters with no healthy endpoint in the worker, or null */
+  | { readonly op: "ready"; readonly clusters: readonly string[] }
   /** a reload: this config text (validated by the primary), swapped in by each worker; replayed
    * into a worker started later, only its fault rules (that worker runs the last reloaded text) */
   | { readonly op: "reload"; readonly text: string; readonly source: string };
@@ -133,7 +135,7 @@ export class MutationLog {
   private dropped = 0;
 
   record(op: WorkerOp): void {
-    if (op.op === "calls" || op.op === "clusters") return;
+    if (op.op === "calls" || op.op === "clusters" || op.op === "ready") return;
     if (op.op === "reload") this.lastReload = op;
     if (op.op === "faults" && op.method.toUpperCase() === "POST" && /^\/faults\/reset\/?(\?.*)?$/.test(op.path)) {
       this.log = this.lastReload === undefined ? [] : [this.lastReload];

@@ -88,6 +88,12 @@ export class Dojang {
   private readonly now: () => number;
   /** each listener's cell for the health service's targets (swapped with the snapshot) */
   private readonly healthCells = new WeakMap<Listener, { current: HealthTargets }>();
+  /**
+   * The config each kept cluster now runs (a Cluster's own `cfg` is the one it was built with;
+   * a reload that only moved its endpoints keeps the object and records the new config here,
+   * so the next reload compares with what is really in use).
+   */
+  private readonly clusterConfigs = new WeakMap<Cluster, Config["clusters"][number]>();
   /** reloads run one at a time, in the order they were asked for */
   private reloadChain: Promise<unknown> = Promise.resolve();
   private retireTimer: NodeJS.Timeout | undefined = undefined;
@@ -337,8 +343,9 @@ export class Dojang {
     const created: Cluster[] = [];
     const snap = buildSnapshot(applied, this.snapshotDeps, prev.version + 1, (cfg) => {
       const old = prev.clusters.get(cfg.name);
-      if (old !== undefined && sameBesidesEndpoints(old.cfg, cfg)) {
-        if (JSON.stringify([old.cfg.endpoints, old.cfg.endpointWeights]) !== JSON.stringify([cfg.endpoints, cfg.endpointWeights])) moved.push([old, cfg]);
+      const running = old === undefined ? undefined : (this.clusterConfigs.get(old) ?? old.cfg);
+      if (old !== undefined && running !== undefined && sameBesidesEndpoints(running, cfg)) {
+        if (JSON.stringify([running.endpoints, running.endpointWeights]) !== JSON.stringify([cfg.endpoints, cfg.endpointWeights])) moved.push([old, cfg]);
         return old;
       }
       const c = new Cluster(cfg, this.metrics, this.log);
@@ -381,8 +388,21 @@ export class Dojang {
       }
     }
 
+    if (this.draining) {
+      // close() began while the new listeners were binding: nothing is swapped in.
+      for (const p of plan) if (p.fresh !== undefined) await p.fresh.retire(0);
+      for (const c of created) {
+        c.stop();
+        c.close(true);
+      }
+      return refuse([{ path: "", message: "dojang is draining" }]);
+    }
+
     // The swap: from here on nothing can fail.
-    for (const [c, cfg] of moved) c.setEndpoints(cfg.endpoints, cfg.endpointWeights);
+    for (const [c, cfg] of moved) {
+      c.setEndpoints(cfg.endpoints, cfg.endpointWeights);
+      this.clusterConfigs.set(c, cfg);
+    }
     this.cfg = applied;
     const listeners: Listener[] = [];
     for (const p of plan) {

@@ -147,6 +147,15 @@ describe('"clusters whose name remains are kept; clusters that disappear are clo
     const seen = new Set<string | undefined>();
     for (let i = 0; i < 6; i++) seen.add(await name(d.address()));
     expect(seen).toEqual(new Set(["a", "b"]));
+    // and back: the comparison is with the endpoints in use, not with those the cluster was built with
+    r = await d.reload(configFromText(yaml({ clusters: [{ name: "backend", endpoints: [a.address] }] }), "<test>"));
+    expect(r).toMatchObject({ ok: true, applied: ["clusters[0].endpoints"] });
+    expect(d.clusters.get("backend")).toBe(first);
+    const back = new Set<string | undefined>();
+    for (let i = 0; i < 4; i++) back.add(await name(d.address()));
+    expect(back).toEqual(new Set(["a"]));
+    r = await d.reload(configFromText(yaml({ clusters: [{ name: "backend", endpoints: [a.address, b.address] }] }), "<test>"));
+    expect(d.clusters.get("backend")).toBe(first);
 
     r = await d.reload(configFromText(yaml({ clusters: [{ name: "backend", endpoints: [b.address], extra: ", connectTimeout: 2s" }] }), "<test>"));
     expect(r).toMatchObject({ ok: true, applied: ["clusters[0].endpoints", "clusters[0].connectTimeout"] });

@@ -24,7 +24,7 @@ export interface ReloadReport {
  * listener. `journal`, `faultInjection`: process-wide state (the call ring, the fault set's seed
  * and cap) made once. `shrinkHeapWhenIdle`, `concurrentMarking`: the heap tuners start once.
  * `watchConfig`: the watcher starts with the process. A listener's `maxHeaderListPairs` and
- * `maxSessionMemory`: node takes them only when the server is created (its SETTINGS are
+ * `maxSessionMemoryMiB`: node takes them only when the server is created (its SETTINGS are
  * updated in place; see Listener.reconfigure).
  */
 const RESTART_ONLY: readonly RegExp[] = [
@@ -35,7 +35,7 @@ const RESTART_ONLY: readonly RegExp[] = [
   /^shrinkHeapWhenIdle$/,
   /^concurrentMarking$/,
   /^watchConfig$/,
-  /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemory(MiB)?)$/,
+  /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
 ];
 
 export function reloadReport(running: Config, next: Config): ReloadReport {
@@ -51,8 +51,22 @@ export function reloadReport(running: Config, next: Config): ReloadReport {
 function fileKey(k: string): string {
   // weights are written inside `endpoints` ({ address, weight })
   if (k === "endpointWeights") return "endpoints";
-  if (k === "maxSessionMemoryMiB") return "maxSessionMemory";
+  // a route's retry.backoff: { base, max }
+  if (k === "backoffBaseMs") return "backoff.base";
+  if (k === "backoffMaxMs") return "backoff.max";
   return k.endsWith("Ms") ? k.slice(0, -2) : k;
+}
+
+/** A cluster's `dns: "host:port"` (one value in the file) and its `refreshInterval` (beside it). */
+function diffDns(a: unknown, b: unknown, path: string, out: string[]): void {
+  const da = a as { host: string; port: number; refreshIntervalMs: number } | null;
+  const db = b as { host: string; port: number; refreshIntervalMs: number } | null;
+  if (da === null || db === null) {
+    if (da !== db) out.push(path);
+    return;
+  }
+  if (da.host !== db.host || da.port !== db.port) out.push(path);
+  if (da.refreshIntervalMs !== db.refreshIntervalMs) out.push(path.replace(/dns$/, "refreshInterval"));
 }
 
 function diffTop(a: Config, b: Config, out: string[]): void {
@@ -112,5 +126,8 @@ function diff(a: unknown, b: unknown, path: string, out: string[]): void {
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
   const keys = new Set([...Object.keys(ra), ...Object.keys(rb)]);
-  for (const k of keys) diff(ra[k], rb[k], `${path}.${fileKey(k)}`, out);
+  for (const k of keys) {
+    if (k === "dns" && /^clusters\[/.test(path)) diffDns(ra[k], rb[k], `${path}.dns`, out);
+    else diff(ra[k], rb[k], `${path}.${fileKey(k)}`, out);
+  }
 }

@@ -248,7 +248,7 @@ export class Listener {
    * the new streamIdleTimeout, attemptsHeader and access-log switch, new connections the new
    * limits, windows, maxConnectionAge and idleTimeout (connections already open keep the timers they started
    * with), and the health service switch applies to the next stream. maxHeaderListPairs and
-   * maxSessionMemory are node server options fixed at creation (the reload report says so).
+   * maxSessionMemoryMiB are node server options fixed at creation (the reload report says so).
    */
   reconfigure(cfg: ListenerConfig, accessLog: boolean): void {
     this.cfg = cfg;

@@ -51,9 +51,18 @@ describe("reloadReport", () => {
   });
 
   it("says which listener keys need a restart (node server options) and which apply", () => {
-    const next = BASE.replace("    faults: []\n", "    faults: []\n    maxHeaderListPairs: 100\n    maxConcurrentStreams: 10\n    maxConnectionAge: 1m\n");
+    const next = BASE.replace("    faults: []\n", "    faults: []\n    maxHeaderListPairs: 100\n    maxSessionMemoryMiB: 32\n    maxConcurrentStreams: 10\n    maxConnectionAge: 1m\n");
     const r = reloadReport(cfg(BASE), cfg(next));
-    expect(r.notApplied).toEqual(["listeners[0].maxHeaderListPairs"]);
+    expect(r.notApplied).toEqual(["listeners[0].maxHeaderListPairs", "listeners[0].maxSessionMemoryMiB"]);
     expect(r.applied).toEqual(["listeners[0].maxConcurrentStreams", "listeners[0].maxConnectionAge"]);
+  });
+
+  it("names a route's retry backoff and a cluster's dns and refreshInterval as the file writes them", () => {
+    const base = BASE.replace("cluster: a, timeout: 5s }", "cluster: a, timeout: 5s, retry: { backoff: { base: 25ms, max: 250ms } } }").replace(
+      '{ name: a, endpoints: ["127.0.0.1:50051"] }',
+      '{ name: a, dns: "backend.svc:50051", refreshInterval: 5s }',
+    );
+    const next = base.replace("base: 25ms", "base: 50ms").replace("backend.svc:50051", "backend.svc:50052").replace("refreshInterval: 5s", "refreshInterval: 9s");
+    expect(reloadReport(cfg(base), cfg(next)).applied).toEqual(["listeners[0].routes[0].retry.backoff.base", "clusters[0].dns", "clusters[0].refreshInterval"]);
   });
 });

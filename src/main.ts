@@ -75,14 +75,14 @@ async function main(): Promise<void> {
   const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
   if (config.workers > 1) {
     if (isWorkerProcess()) {
-      await runWorker(config, log).catch((err: unknown) => {
+      await runWorker(config, log, level !== undefined).catch((err: unknown) => {
         const e = err as Error & { cause?: Error };
         process.stderr.write(`dojang worker: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
         process.exit(1);
       });
       return;
     }
-    process.exit(await runPrimary(config, log, file));
+    process.exit(await runPrimary(config, log, file, level !== undefined));
   }
   let stopping = false;
   const d = new Dojang(config, {

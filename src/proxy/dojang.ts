@@ -324,18 +324,7 @@ export class Dojang {
       return refuse([{ path: "", message: (err as Error).message }]);
     }
     const report = reloadReport(this.cfg, next);
-    // Keys that need a restart keep their running value in what is applied.
-    const c0 = this.cfg;
-    const applied: Config = {
-      ...next,
-      workers: c0.workers,
-      admin: keptAdmin(c0, next),
-      journal: c0.journal,
-      faultInjection: c0.faultInjection,
-      watchConfig: c0.watchConfig,
-      shrinkHeapWhenIdleMs: c0.shrinkHeapWhenIdleMs,
-      concurrentMarking: c0.concurrentMarking,
-    };
+    const applied = configAsApplied(this.cfg, next);
 
     // Clusters: kept by name where only the endpoints changed.
     const prev = this.current;
@@ -572,6 +561,23 @@ function sameAddress(a: ListenerConfig, b: ListenerConfig): boolean {
 function sameBesidesEndpoints(a: Config["clusters"][number], b: Config["clusters"][number]): boolean {
   const strip = (c: Config["clusters"][number]): unknown => ({ ...c, endpoints: null, endpointWeights: null });
   return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
+}
+
+/**
+ * What a reload of `next` over `running` serves: `next`, but the keys that need a restart keep
+ * their running value (reloadReport names them), so /config shows what really runs.
+ */
+export function configAsApplied(running: Config, next: Config): Config {
+  return {
+    ...next,
+    workers: running.workers,
+    admin: keptAdmin(running, next),
+    journal: running.journal,
+    faultInjection: running.faultInjection,
+    watchConfig: running.watchConfig,
+    shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
+    concurrentMarking: running.concurrentMarking,
+  };
 }
 
 /**

@@ -21,7 +21,7 @@ import { ConfigError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
 import { handleFaultsApi } from "./filters/fault/index.js";
-import { Dojang, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
+import { Dojang, configAsApplied, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
 import { createAccessLogger } from "./observe/log.js";
 import { configReloadsCounter } from "./observe/metrics.js";
 
@@ -75,9 +75,9 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
 }
 
 /** In a worker: the proxy without its own admin listener; metrics and admin requests go through the primary. */
-export async function runWorker(config: Config, log: Logger): Promise<Dojang> {
+export async function runWorker(config: Config, log: Logger, logLevelFixed = false): Promise<Dojang> {
   const wlog = log.child({ worker: cluster.worker?.id });
-  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }) });
+  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), logLevelFixed });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);
@@ -178,7 +178,7 @@ class Fanout {
 }
 
 /** In the primary: fork, supervise, aggregate, answer the admin, reload, drain. Resolves when all workers have exited. */
-export async function runPrimary(startConfig: Config, log: Logger, file?: string): Promise<number> {
+export async function runPrimary(startConfig: Config, log: Logger, file?: string, logLevelFixed = false): Promise<number> {
   let config = startConfig;
   const n = config.workers;
   // The primary counts each reload once (the workers' counters are left out of the sum).
@@ -292,8 +292,10 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
       const r = await reload(file, config, log, serving, fanout, mutations, trigger);
       reloads[r.reply.status === 200 ? "ok" : "error"].inc();
       if (r.next !== undefined) {
-        config = r.next.config;
+        config = configAsApplied(config, r.next.config);
         configText = r.next.text;
+        // the primary's own lines follow logLevel too (unless --log-level was given)
+        if (!logLevelFixed && log.level !== config.logLevel) log.level = config.logLevel;
       }
       return r.reply;
     });

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   const d = new Dojang(config, {
     logger: log,
     accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }),
-    logLevelFixed: level !== undefined,
+    reloadLogLevel: level === undefined,
     ...(file === undefined ? {} : { configFile: file }),
     onDrainRequest: () => stop("POST /drain"),
   });

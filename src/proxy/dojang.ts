@@ -27,8 +27,12 @@ export interface DojangOptions {
   readonly accessLogger?: Logger;
   /** the config file: admin POST /reload re-reads it (without one, /reload is not served) */
   readonly configFile?: string;
-  /** the log level was given on the command line: a reload's `logLevel` does not override it */
-  readonly logLevelFixed?: boolean;
+  /**
+   * whether a reload sets the loggers' level from the new config's `logLevel`. Default: when
+   * dojang built its loggers itself; a logger handed in keeps the level its owner gave it (the
+   * CLI passes true, unless --log-level was given)
+   */
+  readonly reloadLogLevel?: boolean;
   /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
   readonly onDrainRequest?: () => void;
 }
@@ -405,7 +409,7 @@ export class Dojang {
     this.listeners = listeners;
     this.swapSnapshot(snap);
     this.loadConfigFaults(applied);
-    if (this.opts.logLevelFixed !== true) {
+    if (this.opts.reloadLogLevel ?? this.opts.logger === undefined) {
       if (this.log.level !== applied.logLevel) this.log.level = applied.logLevel;
       if (this.access !== this.log && this.access.level !== applied.logLevel) this.access.level = applied.logLevel;
     }

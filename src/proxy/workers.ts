@@ -77,7 +77,7 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
 /** In a worker: the proxy without its own admin listener; metrics and admin requests go through the primary. */
 export async function runWorker(config: Config, log: Logger, logLevelFixed = false): Promise<Dojang> {
   const wlog = log.child({ worker: cluster.worker?.id });
-  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), logLevelFixed });
+  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);

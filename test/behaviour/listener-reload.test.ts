@@ -57,7 +57,8 @@ async function start(text: string): Promise<{ d: Dojang; file: ReturnType<typeof
     },
   });
   const logger = pino({ level: "info" }, sink);
-  const d = new Dojang(loadConfigFile(path), { logger, configFile: path });
+  // as the CLI does: POST /reload re-reads the file, and a reload sets the log level
+  const d = new Dojang(loadConfigFile(path), { logger, configFile: path, reloadLogLevel: true });
   await d.start();
   fx.track(d, (x) => x.close(0));
   return { d, file: Object.assign(dir, { path }), lines };

@@ -82,7 +82,9 @@ const kCounted = Symbol("dojang.countedSession");
 /** monotonic ms when the session's last open stream closed (or it opened); kept only with idleTimeout */
 const kIdleSince = Symbol("dojang.idleSince");
 const kLife = Symbol("dojang.lifetime");
-type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime };
+/** the maxConcurrentStreams a connection was made under (a reload changes it for later ones) */
+const kLimit = Symbol("dojang.streamLimit");
+type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime; [kLimit]?: number };
 type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession };
 
 function ignoreError(): void {}
@@ -198,6 +200,7 @@ export class Listener {
       live.downstreamSessions++;
       // A reload changes these for connections made after it (this.cfg is the current config).
       const lc = this.cfg;
+      s[kLimit] = lc.maxConcurrentStreams;
       const connWindow = lc.connectionWindowSize;
       const life = this.startLifetime(s, lc);
       s.on("close", () => {
@@ -218,14 +221,13 @@ export class Listener {
       });
     });
     server.on("stream", (stream: CountedStream, headers, flags, rawHeaders) => {
-      const limit = this.cfg.maxConcurrentStreams;
       const sess = stream.session as CountedSession | undefined;
       if (sess !== undefined) {
         const open = (sess[kOpen] ?? 0) + 1;
         sess[kOpen] = open;
         stream[kCounted] = sess;
         stream.on("close", onCountedStreamClose);
-        if (open > limit) {
+        if (open > (sess[kLimit] ?? this.cfg.maxConcurrentStreams)) {
           ctx.metrics.refusedStreams.inc();
           // node reports the reset it sends as the stream's 'error': without a listener it would
           // be thrown, and end the process

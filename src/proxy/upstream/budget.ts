@@ -31,9 +31,9 @@ export class RetryBudget {
     this.counters = metrics.retryCounters(cluster);
   }
 
-  /** A call was routed to the cluster (its first attempt): a deposit. */
-  deposit(): void {
-    recordCall(this.state, this.cfg, this.now());
+  /** A call was routed to the cluster (its first attempt): a deposit. `nowMs`: the caller's monotonic clock reading, if it has one. */
+  deposit(nowMs: number = this.now()): void {
+    recordCall(this.state, this.cfg, nowMs);
   }
 
   /** One retry, if the window has room (counted when granted). */

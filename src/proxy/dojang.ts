@@ -235,8 +235,9 @@ export class Dojang {
   /**
    * A cluster the current snapshot no longer has: out of rotation gracefully now (GOAWAY; the
    * streams on its sessions finish), closed for good (stop(): health checks, DNS, keepalive)
-   * once no attempt is on it. A call of an older snapshot that has not picked its endpoint yet
-   * still may, so the check waits for every endpoint's attempts to end.
+   * once no call is on it. A call of an older snapshot that has not picked its endpoint yet (a
+   * fault's delay, a retry's back-off) still may, so the check waits for the cluster's calls
+   * (breaker.activeCalls) as well as its streams.
    */
   private retireCluster(c: Cluster): void {
     if (this.retired.has(c)) return;
@@ -247,9 +248,11 @@ export class Dojang {
 
   private closeIdleRetired(): void {
     for (const c of this.retired) {
-      // attempts on endpoints still listed, and streams on any session still open (an endpoint an
-      // earlier setEndpoints dropped is no longer listed, but its draining session may carry one)
-      if (c.endpoints.some((e) => e.active > 0)) continue;
+      // calls routed to it and not ended (counted from the route match, so also those that have
+      // not picked an endpoint yet), attempts on endpoints still listed, and streams on any
+      // session still open (an endpoint an earlier setEndpoints dropped is no longer listed, but
+      // its draining session may carry one)
+      if (c.breaker.activeCalls > 0 || c.endpoints.some((e) => e.active > 0)) continue;
       let busy = false;
       for (const sess of c.open) if (sess.active > 0) busy = true;
       if (busy) continue;

@@ -6,6 +6,7 @@
 // paths)." In-process (Dojang.reload, and POST /reload re-reading a real file); the process-level
 // triggers (SIGHUP, watchConfig, workers) are in test/process/reload*.test.ts.
 import { renameSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
@@ -183,6 +184,27 @@ describe('"clusters whose name remains are kept; clusters that disappear are clo
     expect(lr.err).toBeNull();
     expect(lr.res?.toString()).toBe("a");
     await waitFor("the dropped cluster closed once idle", () => old.open.size === 0, 3000);
+  });
+});
+
+describe('"clusters that disappear are closed once idle": idle means no call, not only no stream', () => {
+  it("keeps a dropped cluster open for a call that has not picked its endpoint yet (a fault delay longer than the idle check), then closes it once that call ends", async () => {
+    const a = await backend("a");
+    const b = await backend("b");
+    const { d } = await start(yaml({ clusters: [{ name: "backend", endpoints: [a.address] }] }).replace('cluster: backend }', "cluster: backend }\n    faultHeaders: true"));
+    const old = d.clusters.get("backend")!;
+    const c = fx.client(d.address());
+    const md = new grpc.Metadata();
+    md.set("x-envoy-fault-delay-request", "800");
+    const delayed = unary(c, Buffer.from("x"), md);
+    await waitFor("the delayed call", () => old.breaker.activeCalls === 1);
+    const r = await d.reload(configFromText(yaml({ listeners: [{ name: "main", port: 0, cluster: "next" }], clusters: [{ name: "next", endpoints: [b.address] }] }), "<test>"));
+    expect(r.ok).toBe(true);
+    const res = await delayed;
+    expect(res.err).toBeNull();
+    expect(res.res?.toString()).toBe("a");
+    // the session the late call opened on the dropped cluster is closed once the call is over
+    await waitFor("the dropped cluster closed", () => old.breaker.activeCalls === 0 && old.open.size === 0, 3000);
   });
 });
 

@@ -96,6 +96,12 @@ export interface ListenerConfig {
   readonly healthService: boolean;
   /** `attemptsHeader`: add x-dojang-attempts (upstream attempts made) to each response */
   readonly attemptsHeader: boolean;
+  /** `grpcWeb`: also take gRPC-Web requests (application/grpc-web, -text) and translate them to gRPC upstream */
+  readonly grpcWeb: boolean;
+  /** `cors`: the origins a browser page may call this listener from (gRPC-Web); null = no CORS headers */
+  readonly cors: { readonly allowOrigins: readonly string[] } | null;
+  /** `http1Address`: an HTTP/1.1 socket for gRPC-Web beside the h2c one (node's h2c server speaks only HTTP/2) */
+  readonly http1Address: HostPort | null;
 }
 
 export const LB_POLICIES = ["round_robin", "least_request", "random"] as const;
@@ -214,6 +220,9 @@ export const DEFAULTS = Object.freeze({
     idleTimeoutMs: null,
     healthService: false,
     attemptsHeader: false,
+    grpcWeb: false,
+    cors: null,
+    http1Address: null,
   }),
   // gRFC A6 and Envoy's router: UNAVAILABLE only, 25 ms base, 10 × base cap.
   retry: Object.freeze({
@@ -527,6 +536,23 @@ const route = z.strictObject(
   { error: expected("a route mapping") },
 );
 
+// === gRPC-Web and CORS (src/proxy/downstream/grpc-web.ts, cors.ts) ===
+
+/** "*", an origin "https://app.example.com(:port)", or a wildcard "https://*.example.com" / "*.example.com". */
+const ORIGIN_RE = /^(\*|([a-z][a-z0-9+.-]*:\/\/)?(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?)$/;
+const corsOrigin = z.string({ error: expected('an origin like "https://app.example.com", "*.example.com" or "*"') }).transform((v, ctx) => {
+  const o = v.trim().toLowerCase();
+  if (!ORIGIN_RE.test(o)) {
+    ctx.addIssue({ code: "custom", message: `expected an origin like "https://app.example.com", "*.example.com" or "*", got ${describeValue(v)}` });
+    return z.NEVER;
+  }
+  return o;
+});
+const cors = z.strictObject(
+  { allowOrigins: z.array(corsOrigin, { error: expected("a list of origins") }).min(1, "needs at least one origin") },
+  { error: expected('a mapping like { allowOrigins: ["https://app.example.com"] }') },
+);
+
 const listener = z.strictObject(
   {
     name,
@@ -547,9 +573,16 @@ const listener = z.strictObject(
     idleTimeout: durationMs(1).nullable().default(DEFAULTS.listener.idleTimeoutMs),
     healthService: flag.default(DEFAULTS.listener.healthService),
     attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
+    grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
+    cors: cors.nullable().default(DEFAULTS.listener.cors),
+    http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
   },
   { error: expected("a listener mapping") },
-);
+).superRefine((l, ctx) => {
+  // These serve gRPC-Web only: without it they would be a key with nothing behind it.
+  if (!l.grpcWeb && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true (it answers browsers' gRPC-Web calls)" });
+  if (!l.grpcWeb && l.http1Address !== null) ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true (it serves gRPC-Web over HTTP/1.1)" });
+});
 
 /** An endpoint: "host:port", or { address: "host:port", weight } for weighted balancing. */
 const endpointString = hostPort(false);
@@ -729,6 +762,9 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       idleTimeoutMs: l.idleTimeout,
       healthService: l.healthService,
       attemptsHeader: l.attemptsHeader,
+      grpcWeb: l.grpcWeb,
+      cors: l.cors,
+      http1Address: l.http1Address,
     })),
     clusters: d.clusters.map((c) => ({
       name: c.name,

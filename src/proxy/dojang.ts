@@ -485,6 +485,14 @@ export class Dojang {
     return a;
   }
 
+  /** "host:port" of the first (or named) listener's HTTP/1.1 gRPC-Web socket (http1Address), after start(). */
+  http1Address(name?: string): string {
+    const l = name === undefined ? this.listeners[0] : this.listeners.find((x) => x.cfg.name === name);
+    const a = l?.http1Address;
+    if (a === undefined) throw new DojangError("DOJANG_ERR_NOT_STARTED", `listener ${name ?? "#0"} has no http1Address socket listening`);
+    return formatAddress(a);
+  }
+
   get adminAddress(): string | undefined {
     const a = this.admin?.boundAddress;
     return a === undefined ? undefined : formatAddress(a);
@@ -561,7 +569,11 @@ export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrin
 
 /** Same host and port (a listener that keeps its socket). */
 function sameAddress(a: ListenerConfig, b: ListenerConfig): boolean {
-  return a.address.host === b.address.host && a.address.port === b.address.port;
+  // (gRPC-Web: a listener whose HTTP/1.1 socket comes, goes or moves is a new listener)
+  const h = a.http1Address;
+  const k = b.http1Address;
+  const sameH1 = h === null || h === undefined || k === null || k === undefined ? (h ?? null) === (k ?? null) : h.host === k.host && h.port === k.port;
+  return a.address.host === b.address.host && a.address.port === b.address.port && sameH1;
 }
 
 /** Whether two configs of one cluster differ only in their endpoints (and weights): kept, setEndpoints. */

@@ -4,6 +4,10 @@
 // opt-in grpc.health.v1 service answered from the listener's clusters (healthService).
 import http2, { type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { AddressInfo } from "node:net";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import { handleWebHttp1, handleWebHttp2 } from "./downstream/grpc-web.js";
+import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
+import { parseWebContentType } from "../translate/grpc-web.js";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage, outcome } from "../translate/index.js";
@@ -166,6 +170,10 @@ export class Listener {
   private draining = false;
   private readonly watchers = new Set<Watcher>();
   private watchTimer: NodeJS.Timeout | undefined = undefined;
+  /** gRPC-Web: the HTTP/1.1 server on http1Address (null when not configured), its sockets, and the CORS policy */
+  readonly http1: http.Server | null = null;
+  private http1Bound: AddressInfo | undefined;
+  private cors: CorsPolicy | null = null;
 
   constructor(
     public cfg: ListenerConfig,
@@ -192,6 +200,13 @@ export class Listener {
       strictFieldWhitespaceValidation: false,
     });
     this.server = server;
+    this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
+    // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
+    // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
+    // node's own (the call's deadline and streamIdleTimeout bound a call).
+    if (cfg.grpcWeb && cfg.http1Address !== null) {
+      this.http1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 60_000 }, (req, res) => this.serveHttp1(req, res));
+    }
     const live = ctx.metrics.live;
     server.on("session", (s: CountedSession) => {
       sessionDestroy ??= (Object.getPrototypeOf(s) as { destroy: Destroy }).destroy;
@@ -236,6 +251,8 @@ export class Listener {
           return;
         }
       }
+      // gRPC-Web on the h2c port: one flag test on the native path.
+      if (this.cfg.grpcWeb && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
         const p = headers[":path"];
         if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.serveHealth(stream, headers, p === HEALTH_WATCH_PATH);
@@ -258,12 +275,60 @@ export class Listener {
     ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
     ctx.attemptsHeader = cfg.attemptsHeader;
     ctx.accessLog = accessLog;
+    this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
     this.server.updateSettings({
       maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
       initialWindowSize: cfg.initialWindowSize,
       maxHeaderListSize: cfg.maxHeaderListSize,
       enablePush: false,
     });
+  }
+
+  // === gRPC-Web (grpcWeb: true): HTTP/2 here, HTTP/1.1 on http1Address ===
+
+  /** A stream on the h2c port that is gRPC-Web or its CORS preflight; false: a native call. */
+  private serveWebStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: readonly string[]): boolean {
+    const method = headers[":method"];
+    const origin = typeof headers["origin"] === "string" ? headers["origin"] : undefined;
+    if (method === "OPTIONS") {
+      stream.on("error", ignoreError);
+      const acrm = headers["access-control-request-method"];
+      const acrh = headers["access-control-request-headers"];
+      const h = preflightCors(this.cors, origin, typeof acrm === "string" ? acrm : undefined, typeof acrh === "string" ? acrh : undefined);
+      stream.respond({ ":status": h === null ? 403 : 204, ...h }, { endStream: true });
+      return true;
+    }
+    const ct = headers["content-type"];
+    const web = parseWebContentType(typeof ct === "string" ? ct : undefined);
+    if (web === null) return false;
+    handleWebHttp2(this.ctx, web, stream, headers, raw, responseCors(this.cors, origin));
+    return true;
+  }
+
+  /** A request on the HTTP/1.1 socket: gRPC-Web, or its CORS preflight; anything else is refused. */
+  private serveHttp1(req: IncomingMessage, res: ServerResponse): void {
+    const origin = req.headers.origin;
+    if (req.method === "OPTIONS") {
+      const acrm = req.headers["access-control-request-method"];
+      const acrh = req.headers["access-control-request-headers"];
+      const h = preflightCors(this.cors, origin, acrm, typeof acrh === "string" ? acrh : undefined);
+      res.writeHead(h === null ? 403 : 204, h ?? {});
+      res.end();
+      return;
+    }
+    const web = parseWebContentType(req.headers["content-type"]);
+    if (web === null || req.method !== "POST") {
+      // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
+      res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });
+      res.end(web === null ? "dojang: this port takes gRPC-Web requests (content-type application/grpc-web...)\n" : "dojang: gRPC-Web requests are POST\n");
+      return;
+    }
+    handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));
+  }
+
+  /** "host:port" the HTTP/1.1 gRPC-Web socket is bound to (after listen()). */
+  get http1Address(): AddressInfo | undefined {
+    return this.http1Bound;
   }
 
   // === connection lifetime: maxConnectionAge (+ grace), idleTimeout ===
@@ -399,9 +464,9 @@ export class Listener {
     }
   }
 
-  listen(): Promise<AddressInfo> {
+  async listen(): Promise<AddressInfo> {
     const { host, port } = this.cfg.address;
-    return new Promise((resolve, reject) => {
+    const bound = await new Promise<AddressInfo>((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));
       this.server.once("error", onError);
       this.server.listen(port, host, () => {
@@ -410,6 +475,24 @@ export class Listener {
         resolve(this.bound);
       });
     });
+    const h1 = this.http1;
+    const a = this.cfg.http1Address;
+    if (h1 !== null && a !== null) {
+      try {
+        this.http1Bound = await new Promise<AddressInfo>((resolve, reject) => {
+          const onError = (err: Error): void => reject(new ListenError(`${a.host}:${a.port} (listener ${this.cfg.name} http1Address)`, { cause: err }));
+          h1.once("error", onError);
+          h1.listen(a.port, a.host, () => {
+            h1.off("error", onError);
+            resolve(h1.address() as AddressInfo);
+          });
+        });
+      } catch (err) {
+        this.server.close();
+        throw err;
+      }
+    }
+    return bound;
   }
 
   get address(): AddressInfo | undefined {
@@ -427,6 +510,11 @@ export class Listener {
     }
     this.watchers.clear();
     this.server.close();
+    // gRPC-Web over HTTP/1.1: no new connections; idle keep-alive ones close now, busy ones after their call.
+    if (this.http1 !== null) {
+      this.http1.close();
+      this.http1.closeIdleConnections();
+    }
     for (const s of this.sessions) {
       if (!s.closed && !s.destroyed) s.close();
     }
@@ -442,6 +530,7 @@ export class Listener {
     if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();
     if (this.watchTimer !== undefined) clearInterval(this.watchTimer);
+    if (this.http1 !== null) this.http1.closeAllConnections();
   }
 
   /**
@@ -454,6 +543,8 @@ export class Listener {
     while (this.sessions.size > 0 && performance.now() < until) await new Promise((r) => setTimeout(r, 50));
     await this.destroy();
     if (this.server.listening) await new Promise<void>((r) => this.server.close(() => r()));
+    const h1 = this.http1;
+    if (h1 !== null && h1.listening) await new Promise<void>((r) => h1.close(() => r()));
   }
 }
 

@@ -24,6 +24,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["proxy/router.ts", "call"],
   ["proxy/filters/", "filters"],
   ["proxy/listener.ts", "listener"],
+  // the client side of a listener: TLS (tls.ts), gRPC-Web, protections; each may use call/
+  ["proxy/downstream/", "listener"],
   // the admin HTTP server is a listener of its own (it knows nothing of calls)
   ["proxy/admin/", "listener"],
   ["proxy/snapshot.ts", "snapshot"],

@@ -62,6 +62,9 @@ describe("parseConfigText(): a valid config", () => {
           idleTimeoutMs: null,
           healthService: false,
           attemptsHeader: false,
+          grpcWeb: false,
+          cors: null,
+          http1Address: null,
         },
       ],
       clusters: [

@@ -222,6 +222,14 @@ export class Call implements AttemptOwner, FilterCall {
   idleTimer: NodeJS.Timeout | undefined = undefined;
   idleMs = 0;
   idleSeen = 0;
+  /**
+   * gRPC-Web (src/proxy/downstream/grpc-web.ts): "grpc-web" or "grpc-web-text" when `down` is
+   * the gRPC-Web adapter, which presents the ServerHttp2Stream members this file uses (respond,
+   * write, end, sendTrailers, close, pause/resume, the state flags and events) and translates;
+   * undefined for a native stream. Only the access record reads it.
+   */
+  clientProtocol: string | undefined = undefined;
+
 
   constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
     this.ctx = ctx;
@@ -1193,6 +1201,7 @@ export class Call implements AttemptOwner, FilterCall {
         attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
         attempts,
         start_ms: Math.round(performance.timeOrigin + this.t0),
+        protocol: this.clientProtocol,
       };
       if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
       ctx.journal.push(rec);

@@ -79,6 +79,8 @@ export interface AccessRecord {
   attempts: number;
   /** wall-clock start, ms since the epoch (journal ordering; the duration uses a monotonic clock) */
   start_ms: number;
+  /** the client side when it is not native gRPC: "grpc-web" or "grpc-web-text" (absent for gRPC) */
+  protocol?: string | undefined;
 }
 
 /** The most recent calls, for GET /calls and the library's `calls`: a fixed-size ring. */

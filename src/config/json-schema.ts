@@ -58,6 +58,11 @@ const countKind = (r: { min: number; max: number }): JsonSchema => ({
 });
 const FLAG: JsonSchema = { type: ["boolean", "string"], pattern: withEnv("true|false") };
 const ADDRESS: JsonSchema = { type: "string", pattern: withEnv(HOST_PORT_RE) };
+const FILE: JsonSchema = { type: "string", minLength: 1 };
+const NULLABLE_FILE: JsonSchema = { type: ["string", "null"], minLength: 1 };
+/** schema.ts serverName: a DNS name, optionally "*." first (any case; dojang lower-cases it). */
+const SERVER_NAME_RE = "\\s*(?:\\*\\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\s*";
+const SERVER_NAME: JsonSchema = { type: "string", pattern: withEnv(SERVER_NAME_RE) };
 const NAME: JsonSchema = { type: "string", pattern: withEnv(NAME_RE), maxLength: LIMITS.nameLength.max };
 /** One of `values` (the parser is case-insensitive; the schema lists the canonical spelling). */
 const enumKind = (values: readonly string[]): JsonSchema => ({
@@ -237,6 +242,17 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: { type: ["string", "null"], pattern: withEnv(HOST_PORT_RE) },
     default: null,
   },
+  "listeners[].tls": { description: "Serve TLS (ALPN h2) instead of h2c (null = plaintext). File paths are relative to the working directory; the files are re-read when they change.", default: null },
+  "listeners[].tls.certFile": { description: "The default certificate chain (PEM), served when no certificates entry matches the client's SNI name.", kind: FILE },
+  "listeners[].tls.keyFile": { description: "The default certificate's private key (PEM). Never shown on /config (only the path).", kind: FILE },
+  "listeners[].tls.caFile": { description: "CA bundle (PEM) that client certificates are verified against (null = no client certificates asked for). A verified identity goes upstream in x-forwarded-client-cert.", kind: NULLABLE_FILE, default: null },
+  "listeners[].tls.requireClientCert": { description: "Refuse the handshake of a client without a certificate that caFile verifies (mTLS).", kind: FLAG, default: false },
+  "listeners[].tls.certificates": { description: "More certificates, chosen by the SNI name the client sends.", default: [] },
+  "listeners[].tls.certificates[]": { description: "A certificate and the server names it is served for." },
+  "listeners[].tls.certificates[].serverNames": { description: 'Names this certificate is served for: exact ("api.example.com") or one-label wildcards ("*.example.com").' },
+  "listeners[].tls.certificates[].serverNames[]": { description: 'A server name, "api.example.com" or "*.example.com".', kind: SERVER_NAME },
+  "listeners[].tls.certificates[].certFile": { description: "Its certificate chain (PEM).", kind: FILE },
+  "listeners[].tls.certificates[].keyFile": { description: "Its private key (PEM).", kind: FILE },
   clusters: { description: "Upstream gRPC servers (h2c), by name. At least one." },
   "clusters[].name": { description: "The cluster's name, used by routes and in metric labels.", kind: NAME },
   "clusters[].endpoints": { description: 'The servers, "host:port" each (a real port, not 0), or { address, weight }. Give endpoints or dns.' },
@@ -306,6 +322,11 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: sizeKind(LIMITS.connectionWindowSize),
     default: formatSize(DEFAULTS.cluster.connectionWindowSize),
   },
+  "clusters[].tls": { description: "Connect to the endpoints over TLS (ALPN h2), verifying their certificates (null = h2c; {} = TLS with the system CAs).", default: null },
+  "clusters[].tls.caFile": { description: "CA bundle (PEM) the upstream's certificate is verified against (null = the system CAs).", kind: NULLABLE_FILE, default: null },
+  "clusters[].tls.serverName": { description: "SNI name sent, and the name the upstream's certificate must carry (null = the endpoint's host).", kind: { type: ["string", "null"], pattern: withEnv(SERVER_NAME_RE) }, default: null },
+  "clusters[].tls.certFile": { description: "Client certificate chain (PEM) for mTLS to the upstream (with keyFile).", kind: NULLABLE_FILE, default: null },
+  "clusters[].tls.keyFile": { description: "The client certificate's private key (PEM).", kind: NULLABLE_FILE, default: null },
   drainTimeout: {
     description: "After SIGTERM, how long open calls may finish before they end with 14 UNAVAILABLE (decided_by shutdown).",
     kind: durationKind(0),

@@ -25,7 +25,7 @@ export interface ReloadReport {
  * and cap) made once. `shrinkHeapWhenIdle`, `concurrentMarking`: the heap tuners start once.
  * `watchConfig`: the watcher starts with the process. A listener's `maxHeaderListPairs` and
  * `maxSessionMemoryMiB`: node takes them only when the server is created (its SETTINGS are
- * updated in place; see Listener.reconfigure).
+ * updated in place; see Listener.reconfigure). A listener's `tls`: see below.
  */
 const RESTART_ONLY: readonly RegExp[] = [
   /^workers$/,
@@ -36,6 +36,9 @@ const RESTART_ONLY: readonly RegExp[] = [
   /^concurrentMarking$/,
   /^watchConfig$/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
+  // a listener is an h2c or a TLS server from its creation; certificate files changed in place
+  // are re-read without a reload (src/proxy/downstream/tls.ts)
+  /^listeners\[\d+\]\.tls(\.|\[|$)/,
 ];
 
 export function reloadReport(running: Config, next: Config): ReloadReport {

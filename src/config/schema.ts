@@ -102,6 +102,36 @@ export interface ListenerConfig {
   readonly cors: { readonly allowOrigins: readonly string[] } | null;
   /** `http1Address`: an HTTP/1.1 socket for gRPC-Web beside the h2c one (node's h2c server speaks only HTTP/2) */
   readonly http1Address: HostPort | null;
+  /** `tls`: serve TLS (ALPN h2) with these certificates; null = h2c (plaintext) */
+  readonly tls: ListenerTlsConfig | null;
+}
+
+/**
+ * A listener's `tls` block. Paths only (read by src/proxy/downstream/tls.ts, relative to the
+ * working directory): no key material is ever part of the config, so /config cannot show it.
+ */
+export interface ListenerTlsConfig {
+  /** the default certificate chain (PEM), served when no `certificates` entry matches the SNI name */
+  readonly certFile: string;
+  /** its private key (PEM) */
+  readonly keyFile: string;
+  /** CA bundle (PEM) client certificates are verified against; null = no client certificates asked for */
+  readonly caFile: string | null;
+  /** refuse the handshake of a client without a certificate the CA verifies (mTLS); needs caFile */
+  readonly requireClientCert: boolean;
+  /** more certificates, chosen by the SNI name ("api.example.com" or "*.example.com") */
+  readonly certificates: readonly { readonly serverNames: readonly string[]; readonly certFile: string; readonly keyFile: string }[];
+}
+
+/** A cluster's `tls` block: dojang connects to its endpoints over TLS (ALPN h2), verifying them. */
+export interface ClusterTlsConfig {
+  /** CA bundle (PEM) the upstream's certificate is verified against; null = the system CAs */
+  readonly caFile: string | null;
+  /** SNI name sent and the name the certificate must carry; null = the endpoint's host */
+  readonly serverName: string | null;
+  /** client certificate (PEM) for mTLS to the upstream; null = none (with keyFile) */
+  readonly certFile: string | null;
+  readonly keyFile: string | null;
 }
 
 export const LB_POLICIES = ["round_robin", "least_request", "random"] as const;
@@ -149,6 +179,8 @@ export interface ClusterConfig {
   readonly maxSessionsPerEndpoint: number;
   readonly initialWindowSize: number;
   readonly connectionWindowSize: number;
+  /** `tls`: connect to the endpoints over TLS; null = h2c (plaintext) */
+  readonly tls: ClusterTlsConfig | null;
 }
 
 export interface AdminConfig {
@@ -220,6 +252,7 @@ export const DEFAULTS = Object.freeze({
     idleTimeoutMs: null,
     healthService: false,
     attemptsHeader: false,
+    tls: null,
     grpcWeb: false,
     cors: null,
     http1Address: null,
@@ -249,6 +282,7 @@ export const DEFAULTS = Object.freeze({
     maxSessionsPerEndpoint: 8,
     initialWindowSize: 1 * MiB,
     connectionWindowSize: 16 * MiB,
+    tls: null,
   }),
   config: Object.freeze({
     admin: null,
@@ -536,6 +570,70 @@ const route = z.strictObject(
   { error: expected("a route mapping") },
 );
 
+// === TLS (paths only; the files are read by src/config/load.ts for --check and by the proxy) ===
+
+const filePath = z.string({ error: expected("a file path") }).min(1, "must not be empty");
+/** An SNI name: a DNS name, or "*." and a DNS name (matches exactly one more label). */
+const SERVER_NAME_RE = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const serverName = z
+  .string({ error: expected('a server name like "api.example.com" or "*.example.com"') })
+  .transform((v, ctx) => {
+    const n = v.trim().toLowerCase();
+    if (!SERVER_NAME_RE.test(n) || n.length > 253) {
+      ctx.addIssue({ code: "custom", message: `expected a server name like "api.example.com" or "*.example.com", got ${describeValue(v)}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const listenerTls = z
+  .strictObject(
+    {
+      certFile: filePath,
+      keyFile: filePath,
+      caFile: filePath.nullable().default(null),
+      requireClientCert: flag.default(false),
+      certificates: z
+        .array(
+          z.strictObject(
+            {
+              serverNames: z.array(serverName, { error: expected("a list of server names") }).min(1, "needs at least one server name"),
+              certFile: filePath,
+              keyFile: filePath,
+            },
+            { error: expected("a mapping like { serverNames: [api.example.com], certFile, keyFile }") },
+          ),
+          { error: expected("a list of certificates chosen by SNI") },
+        )
+        .default([]),
+    },
+    { error: expected("a mapping like { certFile: server.pem, keyFile: server.key }") },
+  )
+  .superRefine((t, ctx) => {
+    if (t.requireClientCert && t.caFile === null) {
+      ctx.addIssue({ code: "custom", path: ["caFile"], message: "requireClientCert needs caFile (the CA that client certificates are verified against)" });
+    }
+  });
+
+const clusterTls = z
+  .strictObject(
+    {
+      caFile: filePath.nullable().default(null),
+      serverName: serverName.nullable().default(null),
+      certFile: filePath.nullable().default(null),
+      keyFile: filePath.nullable().default(null),
+    },
+    { error: expected("a mapping like { caFile: ca.pem, serverName: backend.internal } ({} for the system CAs)") },
+  )
+  .superRefine((t, ctx) => {
+    if ((t.certFile === null) !== (t.keyFile === null)) {
+      ctx.addIssue({ code: "custom", path: [t.certFile === null ? "certFile" : "keyFile"], message: "a client certificate needs both certFile and keyFile" });
+    }
+    if (t.serverName !== null && t.serverName.startsWith("*.")) {
+      ctx.addIssue({ code: "custom", path: ["serverName"], message: "must be one name, not a wildcard" });
+    }
+  });
+
 // === gRPC-Web and CORS (src/proxy/downstream/grpc-web.ts, cors.ts) ===
 
 /** "*", an origin "https://app.example.com(:port)", or a wildcard "https://*.example.com" / "*.example.com". */
@@ -573,6 +671,7 @@ const listener = z.strictObject(
     idleTimeout: durationMs(1).nullable().default(DEFAULTS.listener.idleTimeoutMs),
     healthService: flag.default(DEFAULTS.listener.healthService),
     attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
+    tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
     grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
     cors: cors.nullable().default(DEFAULTS.listener.cors),
     http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
@@ -669,6 +768,7 @@ const cluster = z
       maxSessionsPerEndpoint: count(LIMITS.maxSessionsPerEndpoint).default(DEFAULTS.cluster.maxSessionsPerEndpoint),
       initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.cluster.initialWindowSize),
       connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.cluster.connectionWindowSize),
+      tls: clusterTls.nullable().default(DEFAULTS.cluster.tls),
     },
     { error: expected("a cluster mapping") },
   )
@@ -762,6 +862,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       idleTimeoutMs: l.idleTimeout,
       healthService: l.healthService,
       attemptsHeader: l.attemptsHeader,
+      tls: l.tls,
       grpcWeb: l.grpcWeb,
       cors: l.cors,
       http1Address: l.http1Address,
@@ -799,6 +900,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       maxSessionsPerEndpoint: c.maxSessionsPerEndpoint,
       initialWindowSize: c.initialWindowSize,
       connectionWindowSize: c.connectionWindowSize,
+      tls: c.tls,
     })),
     drainTimeoutMs: d.drainTimeout,
     workers: d.workers,

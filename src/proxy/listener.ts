@@ -2,7 +2,10 @@
 // not the compatibility API), its session limits, GOAWAY on drain, the connection lifetime
 // (maxConnectionAge + grace, idleTimeout: one timer per session, none per call), and the
 // opt-in grpc.health.v1 service answered from the listener's clusters (healthService).
-import http2, { type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import type { TLSSocket } from "node:tls";
+import { ListenerTls, xfccOf } from "./downstream/tls.js";
+import { kClientCert, type ClientCertSession } from "./call/headers.js";
 import type { AddressInfo } from "node:net";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { handleWebHttp1, handleWebHttp2 } from "./downstream/grpc-web.js";
@@ -163,7 +166,10 @@ interface Watcher {
 type MutableContext = { -readonly [K in keyof CallContext]: CallContext[K] };
 
 export class Listener {
-  readonly server: Http2Server;
+  /** h2c, or TLS (ALPN h2) when the listener has `tls` */
+  readonly server: Http2Server | Http2SecureServer;
+  /** the listener's certificates (SNI, client certificates, reload on file change); null = h2c */
+  readonly tls: ListenerTls | null;
   readonly sessions = new Set<ServerHttp2Session>();
   readonly ctx: CallContext;
   private bound: AddressInfo | undefined;
@@ -183,7 +189,7 @@ export class Listener {
     // The listener's own settings the calls read (the same `active` set and counters).
     const ctx: CallContext = { ...callContext, streamIdleTimeoutMs: cfg.streamIdleTimeoutMs, attemptsHeader: cfg.attemptsHeader };
     this.ctx = ctx;
-    const server = http2.createServer({
+    const serverOptions: http2.ServerOptions = {
       settings: {
         maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
         initialWindowSize: cfg.initialWindowSize,
@@ -198,7 +204,25 @@ export class Listener {
       // pass the call on without it; let it through so dojang refuses the call instead
       // (copyRequestHeaders, issue 10 item 9). Node 24.2+.
       strictFieldWhitespaceValidation: false,
-    });
+    };
+    // TLS (src/proxy/downstream/tls.ts): the same HTTP/2 options on a secure server; the h2c
+    // path is unchanged. Certificate files are read now (a bad one fails the start, naming the
+    // key) and watched: new handshakes get renewed certificates, open connections keep theirs.
+    // (typed as the h2c server below: both emit the same session and stream events)
+    let server: Http2Server;
+    if (cfg.tls === null) {
+      this.tls = null;
+      server = http2.createServer(serverOptions);
+    } else {
+      const t = new ListenerTls(cfg.tls, `listener ${JSON.stringify(cfg.name)}`, ctx.log);
+      this.tls = t;
+      const secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)) });
+      t.watch(secure);
+      server = secure as unknown as Http2Server;
+      // a failed handshake (no client certificate under requireClientCert, no common ALPN
+      // protocol, not TLS at all) is the client's problem: logged at debug, never thrown
+      server.on("tlsClientError", (err: Error) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client TLS handshake failed"));
+    }
     this.server = server;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
     // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
@@ -211,6 +235,11 @@ export class Listener {
     server.on("session", (s: CountedSession) => {
       sessionDestroy ??= (Object.getPrototypeOf(s) as { destroy: Destroy }).destroy;
       s.destroy = guardedDestroy;
+      // mTLS: the verified client certificate, once per connection, for every call on it
+      if (this.tls !== null && this.tls.cfg.caFile !== null) {
+        const xfcc = xfccOf(s.socket as TLSSocket);
+        if (xfcc !== undefined) (s as ClientCertSession)[kClientCert] = xfcc;
+      }
       this.sessions.add(s);
       live.downstreamSessions++;
       // A reload changes these for connections made after it (this.cfg is the current config).
@@ -526,6 +555,7 @@ export class Listener {
    * sessions are closed once those last frames are flushed.
    */
   async destroy(): Promise<void> {
+    this.tls?.close();
     for (const c of [...this.ctx.active]) c.finish(outcome(Code.UNAVAILABLE, "proxy is shutting down", "shutdown"));
     if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();
@@ -562,6 +592,16 @@ function onIdleCheck(l: Listener, s: CountedSession, idleMs: number): void {
 
 function destroySession(s: ServerHttp2Session): void {
   if (!s.destroyed) s.destroy();
+}
+
+/**
+ * ALPN on a TLS listener: h2 only, or h2 and http/1.1. The gRPC-Web engineer's switch: return
+ * `cfg.grpcWeb` once the listener answers HTTP/1.1 requests that arrive on the secure server
+ * (node hands them to its 'request' event when allowHTTP1 is on); until then a client without h2
+ * is refused in the handshake.
+ */
+export function tlsAllowsHttp1(_cfg: ListenerConfig): boolean {
+  return false;
 }
 
 /** setTimeout's limit (2^31−1 ms). */

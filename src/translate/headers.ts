@@ -14,17 +14,23 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   "http2-settings",
 ]);
 
+/** Envoy's header for the client certificate's identity, set by a TLS listener with client certificates. */
+export const XFCC = "x-forwarded-client-cert";
+
 /** The only `te` value HTTP/2 allows (RFC 9113 §8.2.2), and the one gRPC requires (SPEC "Requests"). */
 export const TE_TRAILERS = "trailers";
 
 /**
  * true if the lower-case field `name` must not be forwarded: pseudo-headers (`:`-prefixed; the
- * proxy writes its own), hop-by-hop fields, `te` unless the value is exactly "trailers", and
- * `host` (dropped: `:authority` carries the authority).
+ * proxy writes its own), hop-by-hop fields, `te` unless the value is exactly "trailers",
+ * `host` (dropped: `:authority` carries the authority) and x-forwarded-client-cert (dojang's own).
  */
 export function isNotForwarded(name: string, value: string): boolean {
   if (name.charCodeAt(0) === 0x3a /* : */) return true;
   if (name === "te") return value !== TE_TRAILERS;
   if (name === "host") return true;
+  // Only dojang says who the client is (a TLS listener's verified client certificate): a
+  // client's own x-forwarded-client-cert is never forwarded, on any listener.
+  if (name === XFCC) return true;
   return HOP_BY_HOP_HEADERS.has(name);
 }

@@ -62,6 +62,7 @@ describe("parseConfigText(): a valid config", () => {
           idleTimeoutMs: null,
           healthService: false,
           attemptsHeader: false,
+          tls: null,
           grpcWeb: false,
           cors: null,
           http1Address: null,
@@ -84,6 +85,7 @@ describe("parseConfigText(): a valid config", () => {
           maxSessionsPerEndpoint: 8,
           initialWindowSize: 1048576,
           connectionWindowSize: 16777216,
+          tls: null,
         },
       ],
       drainTimeoutMs: 10000,
@@ -191,6 +193,7 @@ clusters:
       maxSessionsPerEndpoint: 2,
       initialWindowSize: 65536,
       connectionWindowSize: 2 * 1024 * 1024,
+      tls: null,
     });
   });
 

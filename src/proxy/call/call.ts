@@ -48,6 +48,7 @@ import {
   statusTrailers,
   trailersOnlyHeaders,
   MAX_INT64_NS,
+  XFCC,
   type DecidedBy,
   type FrameScanner,
   type Outcome,
@@ -59,7 +60,7 @@ import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, kClientCert, type ClientCertSession, type OutgoingHeaders } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
@@ -337,6 +338,10 @@ export class Call implements AttemptOwner, FilterCall {
     // 13 as grpc-go's server answers malformed binary metadata (issue 10 item 9).
     const bad = copyRequestHeaders(out, raw, "grpc-timeout");
     if (bad !== null) return this.finish(outcome(Code.INTERNAL, bad, "bad_request", 400));
+    // TLS listener with client certificates (src/proxy/downstream/tls.ts): the verified identity,
+    // set once per connection; the client's own x-forwarded-client-cert was dropped above.
+    const xfcc = (this.down.session as ClientCertSession | undefined)?.[kClientCert];
+    if (xfcc !== undefined) out[XFCC] = xfcc;
     if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
     if (out["te"] === undefined) out["te"] = "trailers";
     if (rid === undefined) out["x-request-id"] = this.requestId;

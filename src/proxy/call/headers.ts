@@ -5,6 +5,14 @@ import { isNotForwarded, requestFieldProblem } from "../../translate/index.js";
 
 export type OutgoingHeaders = Record<string, string | string[] | number>;
 
+/**
+ * A downstream session's verified client certificate as an x-forwarded-client-cert value, set
+ * once per connection by a TLS listener with client certificates (src/proxy/downstream/tls.ts);
+ * absent everywhere else. The call adds it to the upstream request (a client's own was dropped).
+ */
+export const kClientCert = Symbol("dojang.clientCert");
+export type ClientCertSession = { [kClientCert]?: string };
+
 // node:http2 throws ERR_HTTP2_HEADER_SINGLE_VALUE when one of these is given as an array
 // (lib/internal/http2/util.js kSingleValueHeaders); keep the first field, as node does on input.
 const SINGLE_VALUE = new Set([

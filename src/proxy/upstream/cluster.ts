@@ -11,6 +11,7 @@ import { forgive, recordResult, type OutlierConfig } from "../../translate/outli
 import { buildPicker, type Picker } from "./balancer.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint } from "./endpoint.js";
+import { upstreamTlsOptions } from "./tls.js";
 import { RetryBudget } from "./budget.js";
 import { HealthChecker } from "./health-check.js";
 import { staticResolver, type Resolver } from "./resolver.js";
@@ -76,6 +77,8 @@ export class Cluster implements ClusterMetricsSource {
     this.outlierCfg = cfg.outlierDetection;
     this.keepaliveIntervalMs = cfg.keepalive?.intervalMs ?? 0;
     this.resolver = staticResolver(cfg);
+    // clusters[].tls: its files are read now, so a missing one fails the start (or the reload)
+    if (cfg.tls !== null) upstreamTlsOptions(cfg.tls, cfg.name);
     this.connectCounters = {
       ok: metrics.upstreamConnects.labels(cfg.name, "ok"),
       error: metrics.upstreamConnects.labels(cfg.name, "error"),

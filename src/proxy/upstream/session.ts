@@ -6,6 +6,7 @@
 import http2, { type ClientHttp2Session } from "node:http2";
 import type { ClusterConfig } from "../../config/index.js";
 import type { Endpoint } from "./endpoint.js";
+import { httpsUrl, isVerificationError, upstreamTlsOptions } from "./tls.js";
 
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
 
@@ -41,12 +42,15 @@ export class UpstreamSession {
     cfg: ClusterConfig,
   ) {
     this.limit = cfg.maxConcurrentStreamsPerSession;
-    const h2 = http2.connect(endpoint.url, {
+    const options: http2.SecureClientSessionOptions = {
       settings: { enablePush: false, initialWindowSize: cfg.initialWindowSize },
       // The upstream is trusted to send large header blocks (metadata) back.
       maxHeaderListPairs: 4000,
       maxSessionMemory: 64,
-    });
+    };
+    // clusters[].tls (src/proxy/upstream/tls.ts): an https: URL (ALPN h2), the CA, SNI and client
+    // certificate; verification always on
+    const h2 = cfg.tls === null ? http2.connect(endpoint.url, options) : http2.connect(httpsUrl(endpoint.url), { ...options, ...upstreamTlsOptions(cfg.tls, cfg.name) });
     this.h2 = h2;
     const self = this;
     this.connectTimer = setTimeout(() => {
@@ -90,25 +94,41 @@ export class UpstreamSession {
       }
       self.retire();
     });
-    h2.on("error", (err: NodeJS.ErrnoException) => {
-      if (self.failure === undefined) self.failure = describeConnectError(err, endpoint);
-      if (!self.connected && self.state === "connecting") self.endpoint.onConnectResult(self, "error");
-      self.lost = true;
-      self.retire();
-      self.failWaiters();
-    });
-    h2.on("close", () => {
-      self.clearConnectTimer();
-      self.clearKeepalive();
-      self.lost = true;
-      self.state = "closed";
-      self.endpoint.onSessionClosed(self);
-      self.failWaiters();
-    });
+    h2.on("error", (err: NodeJS.ErrnoException) => self.onError(err));
+    h2.on("close", () => self.onClose());
+    if (cfg.tls !== null) {
+      // A TLS error after node's 'connect' (TLS 1.3: an upstream that requires a client
+      // certificate refuses it only after the client finished its handshake) destroys the
+      // session without its 'error' or 'close' (probed on Node 24): the socket's own error is
+      // taken as both, or the session would stay "connecting" and its calls wait for their deadline.
+      h2.socket.once("error", (err: NodeJS.ErrnoException) => {
+        self.onError(err);
+        self.onClose();
+      });
+    }
     endpoint.onSessionOpened(this);
     // Frames that nghttp2 refused to send (oversize headers) surface here; the stream's own
     // 'close' carries the outcome.
     h2.on("frameError", () => {});
+  }
+
+  private onError(err: NodeJS.ErrnoException): void {
+    if (this.state === "closed") return;
+    if (this.failure === undefined) this.failure = describeConnectError(err, this.endpoint);
+    if (!this.connected && this.state === "connecting") this.endpoint.onConnectResult(this, "error");
+    this.lost = true;
+    this.retire();
+    this.failWaiters();
+  }
+
+  private onClose(): void {
+    if (this.state === "closed") return;
+    this.clearConnectTimer();
+    this.clearKeepalive();
+    this.lost = true;
+    this.state = "closed";
+    this.endpoint.onSessionClosed(this);
+    this.failWaiters();
   }
 
   private clearConnectTimer(): void {
@@ -204,5 +224,7 @@ export function describeConnectError(err: NodeJS.ErrnoException, ep: { readonly 
   const code = err.code ?? "";
   if (code === "ECONNREFUSED") return `connection refused by ${ep.label}`;
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `cannot resolve ${ep.host}`;
+  if (isVerificationError(code)) return `TLS certificate verification of ${ep.label} failed: ${err.message} (${code})`;
+  if (code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_")) return `TLS handshake with ${ep.label} failed: ${err.message}`;
   return `connection error to ${ep.label}: ${code || err.message}`;
 }

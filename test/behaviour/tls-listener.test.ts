@@ -1,0 +1,271 @@
+// Listener TLS over real sockets on loopback, certificates made by openssl at test time
+// (test/helpers/certs.ts): a grpc-js client with TLS credentials through dojang's TLS listener to
+// a plaintext upstream; the certificate chosen by SNI; ALPN h2 only; mTLS (no certificate → no
+// handshake; a verified one → x-forwarded-client-cert upstream, a client's own stripped); and
+// certificate files replaced while a call runs on an old connection.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as grpc from "@grpc/grpc-js";
+import { copyFileSync, writeFileSync } from "node:fs";
+import tls from "node:tls";
+import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
+import { useFixtures } from "../helpers/fixtures.js";
+import { unary, type EchoClient } from "../helpers/peers.js";
+import { waitFor } from "../helpers/process.js";
+
+const f = useFixtures();
+let certs: CertDir;
+let ca: Ca;
+let clientCa: Ca;
+let server: CertFiles;
+let api: CertFiles;
+let wild: CertFiles;
+let client: CertFiles;
+let stranger: CertFiles;
+
+beforeAll(() => {
+  certs = new CertDir();
+  ca = certs.ca("server-ca");
+  clientCa = certs.ca("client-ca");
+  server = certs.leaf(ca, "default", { cn: "default.test", dns: ["default.test", "localhost"], ip: ["127.0.0.1"] });
+  api = certs.leaf(ca, "api", { cn: "api.example.com", dns: ["api.example.com"] });
+  wild = certs.leaf(ca, "wild", { cn: "*.wild.example.com", dns: ["*.wild.example.com"] });
+  client = certs.leaf(clientCa, "client", { cn: "client-one", o: "Acme, Inc", uri: ["spiffe://acme.test/ns/web/sa/client-one"], dns: ["client-one.acme.test", "alt.acme.test"] });
+  const otherCa = certs.ca("other-ca");
+  stranger = certs.leaf(otherCa, "stranger", { cn: "stranger" });
+});
+afterAll(() => certs.remove());
+
+function tlsClient(address: string, name: string, o: { cert?: CertFiles; ca?: Ca } = {}): EchoClient {
+  const creds = grpc.credentials.createSsl((o.ca ?? ca).cert, o.cert?.key ?? null, o.cert?.cert ?? null);
+  return f.track(
+    echoClientWith(address, creds, { "grpc.ssl_target_name_override": name, "grpc.default_authority": name }),
+    (x) => x.close(),
+  );
+}
+
+/** echoClient's options with TLS credentials (peers.ts makes insecure ones). */
+function echoClientWith(address: string, creds: grpc.ChannelCredentials, opts: grpc.ClientOptions): EchoClient {
+  const Ctor = grpc.makeGenericClientConstructor(
+    { Unary: { path: "/test.Echo/Unary", requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b, originalName: "Unary" } },
+    "Echo",
+  );
+  return new Ctor(address, creds, { "grpc.enable_retries": 0, ...opts }) as unknown as EchoClient;
+}
+
+/** The certificate a TLS handshake with `servername` gets, and the ALPN protocol chosen. */
+function handshake(address: string, servername: string | undefined, o: { alpn?: string[]; cert?: CertFiles } = {}): Promise<{ cn: string; alpn: string | false; authorized: boolean; socket: tls.TLSSocket }> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(":")), Number(address.slice(address.lastIndexOf(":") + 1))];
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({
+      host,
+      port,
+      ...(servername === undefined ? {} : { servername }),
+      ALPNProtocols: o.alpn ?? ["h2"],
+      ca: ca.cert,
+      rejectUnauthorized: false,
+      ...(o.cert === undefined ? {} : { cert: o.cert.cert, key: o.cert.key }),
+    });
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error("handshake timed out"));
+    }, 5000);
+    s.once("secureConnect", () => {
+      clearTimeout(t);
+      const cn = /CN=(.*)/.exec(s.getPeerX509Certificate()?.subject ?? "")?.[1] ?? "";
+      resolve({ cn, alpn: s.alpnProtocol ?? false, authorized: s.authorized, socket: s });
+    });
+    s.once("error", (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+  });
+}
+
+async function closeSocket(s: tls.TLSSocket): Promise<void> {
+  s.destroy();
+}
+
+const echo = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>): void => cb(null, Buffer.concat([Buffer.from("echo:"), call.request]));
+
+describe("a TLS listener", () => {
+  it("carries a grpc-js call with TLS credentials to a plaintext upstream (ALPN h2)", async () => {
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, { listener: { tls: { certFile: server.certFile, keyFile: server.keyFile } } });
+    const c = tlsClient(px.address, "default.test");
+    const r = await unary(c, Buffer.from("over tls"));
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe("echo:over tls");
+    const h = await handshake(px.address, "default.test");
+    expect(h.alpn).toBe("h2");
+    expect(h.authorized).toBe(true);
+    await closeSocket(h.socket);
+    // the same client without TLS cannot talk to it
+    const plain = f.client(px.address);
+    const p = await unary(plain, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 });
+    expect(p.err?.code).toBe(grpc.status.UNAVAILABLE);
+  });
+
+  it("offers only h2 in ALPN: a client that speaks only http/1.1 is refused in the handshake", async () => {
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, { listener: { tls: { certFile: server.certFile, keyFile: server.keyFile } } });
+    await expect(handshake(px.address, "default.test", { alpn: ["http/1.1"] })).rejects.toThrow(/no.application.protocol|alert number 120/i);
+  });
+
+  it("chooses the certificate by SNI: exact names, one-label wildcards, else the default", async () => {
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, {
+      listener: {
+        tls: {
+          certFile: server.certFile,
+          keyFile: server.keyFile,
+          certificates: [
+            { serverNames: ["API.example.com"], certFile: api.certFile, keyFile: api.keyFile },
+            { serverNames: ["*.wild.example.com"], certFile: wild.certFile, keyFile: wild.keyFile },
+          ],
+        },
+      },
+    });
+    const seen: Record<string, string> = {};
+    for (const name of ["api.example.com", "Api.Example.Com", "x.wild.example.com", "a.b.wild.example.com", "wild.example.com", "other.test", undefined]) {
+      const h = await handshake(px.address, name);
+      seen[String(name)] = h.cn;
+      await closeSocket(h.socket);
+    }
+    expect(seen).toEqual({
+      "api.example.com": "api.example.com",
+      "Api.Example.Com": "api.example.com",
+      "x.wild.example.com": "*.wild.example.com",
+      "a.b.wild.example.com": "default.test",
+      "wild.example.com": "default.test",
+      "other.test": "default.test",
+      undefined: "default.test",
+    });
+    // and a grpc-js client that names api.example.com verifies that certificate and calls
+    const c = tlsClient(px.address, "api.example.com");
+    expect((await unary(c, Buffer.from("sni"))).res?.toString()).toBe("echo:sni");
+  });
+});
+
+describe("client certificates (mTLS)", () => {
+  const mtls = () => ({ certFile: server.certFile, keyFile: server.keyFile, caFile: clientCa.certFile, requireClientCert: true });
+
+  it("refuses the handshake of a client without a certificate, or with one the CA did not sign", async () => {
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, { listener: { tls: mtls() } });
+    const none = tlsClient(px.address, "default.test");
+    const r = await unary(none, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 });
+    expect(r.err?.code).toBe(grpc.status.UNAVAILABLE);
+    const bad = tlsClient(px.address, "default.test", { cert: stranger });
+    const b = await unary(bad, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 });
+    expect(b.err?.code).toBe(grpc.status.UNAVAILABLE);
+    // at the TLS level: the server ends the handshake (TLS 1.3 reports it at the first read)
+    const h = await handshake(px.address, "default.test").catch((e: Error) => e);
+    if (!(h instanceof Error)) {
+      const ended = await new Promise<string>((resolve) => {
+        h.socket.once("error", (e) => resolve(e.message));
+        h.socket.once("close", () => resolve("closed"));
+        h.socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+      });
+      expect(ended).toMatch(/certificate required|closed|alert/i);
+    }
+  });
+
+  it("passes the verified identity upstream in x-forwarded-client-cert (Envoy's format) and strips a client's own", async () => {
+    const up = await f.rawUpstream((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    const px = await f.proxyFor(up.address, { listener: { tls: mtls() } });
+    const c = tlsClient(px.address, "default.test", { cert: client });
+    const md = new grpc.Metadata();
+    md.add("x-forwarded-client-cert", "Hash=forged;Subject=\"CN=admin\"");
+    const r = await unary(c, Buffer.from("x"), md);
+    expect(r.err).toBeNull();
+    const raw = up.seen[0]!.raw;
+    const xfcc = raw.filter((_, i) => i % 2 === 1 && raw[i - 1] === "x-forwarded-client-cert");
+    expect(xfcc).toEqual([
+      `Hash=${client.sha256};Subject="CN=client-one,O=Acme\\, Inc";URI=spiffe://acme.test/ns/web/sa/client-one;DNS=client-one.acme.test;DNS=alt.acme.test`,
+    ]);
+  });
+
+  it("strips a client's x-forwarded-client-cert on a listener without client certificates, TLS or not", async () => {
+    const up = await f.rawUpstream((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    const md = new grpc.Metadata();
+    md.add("x-forwarded-client-cert", "Hash=forged");
+    const plain = await f.proxyFor(up.address);
+    expect((await unary(f.client(plain.address), Buffer.from("x"), md)).err).toBeNull();
+    const secure = await f.proxyFor(up.address, { listener: { tls: { certFile: server.certFile, keyFile: server.keyFile } } });
+    expect((await unary(tlsClient(secure.address, "default.test", { cert: client }), Buffer.from("x"), md)).err).toBeNull();
+    expect(up.seen).toHaveLength(2);
+    for (const s of up.seen) expect(s.headers["x-forwarded-client-cert"]).toBeUndefined();
+  });
+
+  it("with caFile but not requireClientCert: a client without a certificate is served, with no x-forwarded-client-cert", async () => {
+    const up = await f.rawUpstream((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    const px = await f.proxyFor(up.address, { listener: { tls: { ...mtls(), requireClientCert: false } } });
+    expect((await unary(tlsClient(px.address, "default.test"), Buffer.from("x"))).err).toBeNull();
+    expect((await unary(tlsClient(px.address, "default.test", { cert: stranger }), Buffer.from("x"))).err).toBeNull();
+    expect((await unary(tlsClient(px.address, "default.test", { cert: client }), Buffer.from("x"))).err).toBeNull();
+    expect(up.seen.map((s) => (s.headers["x-forwarded-client-cert"] as string | undefined)?.slice(0, 5))).toEqual([undefined, undefined, "Hash="]);
+  });
+});
+
+describe("certificate files replaced", () => {
+  it("new handshakes get the new certificate while a call on an old connection completes; a broken file is refused and the old certificate kept", async () => {
+    // the listener's own copies of the files, replaced below
+    const certFile = certs.path("live.pem");
+    const keyFile = certs.path("live.key");
+    copyFileSync(server.certFile, certFile);
+    copyFileSync(server.keyFile, keyFile);
+    let release: (() => void) | undefined;
+    const up = await f.grpcServer({
+      Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        if (call.request.toString() === "hold") release = () => cb(null, Buffer.from("held call done"));
+        else cb(null, call.request);
+      },
+    });
+    const px = await f.proxyFor(up.address, { listener: { tls: { certFile, keyFile } } });
+    const old = tlsClient(px.address, "default.test");
+    const held = unary(old, Buffer.from("hold"), new grpc.Metadata(), { deadline: Date.now() + 20_000 });
+    await waitFor("the held call to reach the upstream", () => (release === undefined ? undefined : true));
+    expect((await handshake(px.address, "default.test")).cn).toBe("default.test");
+
+    // a broken file: refused, the old certificate still served
+    const lt = px.instance.listeners[0]!.tls!;
+    writeFileSync(certFile, "-----BEGIN CERTIFICATE-----\nnot a certificate\n-----END CERTIFICATE-----\n");
+    await waitFor("the broken file to be refused", () => (lt.refusedReloads > 0 ? true : undefined));
+    const still = await handshake(px.address, "default.test");
+    expect(still.cn).toBe("default.test");
+    await closeSocket(still.socket);
+
+    // a renewed certificate (new key too): written key first, then cert
+    const renewed = certs.leaf(ca, "renewed", { cn: "renewed.test", dns: ["default.test"] });
+    writeFileSync(keyFile, renewed.key);
+    writeFileSync(certFile, renewed.cert);
+    await waitFor("a new handshake to see the renewed certificate", async () => {
+      const h = await handshake(px.address, "default.test");
+      await closeSocket(h.socket);
+      return h.cn === "renewed.test" ? true : undefined;
+    });
+    // a new grpc-js connection verifies the renewed certificate and calls
+    const fresh = tlsClient(px.address, "default.test");
+    expect((await unary(fresh, Buffer.from("new conn"))).res?.toString()).toBe("new conn");
+    // the old connection was not dropped: its held call completes, and it takes another call
+    release!();
+    const r = await held;
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe("held call done");
+    expect((await unary(old, Buffer.from("again"))).res?.toString()).toBe("again");
+    expect(lt.reloads).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+});
+

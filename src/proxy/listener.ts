@@ -6,7 +6,7 @@ import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeade
 import type { TLSSocket } from "node:tls";
 import { ListenerTls, xfccOf } from "./downstream/tls.js";
 import { kClientCert, type ClientCertSession } from "./call/headers.js";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { handleWebHttp1, handleWebHttp2 } from "./downstream/grpc-web.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
@@ -180,6 +180,8 @@ export class Listener {
   readonly http1: http.Server | null = null;
   private http1Bound: AddressInfo | undefined;
   private cors: CorsPolicy | null = null;
+  /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
+  private readonly tlsHttp1Sockets = new Set<Socket>();
 
   constructor(
     public cfg: ListenerConfig,
@@ -230,6 +232,23 @@ export class Listener {
     // node's own (the call's deadline and streamIdleTimeout bound a call).
     if (cfg.grpcWeb && cfg.http1Address !== null) {
       this.http1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 60_000 }, (req, res) => this.serveHttp1(req, res));
+    }
+    // On a TLS listener with grpcWeb, ALPN also offers http/1.1 (tlsAllowsHttp1) and node hands
+    // those connections' requests to the secure server's 'request' event. A 'request' listener
+    // makes node add its compatibility 'stream' handler as well (which would take every HTTP/2
+    // stream too): it is removed at once, before dojang's own 'stream' handler is added below,
+    // so HTTP/2 streams stay on the core API and only HTTP/1.1 requests arrive here.
+    if (tlsAllowsHttp1(cfg)) {
+      server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+        // (kept so destroy() can end keep-alive connections, which server.close() would wait for)
+        const sock = req.socket;
+        if (!this.tlsHttp1Sockets.has(sock)) {
+          this.tlsHttp1Sockets.add(sock);
+          sock.once("close", () => this.tlsHttp1Sockets.delete(sock));
+        }
+        this.serveHttp1(req, res);
+      });
+      server.removeAllListeners("stream");
     }
     const live = ctx.metrics.live;
     server.on("session", (s: CountedSession) => {
@@ -561,6 +580,7 @@ export class Listener {
     for (const s of this.sessions) s.destroy();
     if (this.watchTimer !== undefined) clearInterval(this.watchTimer);
     if (this.http1 !== null) this.http1.closeAllConnections();
+    for (const sock of this.tlsHttp1Sockets) sock.destroy();
   }
 
   /**
@@ -595,13 +615,13 @@ function destroySession(s: ServerHttp2Session): void {
 }
 
 /**
- * ALPN on a TLS listener: h2 only, or h2 and http/1.1. The gRPC-Web engineer's switch: return
- * `cfg.grpcWeb` once the listener answers HTTP/1.1 requests that arrive on the secure server
- * (node hands them to its 'request' event when allowHTTP1 is on); until then a client without h2
- * is refused in the handshake.
+ * ALPN on a TLS listener: h2 only, or h2 and http/1.1. With grpcWeb, http/1.1 is offered too and
+ * its requests arrive at the secure server's 'request' event (gRPC-Web over HTTP/1.1 on the same
+ * TLS port, served as on http1Address); without it a client that cannot speak h2 is refused in
+ * the handshake.
  */
-export function tlsAllowsHttp1(_cfg: ListenerConfig): boolean {
-  return false;
+export function tlsAllowsHttp1(cfg: ListenerConfig): boolean {
+  return cfg.tls !== null && cfg.grpcWeb;
 }
 
 /** setTimeout's limit (2^31−1 ms). */

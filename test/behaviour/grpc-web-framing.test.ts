@@ -9,6 +9,9 @@ import http from "node:http";
 import http2 from "node:http2";
 import { Agent, request } from "undici";
 import { afterAll, describe, expect, it } from "vitest";
+import { fileURLToPath } from "node:url";
+import { loadConfigFile } from "../../src/config/load.js";
+import { parseConfigText } from "../../src/config/parse.js";
 import type { DojangHandle } from "../../src/index.js";
 import { parseTrailerBlock } from "../../src/translate/grpc-web.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
@@ -240,5 +243,25 @@ describe("gRPC-Web over HTTP/2 (the h2c port)", () => {
     expect(r?.toString()).toBe("native");
     await waitFor("the access record", () => px.calls.length === 1);
     expect(px.calls[0]!.protocol).toBeUndefined();
+  });
+});
+
+describe("config/edge.yaml", () => {
+  it("configures gRPC-Web, CORS and the HTTP/1.1 socket on its edge listener", () => {
+    const c = loadConfigFile(fileURLToPath(new URL("../../config/edge.yaml", import.meta.url)), {});
+    const l = c.listeners.find((x) => x.grpcWeb);
+    expect(l?.cors?.allowOrigins.length).toBeGreaterThan(0);
+    expect(l?.http1Address).not.toBeNull();
+  });
+
+  it("refuses cors and http1Address without grpcWeb, naming the key", () => {
+    const issues = (extra: string): string => {
+      const r = parseConfigText(`listeners:\n  - name: a\n    address: 127.0.0.1:0\n${extra}    routes: [{ match: { prefix: "/" }, cluster: b }]\nclusters: [{ name: b, endpoints: ["127.0.0.1:1"] }]\n`);
+      return r.ok ? "ok" : JSON.stringify(r.issues);
+    };
+    expect(issues(`    cors: { allowOrigins: ["*"] }\n`)).toMatch(/listeners\[0\]\.cors.*needs grpcWeb/);
+    expect(issues(`    http1Address: 127.0.0.1:0\n`)).toMatch(/listeners\[0\]\.http1Address.*needs grpcWeb/);
+    expect(issues(`    grpcWeb: true\n    cors: { allowOrigins: ["https://exa mple.com"] }\n`)).toMatch(/listeners\[0\]\.cors\.allowOrigins\[0\]/);
+    expect(issues(`    grpcWeb: true\n    http1Address: 127.0.0.1:0\n    cors: { allowOrigins: ["*", "https://*.example.com:8443"] }\n`)).toBe("ok");
   });
 });

@@ -1,7 +1,7 @@
 // dojang's command line (after src/cli.ts, the launcher): argv and env, --check, and the signals that drain the proxy.
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. cannot listen), 2 invalid config or usage.
 import { parseArgs } from "node:util";
-import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, type Config } from "./config/index.js";
+import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, tlsFileIssues, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { runHealth } from "./health.js";
 import { Dojang, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
@@ -68,6 +68,9 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;
   }
+  // TLS certificate files the config names must be readable (--check and start alike)
+  const unreadable = tlsFileIssues(config);
+  if (unreadable.length > 0) fail(2, `dojang: ${new ConfigError(file ?? "<embedded default>", unreadable).message}`);
   if (args.check) {
     process.stdout.write(`dojang: config ${file ?? "<embedded default>"} is valid\n`);
     return;

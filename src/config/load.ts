@@ -26,15 +26,15 @@ export function loadConfigFile(path: string, env: Env = process.env): Config {
   }
   const r = parseConfigText(text, env);
   if (!r.ok) throw new ConfigError(path, r.issues);
-  const unreadable = tlsFileIssues(r.config);
-  if (unreadable.length > 0) throw new ConfigError(path, unreadable);
   return r.config;
 }
 
 /**
  * Every TLS file the config names (listeners[].tls, clusters[].tls) that cannot be read, as an
- * issue on its key: `listeners[0].tls.certFile: cannot read "x.pem": ENOENT`. Only readability
- * is checked here (so --check fails on a missing file); the proxy parses the PEM when it starts
+ * issue on its key: `listeners[0].tls.certFile: cannot read "x.pem": ENOENT`. The CLI asks this
+ * after loading (src/main.ts), so `--check` fails on a missing file; loadConfigFile itself reads
+ * only the config (an example config may name certificates that exist only where it is deployed).
+ * Only readability is checked here; the proxy parses the PEM when it starts
  * (src/proxy/downstream/tls.ts, src/proxy/upstream/tls.ts) and names the key there too.
  */
 export function tlsFileIssues(config: Config): ConfigIssue[] {

@@ -1,7 +1,7 @@
 // TLS config: errors name the key (schema, --check, start), /config shows paths and never key
 // material, and a reload that changes a listener's tls says it needs a restart.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { loadConfigFile, parseConfigText, tlsFileIssues } from "../../src/config/index.js";
 import { reloadReport } from "../../src/config/reload.js";
 import { startDojang } from "../../src/index.js";
@@ -80,6 +80,35 @@ describe("the tls keys in the config", () => {
     const ok = await runCli(["--config", path, "--check"]);
     expect(ok.stderr).toBe("");
     expect(ok.code).toBe(0);
+  });
+
+  it("config/edge.yaml's TLS part is valid: with its certificate files in place, dojang --check passes", async () => {
+    assertDistBuilt();
+    // the example names /etc/dojang/tls/…: the same files, made here, in a temp directory
+    const d = new CertDir();
+    try {
+      const clients = d.ca("clients-ca");
+      const internal = d.ca("internal-ca");
+      d.leaf(internal, "edge", { cn: "edge.example.com", dns: ["edge.example.com"] });
+      d.leaf(internal, "api", { cn: "api.example.com", dns: ["api.example.com"] });
+      d.leaf(internal, "shop-wildcard", { cn: "*.shop.example.com", dns: ["*.shop.example.com"] });
+      d.leaf(clients, "dojang-client", { cn: "dojang" });
+      const text = readFileSync(new URL("../../config/edge.yaml", import.meta.url), "utf8");
+      expect(text).toContain("/etc/dojang/tls/");
+      const path = d.path("edge.yaml");
+      writeFileSync(path, text.replaceAll("/etc/dojang/tls/", d.dir + "/"));
+      const missing = certs.path("edge-missing.yaml");
+      writeFileSync(missing, text.replaceAll("/etc/dojang/tls/", d.dir + "/nowhere/"));
+      const bad = await runCli(["--config", missing, "--check"]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain("listeners[0].tls.certFile: cannot read");
+      expect(bad.stderr).toContain("clusters[0].tls.keyFile: cannot read");
+      const ok = await runCli(["--config", path, "--check"]);
+      expect(ok.stderr).toBe("");
+      expect(ok.code).toBe(0);
+    } finally {
+      d.remove();
+    }
   });
 
   it("a certificate that does not match its key fails the start, naming the key and not the contents", async () => {

@@ -16,6 +16,7 @@ import { ListenError } from "../errors.js";
 import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, ServingStatus, decodeHealthRequest, encodeHealthResponse } from "../translate/health.js";
 import { handleStream, type CallContext } from "./call/call.js";
+import { responseBuffers } from "./observe/overload.js";
 import type { Cluster } from "./upstream/cluster.js";
 
 /**
@@ -290,7 +291,11 @@ export class Listener {
         sess[kOpen] = open;
         stream[kCounted] = sess;
         stream.on("close", onCountedStreamClose);
-        if (open > (sess[kLimit] ?? this.cfg.maxConcurrentStreams)) {
+        // Past the process's response-buffer budget (observe/overload.ts) no new stream is
+        // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.
+        const overloaded = responseBuffers.overloaded;
+        if (overloaded || open > (sess[kLimit] ?? this.cfg.maxConcurrentStreams)) {
+          if (overloaded) responseBuffers.refused++;
           ctx.metrics.refusedStreams.inc();
           // node reports the reset it sends as the stream's 'error': without a listener it would
           // be thrown, and end the process

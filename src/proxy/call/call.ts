@@ -64,6 +64,8 @@ import { copyHeaders, copyRequestHeaders, kClientCert, type ClientCertSession, t
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
+// issue 12 (protections): stalled calls count against the response-buffer budgets
+import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
@@ -814,6 +816,8 @@ export class Call implements AttemptOwner, FilterCall {
     }
     if (!this.down.write(chunk)) {
       this.attempt!.pause();
+      // The client is behind: this call's buffers now count against the budgets (overload.ts).
+      responseBuffers.stall(this);
       if (!this.downDrainHooked) {
         this.downDrainHooked = true;
         this.down.on("drain", onDownDrain);
@@ -1142,7 +1146,19 @@ export class Call implements AttemptOwner, FilterCall {
     if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(this);
   }
 
+  /**
+   * The response-buffer guard cuts this stalled call (observe/overload.ts): 8 RESOURCE_EXHAUSTED
+   * as the status, but the client is not reading, so the stream is reset (ENHANCE_YOUR_CALM)
+   * to drop what is queued for it; the upstream stream is cancelled by finish().
+   */
+  cutForOverload(message: string): void {
+    this.finish(outcome(Code.RESOURCE_EXHAUSTED, message, "overload"));
+    const down = this.down;
+    if (!down.destroyed) down.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+  }
+
   onDownstreamClose(): void {
+    if (this.downDrainHooked) responseBuffers.unstall(this);
     if (!this.done) {
       // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
       // PROTOCOL_ERROR: nghttp2 reset a malformed request (e.g. DATA beyond its content-length,
@@ -1282,6 +1298,7 @@ function onDownEnd(this: ServerHttp2Stream): void {
 }
 function onDownDrain(this: ServerHttp2Stream): void {
   const c = callOf(this);
+  responseBuffers.unstall(c);
   if (!c.done) c.attempt?.resume();
 }
 function onDownClose(this: ServerHttp2Stream): void {

@@ -1,0 +1,208 @@
+// Issue 12, "memory follows the slowest reader": a client that opens server-streaming calls and
+// never opens its flow-control window (SETTINGS_INITIAL_WINDOW_SIZE 0) must not own dojang's
+// memory. A real dojang process (RSS is the process's), a raw node:http2 upstream that streams
+// as fast as dojang reads, a raw-frame attacker, and a grpc-js bystander on the same dojang.
+import http2 from "node:http2";
+import { readFileSync } from "node:fs";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { AddressInfo } from "node:net";
+import { echoClient, startProxy, type EchoClient } from "../helpers/peers.js";
+import { FRAME } from "../helpers/h2-frames.js";
+import { DEFAULT_BUFFER_BUDGETS, responseBuffers } from "../../src/proxy/observe/overload.js";
+import type { DojangHandle } from "../../src/index.js";
+import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
+import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
+import { SETTING } from "../helpers/h2-frames.js";
+import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
+
+const tmp = tempDir();
+let upstream: { address: string; server: http2.Http2Server; flood: number; bystander: number };
+const upSessions = new Set<http2.ServerHttp2Session>();
+/** one whole gRPC message of 64 KiB (5-byte prefix + payload) */
+const CHUNK = Buffer.alloc(64 * 1024, 7);
+CHUNK[0] = 0;
+CHUNK.writeUInt32BE(CHUNK.length - 5, 1);
+/** bytes the upstream managed to hand to dojang, over all flood streams */
+let sent = 0;
+
+/** Streams 64 KiB chunks as long as dojang takes them (the upstream's own flow control pauses it). */
+function flood(stream: http2.ServerHttp2Stream): void {
+  stream.respond({ ":status": 200, "content-type": "application/grpc" });
+  const pump = (): void => {
+    while (!stream.destroyed && !stream.closed) {
+      sent += CHUNK.length;
+      if (!stream.write(CHUNK)) return void stream.once("drain", pump);
+    }
+  };
+  pump();
+}
+
+export function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+const clients: EchoClient[] = [];
+const proxies: DojangHandle[] = [];
+const raws: RawH2Client[] = [];
+beforeAll(async () => {
+  assertDistBuilt();
+  // node's default maxSessionMemory (10 MiB) would make the upstream itself refuse streams
+  // with hundreds of floods queued on one session; the test is about dojang's memory.
+  const server = http2.createServer({ maxSessionMemory: 1024 });
+  const echo = echoOr((s) => {
+    upstream.flood++;
+    flood(s);
+  });
+  server.on("session", (s) => {
+    upSessions.add(s);
+    s.on("close", () => upSessions.delete(s));
+    s.on("error", () => {});
+  });
+  server.on("stream", (stream, headers) => {
+    stream.on("error", () => {});
+    if (headers[":path"] === BYSTANDER_PATH) upstream.bystander++;
+    echo(stream, headers);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  upstream = { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, server, flood: 0, bystander: 0 };
+});
+afterEach(async () => {
+  responseBuffers.budgets = DEFAULT_BUFFER_BUDGETS;
+  for (const px of proxies.splice(0)) await px.close(0);
+  for (const c of clients.splice(0)) c.close();
+  for (const r of raws.splice(0)) r.close();
+  await killSpawned();
+});
+afterAll(async () => {
+  for (const s of upSessions) s.destroy();
+  await new Promise((r) => upstream.server.close(r));
+  tmp.remove();
+});
+
+/** Streams the attacker opens (dojang's default maxConcurrentStreams allows them on one connection). */
+const STREAMS = Number(process.env["ATTACK_STREAMS"] ?? 200);
+/**
+ * The bounds stated in the README's protections table for this attack, per upstream window
+ * (the cluster's initialWindowSize: what a paused upstream stream may still send). Measured
+ * before the budgets (dojang 0.2, ATTACK_CLI=<its dist/cli.js>): +212 MiB at 1 MiB, 200 streams.
+ */
+const CASES = [
+  { window: "1MiB", boundMiB: 96 },
+  { window: "64KiB", boundMiB: 48 },
+] as const;
+
+describe("attack: a client that never opens its window (zero-window stall), real dojang process", () => {
+  it.each(CASES)(`${STREAMS} stalled server streams with upstream window $window cost dojang under $boundMiB MiB of RSS; a bystander's calls all succeed`, { timeout: 60_000 }, async ({ window, boundMiB }) => {
+    const port = await freePort();
+    const admin = await freePort();
+    const yaml = configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" });
+    const cfg = tmp.write("slow-reader.yaml", yaml.replace(/( {4}endpoints: .*\n)/, `$1    initialWindowSize: ${window}\n`));
+    const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
+    await waitReady(p, `127.0.0.1:${admin}`);
+    const address = `127.0.0.1:${port}`;
+    const by = echoClient(address);
+    clients.push(by);
+    // warm up (code paths, buffers) so the baseline is the steady process, not its start
+    await runBystander(by, 50, 5);
+    await sleep(300);
+    const before = rssMiB(p.pid);
+
+    const atk = await connectRawH2(address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+    raws.push(atk);
+    sent = 0;
+    for (let i = 0; i < STREAMS; i++) {
+      const id = 1 + 2 * i;
+      atk.headers(id, grpcRequestFields("/test.Stream/Flood"));
+      atk.data(id, Buffer.from([0, 0, 0, 0, 0]), true);
+    }
+    const bystander = runBystander(by, 200, 10);
+    // let the flood fill whatever dojang lets it fill
+    let peak = before;
+    for (let t = 0; t < 30; t++) {
+      await sleep(100);
+      peak = Math.max(peak, rssMiB(p.pid));
+    }
+    const r = await bystander;
+    peak = Math.max(peak, rssMiB(p.pid));
+    const growth = peak - before;
+    console.log(`window ${window}: flood streams upstream saw ${upstream.flood}; slow reader: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}), upstream sent ${(sent / 2 ** 20).toFixed(1)} MiB`);
+    expect(r.failures).toEqual([]);
+    expect(r.ok).toBe(200);
+    expect(growth).toBeLessThan(boundMiB);
+    expect(upstream.bystander).toBeGreaterThanOrEqual(250);
+  });
+});
+
+/** Opens `n` flood streams (ids from `first`) on a zero-window raw connection. */
+function openFloods(atk: RawH2Client, n: number, first = 1): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = first + 2 * i;
+    ids.push(id);
+    atk.headers(id, grpcRequestFields("/test.Stream/Flood"));
+    atk.data(id, Buffer.from([0, 0, 0, 0, 0]), true);
+  }
+  return ids;
+}
+
+const ENHANCE_YOUR_CALM = 0xb;
+const REFUSED_STREAM = 0x7;
+
+describe("the response-buffer budgets (in-process dojang, budgets set on the process's guard)", () => {
+  it("past the per-connection budget the largest stalled calls are cut with RST_STREAM ENHANCE_YOUR_CALM; a bystander on another connection is served", { timeout: 30_000 }, async () => {
+    responseBuffers.budgets = { perConnectionBytes: 2 * 1_048_576, processBytes: 1024 * 1_048_576 };
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const cutsBefore = responseBuffers.cuts;
+    const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+    raws.push(atk);
+    const ids = openFloods(atk, 40);
+    const by = echoClient(px.address);
+    clients.push(by);
+    const r = await runBystander(by, 100, 10);
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && ids.filter((id) => atk.ended(id)).length < 20) await sleep(50);
+    const cut = ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM));
+    expect(r.failures).toEqual([]);
+    // each stalled call holds at least one 64 KiB message, so at most 32 fit in 2 MiB
+    expect(cut.length).toBeGreaterThanOrEqual(8);
+    expect(responseBuffers.cuts - cutsBefore).toBeGreaterThanOrEqual(cut.length);
+    expect(atk.closed).toBe(false); // the connection itself stays; only its stalled calls are cut
+    expect(responseBuffers.lastTotal).toBeLessThanOrEqual(2 * 1_048_576 + 2 * 64 * 1024);
+  });
+
+  it("past the process budget new streams are refused with REFUSED_STREAM until the stalled buffers are cut back", { timeout: 30_000 }, async () => {
+    responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 4 * 1_048_576 };
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+    raws.push(atk);
+    const ids = openFloods(atk, 60);
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && !responseBuffers.overloaded) await sleep(20);
+    expect(responseBuffers.overloaded).toBe(true);
+    // a new stream (another connection) while overloaded: refused, never sent upstream
+    const floodsBefore = upstream.flood;
+    const other = await connectRawH2(px.address);
+    raws.push(other);
+    other.headers(1, grpcRequestFields(BYSTANDER_PATH));
+    other.data(1, Buffer.from([0, 0, 0, 0, 0]), true);
+    while (Date.now() < deadline && !other.ended(1)) await sleep(20);
+    expect(other.on(1).find((f) => f.type === FRAME.RST_STREAM)?.errorCode).toBe(REFUSED_STREAM);
+    expect(upstream.flood).toBe(floodsBefore);
+    // once idle (IDLE_MS without a drain) the largest stalled buffers are cut, the rest stay within the budget
+    const cutIds = (): number[] => ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM));
+    while (Date.now() < deadline && (cutIds().length === 0 || responseBuffers.lastTotal > 4 * 1_048_576)) await sleep(20);
+    expect(cutIds().length).toBeGreaterThan(0);
+    expect(responseBuffers.lastTotal).toBeLessThanOrEqual(4 * 1_048_576);
+    // the attacker leaves: its stalled calls end, the overload ends, streams are taken again
+    atk.close();
+    while (Date.now() < deadline && responseBuffers.overloaded) await sleep(20);
+    expect(responseBuffers.overloaded).toBe(false);
+    const by = echoClient(px.address);
+    clients.push(by);
+    const r = await runBystander(by, 20, 5);
+    expect(r.failures).toEqual([]);
+  });
+});

@@ -11,7 +11,7 @@ import { Agent, request } from "undici";
 import { afterAll, describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { loadConfigFile } from "../../src/config/load.js";
-import { parseConfigText } from "../../src/config/parse.js";
+import { configFromText, parseConfigText } from "../../src/config/parse.js";
 import type { DojangHandle } from "../../src/index.js";
 import { parseTrailerBlock } from "../../src/translate/grpc-web.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
@@ -263,5 +263,42 @@ describe("config/edge.yaml", () => {
     expect(issues(`    http1Address: 127.0.0.1:0\n`)).toMatch(/listeners\[0\]\.http1Address.*needs grpcWeb/);
     expect(issues(`    grpcWeb: true\n    cors: { allowOrigins: ["https://exa mple.com"] }\n`)).toMatch(/listeners\[0\]\.cors\.allowOrigins\[0\]/);
     expect(issues(`    grpcWeb: true\n    http1Address: 127.0.0.1:0\n    cors: { allowOrigins: ["*", "https://*.example.com:8443"] }\n`)).toBe("ok");
+  });
+});
+
+describe("gRPC-Web settings on reload", () => {
+  const yaml = (up: string, origin: string, h1: string) =>
+    `listeners:\n  - name: main\n    address: 127.0.0.1:0\n    grpcWeb: true\n    http1Address: ${h1}\n    cors: { allowOrigins: ["${origin}"] }\n    routes: [{ match: { prefix: "/" }, cluster: backend }]\nclusters: [{ name: backend, endpoints: ["${up}"] }]\n`;
+  const preflight = async (h1: string, origin: string): Promise<number> => {
+    const r = await request(`http://${h1}/test.Echo/Unary`, { method: "OPTIONS", dispatcher: agent, headers: { origin, "access-control-request-method": "POST" } });
+    await r.body.dump();
+    return r.statusCode;
+  };
+
+  it("takes new allowOrigins on the same sockets, and a moved http1Address binds the new socket and closes the old", async () => {
+    const up = await fx.grpcServer(impl);
+    const px = await fx.proxyFor(up.address, { listener: { grpcWeb: true, http1Address: "127.0.0.1:0", cors: { allowOrigins: ["http://a.test"] } } });
+    const d = px.instance;
+    const h1 = d.http1Address();
+    expect(await preflight(h1, "http://b.test")).toBe(403);
+    const listener = d.listeners[0]!;
+    let r = await d.reload(configFromText(yaml(up.address, "http://b.test", "127.0.0.1:0"), "<test>"));
+    expect(r.ok).toBe(true);
+    expect(d.listeners[0]).toBe(listener);
+    expect(d.http1Address()).toBe(h1);
+    expect(await preflight(h1, "http://b.test")).toBe(204);
+    expect(await preflight(h1, "http://a.test")).toBe(403);
+
+    const port = await new Promise<number>((resolve) => {
+      const s = http.createServer().listen(0, "127.0.0.1", () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    r = await d.reload(configFromText(yaml(up.address, "http://b.test", `127.0.0.1:${port}`), "<test>"));
+    expect(r.ok).toBe(true);
+    expect(d.http1Address()).toBe(`127.0.0.1:${port}`);
+    expect(await preflight(`127.0.0.1:${port}`, "http://b.test")).toBe(204);
+    await waitFor("the old HTTP/1.1 socket closed", () => !listener.http1!.listening, 5000);
   });
 });

@@ -4,6 +4,9 @@
 // client certificate for an upstream that requires one.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 import { useFixtures } from "../helpers/fixtures.js";
 import { ECHO_SERVICE, unary, type GrpcServer } from "../helpers/peers.js";
@@ -84,6 +87,27 @@ describe("a cluster with tls", () => {
     const n = await unary(f.client(none.address), Buffer.from("hi"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
     expect(n.err?.code).toBe(grpc.status.UNAVAILABLE);
     expect(n.err?.details).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID/);
+  });
+
+  it("sends :scheme https and the serverName as SNI (a raw node:http2 TLS upstream records both)", async () => {
+    const seen: { scheme: unknown; sni: unknown; alpn: unknown }[] = [];
+    const server = http2.createSecureServer({ cert: backend.cert, key: backend.key });
+    server.on("stream", (stream, headers) => {
+      const sock = stream.session?.socket as (TLSSocket & { servername?: string }) | undefined;
+      seen.push({ scheme: headers[":scheme"], sni: sock?.servername, alpn: sock?.alpnProtocol });
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    server.on("session", (sess) => sess.on("error", () => {}));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    f.track(server, (x) => new Promise<void>((r) => x.close(() => r())));
+    const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const px = await f.proxyFor(address, { cluster: { tls: { caFile: ca.certFile, serverName: "backend.internal" } } });
+    const r = await unary(f.client(px.address), Buffer.from("hi"));
+    expect(r.err).toBeNull();
+    expect(seen).toEqual([{ scheme: "https", sni: "backend.internal", alpn: "h2" }]);
+    await px.close(0);
   });
 
   it("presents certFile/keyFile to an upstream that requires a client certificate (mTLS upstream)", async () => {

@@ -331,7 +331,8 @@ export class Call implements AttemptOwner, FilterCall {
 
     const out: OutgoingHeaders = {
       ":method": "POST",
-      ":scheme": "http",
+      // clusters[].tls: the upstream connection is https (RFC 9113 §8.3.1: the scheme of the target)
+      ":scheme": cluster.cfg.tls === null ? "http" : "https",
       ":path": this.path,
       ":authority": this.authority ?? "",
     };

@@ -174,6 +174,11 @@ export class WebDownstream extends EventEmitter {
     } else this.h2!.respond({ ":status": 200, ...out });
   }
 
+  /** Bytes queued for the client and not yet taken by its socket (the response-buffer guard reads it, observe/overload.ts). */
+  get writableLength(): number {
+    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
+  }
+
   write(chunk: Buffer): boolean {
     const b = this.enc === null ? chunk : this.encode(chunk, false);
     return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);

@@ -189,6 +189,23 @@ describe("client certificates (mTLS)", () => {
     ]);
   });
 
+  it("verifies client certificates on a certificate chosen by SNI as on the default one", async () => {
+    const up = await f.rawUpstream((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    const px = await f.proxyFor(up.address, { listener: { tls: { ...mtls(), certificates: [{ serverNames: ["api.example.com"], certFile: api.certFile, keyFile: api.keyFile }] } } });
+    const none = await unary(tlsClient(px.address, "api.example.com"), Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 });
+    expect(none.err?.code).toBe(grpc.status.UNAVAILABLE);
+    const bad = await unary(tlsClient(px.address, "api.example.com", { cert: stranger }), Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 });
+    expect(bad.err?.code).toBe(grpc.status.UNAVAILABLE);
+    const ok = await unary(tlsClient(px.address, "api.example.com", { cert: client }), Buffer.from("x"));
+    expect(ok.err).toBeNull();
+    expect(up.seen).toHaveLength(1);
+    expect(up.seen[0]!.headers["x-forwarded-client-cert"]).toMatch(new RegExp(`^Hash=${client.sha256};Subject="CN=client-one,`));
+  });
+
   it("strips a client's x-forwarded-client-cert on a listener without client certificates, TLS or not", async () => {
     const up = await f.rawUpstream((stream) => {
       stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });

@@ -31,7 +31,6 @@ import {
   finishBase64,
   newBase64Decoder,
   newBase64Encoder,
-  parseWebContentType,
   upstreamContentType,
   webResponseContentType,
   type Base64Decoder,
@@ -41,7 +40,7 @@ import {
 import { Call, type CallContext } from "../call/call.js";
 import type { OutgoingHeaders } from "../call/headers.js";
 
-/** The fields of a status that go into the trailer frame (and stay out of a Trailers-Only head's CORS exposure list). */
+/** The fields of a Trailers-Only status that are repeated as its trailer frame. */
 const STATUS_FIELDS = new Set(["grpc-status", "grpc-message", "grpc-status-details-bin"]);
 /** HTTP/1.1 connection-level fields and the gRPC-Web request markers: never forwarded upstream. */
 const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "x-grpc-web", "te"]);
@@ -328,5 +327,3 @@ export function handleWebHttp2(ctx: CallContext, web: WebContentType, stream: Se
   const n = nativeHead(String(h[":method"] ?? ""), typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, web, raw);
   startCall(ctx, w, n.headers, n.raw);
 }
-
-export { parseWebContentType };

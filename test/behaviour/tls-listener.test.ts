@@ -5,7 +5,8 @@
 // certificate files replaced while a call runs on an old connection.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import tls from "node:tls";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 import { useFixtures } from "../helpers/fixtures.js";
@@ -283,6 +284,36 @@ describe("certificate files replaced", () => {
     expect(r.res?.toString()).toBe("held call done");
     expect((await unary(old, Buffer.from("again"))).res?.toString()).toBe("again");
     expect(lt.reloads).toBeGreaterThanOrEqual(1);
+  }, 30_000);
+
+  it("follows a Kubernetes-style secret volume: files that are symlinks through a `..data` link swapped atomically", async () => {
+    // <dir>/tls.crt -> ..data/tls.crt, ..data -> v1; the update makes v2 and renames a new link over ..data
+    const dir = certs.path("secret-volume");
+    mkdirSync(join(dir, "v1"), { recursive: true });
+    copyFileSync(server.certFile, join(dir, "v1", "tls.crt"));
+    copyFileSync(server.keyFile, join(dir, "v1", "tls.key"));
+    symlinkSync("v1", join(dir, "..data"));
+    symlinkSync(join("..data", "tls.crt"), join(dir, "tls.crt"));
+    symlinkSync(join("..data", "tls.key"), join(dir, "tls.key"));
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, { listener: { tls: { certFile: join(dir, "tls.crt"), keyFile: join(dir, "tls.key") } } });
+    const first = await handshake(px.address, "default.test");
+    expect(first.cn).toBe("default.test");
+    await closeSocket(first.socket);
+    const lt = px.instance.listeners[0]!.tls!;
+    const renewed = certs.leaf(ca, "k8s-renewed", { cn: "k8s-renewed.test", dns: ["default.test"] });
+    mkdirSync(join(dir, "v2"));
+    copyFileSync(renewed.certFile, join(dir, "v2", "tls.crt"));
+    copyFileSync(renewed.keyFile, join(dir, "v2", "tls.key"));
+    symlinkSync("v2", join(dir, "..data_tmp"));
+    renameSync(join(dir, "..data_tmp"), join(dir, "..data"));
+    await waitFor("a new handshake to see the swapped certificate", async () => {
+      const h = await handshake(px.address, "default.test");
+      await closeSocket(h.socket);
+      return h.cn === "k8s-renewed.test" ? true : undefined;
+    });
+    expect(lt.reloads).toBe(1);
+    expect(lt.refusedReloads).toBe(0);
   }, 30_000);
 });
 

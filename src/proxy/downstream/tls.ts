@@ -6,7 +6,7 @@
 // never in the config, a log line or /config.
 import { createHash } from "node:crypto";
 import { readFileSync, watch, type FSWatcher } from "node:fs";
-import { basename, dirname, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import tls, { type SecureContext, type TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import type { ListenerTlsConfig } from "../../config/index.js";
@@ -20,6 +20,8 @@ export const RELOAD_DEBOUNCE_MS = 200;
 
 /** What a key path names: a file the config gave, read or refused as a whole. */
 interface Loaded {
+  /** SHA-256 over every file's bytes, in config order: a reload of unchanged files does nothing */
+  readonly digest: string;
   /** options for node's default context (server.setSecureContext / createSecureServer) */
   readonly defaults: { readonly cert: Buffer; readonly key: Buffer; readonly ca?: Buffer };
   /** exact server name → context */
@@ -49,9 +51,15 @@ function context(where: string, key: string, opts: tls.SecureContextOptions): Se
 
 /** Reads and checks every file of a listener's tls block; throws ConfigError naming the key. */
 export function loadListenerTls(cfg: ListenerTlsConfig, where: string): Loaded {
-  const ca = cfg.caFile === null ? undefined : readKeyFile(where, "tls.caFile", cfg.caFile);
-  const cert = readKeyFile(where, "tls.certFile", cfg.certFile);
-  const key = readKeyFile(where, "tls.keyFile", cfg.keyFile);
+  const h = createHash("sha256");
+  const read = (key: string, file: string): Buffer => {
+    const b = readKeyFile(where, key, file);
+    h.update(`${b.length}:`).update(b);
+    return b;
+  };
+  const ca = cfg.caFile === null ? undefined : read("tls.caFile", cfg.caFile);
+  const cert = read("tls.certFile", cfg.certFile);
+  const key = read("tls.keyFile", cfg.keyFile);
   const defaults = ca === undefined ? { cert, key } : { cert, key, ca };
   // built once to check the pair (and the CA) now, not at the first handshake
   context(where, "tls", defaults);
@@ -59,8 +67,8 @@ export function loadListenerTls(cfg: ListenerTlsConfig, where: string): Loaded {
   const wildcard = new Map<string, SecureContext>();
   cfg.certificates.forEach((c, i) => {
     const at = `tls.certificates[${i}]`;
-    const cc = readKeyFile(where, `${at}.certFile`, c.certFile);
-    const ck = readKeyFile(where, `${at}.keyFile`, c.keyFile);
+    const cc = read(`${at}.certFile`, c.certFile);
+    const ck = read(`${at}.keyFile`, c.keyFile);
     // each SNI context verifies client certificates against the same CA
     const ctx = context(where, at, ca === undefined ? { cert: cc, key: ck } : { cert: cc, key: ck, ca });
     for (const n of c.serverNames) {
@@ -69,7 +77,7 @@ export function loadListenerTls(cfg: ListenerTlsConfig, where: string): Loaded {
       } else if (!exact.has(n)) exact.set(n, ctx);
     }
   });
-  return { defaults, exact, wildcard };
+  return { digest: h.digest("hex"), defaults, exact, wildcard };
 }
 
 /** Every file a tls block names (for the watcher). */
@@ -143,19 +151,14 @@ export class ListenerTls {
   watch(server: TlsServer): void {
     this.server = server;
     // Directories are watched, not the files: a renewal usually renames a new file over the old
-    // one, which would leave a watch on the old inode deaf.
-    const byDir = new Map<string, Set<string>>();
-    for (const f of filesOf(this.cfg)) {
-      const d = dirname(f);
-      let names = byDir.get(d);
-      if (names === undefined) byDir.set(d, (names = new Set()));
-      names.add(basename(f));
-    }
-    for (const [dir, names] of byDir) {
+    // one, which would leave a watch on the old inode deaf. Any change in such a directory
+    // schedules a reload, not only one named like a configured file: a Kubernetes secret volume
+    // swaps a `..data` symlink and the files keep their names (the reload is a no-op when no
+    // file's bytes changed).
+    const dirs = new Set(filesOf(this.cfg).map((f) => dirname(f)));
+    for (const dir of dirs) {
       try {
-        const w = watch(dir, { persistent: false }, (_event, name) => {
-          if (name === null || names.has(name.toString())) this.schedule();
-        });
+        const w = watch(dir, { persistent: false }, () => this.schedule());
         w.on("error", (err) => this.log.warn({ where: this.where, dir, err: err.message }, "tls: cannot watch certificate directory"));
         this.watchers.push(w);
       } catch (err) {
@@ -180,6 +183,7 @@ export class ListenerTls {
     let next: Loaded;
     try {
       next = loadListenerTls(this.cfg, this.where);
+      if (next.digest === this.loaded.digest) return false;
     } catch (err) {
       this.refusedReloads++;
       const issues = err instanceof ConfigError ? err.issues.map((i) => `${i.path}: ${i.message}`).join("; ") : (err as Error).message;

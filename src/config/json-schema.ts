@@ -227,6 +227,16 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: { ...durationKind(1), type: ["string", "number", "null"] },
     default: null,
   },
+  "listeners[].maxConnections": {
+    description: "Client connections open at once on this listener; a connection over the limit is closed as it is accepted. null = no limit.",
+    kind: { ...countKind(LIMITS.maxConnections), type: ["integer", "null"] },
+    default: DEFAULTS.listener.maxConnections,
+  },
+  "listeners[].requestHeadersTimeout": {
+    description: "A client connection that has not sent its first request (HEADERS) this long after it was accepted is closed (slowloris: TCP only, or the preface and nothing). null = never.",
+    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    default: dur(DEFAULTS.listener.requestHeadersTimeoutMs),
+  },
   "listeners[].healthService": { description: "Answer grpc.health.v1 Check on this listener from the clusters' health.", kind: FLAG, default: false },
   "listeners[].attemptsHeader": { description: "Add x-dojang-attempts (upstream attempts made) to every response.", kind: FLAG, default: false },
   "listeners[].grpcWeb": {

@@ -92,6 +92,11 @@ export interface ListenerConfig {
   readonly maxConnectionAgeGraceMs: number;
   /** `idleTimeout`: a client connection with no open stream for this long is closed; null = never */
   readonly idleTimeoutMs: number | null;
+  /** `maxConnections`: client connections open at once on this listener; more are closed at accept; null = no limit */
+  readonly maxConnections: number | null;
+  /** `requestHeadersTimeout`: a client connection that has not sent a first request (HEADERS) this
+   * long after it was accepted is closed (slowloris: TCP only, or the preface and nothing); null = never */
+  readonly requestHeadersTimeoutMs: number | null;
   /** `healthService`: answer grpc.health.v1 Check on this listener from the clusters' health */
   readonly healthService: boolean;
   /** `attemptsHeader`: add x-dojang-attempts (upstream attempts made) to each response */
@@ -250,6 +255,9 @@ export const DEFAULTS = Object.freeze({
     maxConnectionAgeMs: null,
     maxConnectionAgeGraceMs: 10_000,
     idleTimeoutMs: null,
+    // issue 12 (protections): safe for the open internet (nginx closes such connections at 60 s, HAProxy at 50 s)
+    maxConnections: 10_000,
+    requestHeadersTimeoutMs: 10_000,
     healthService: false,
     attemptsHeader: false,
     tls: null,
@@ -305,6 +313,8 @@ const I31_MAX = 2 ** 31 - 1;
 export const LIMITS = Object.freeze({
   // RFC 9113 §6.5.1: SETTINGS values are 32-bit unsigned. 0 streams would refuse every call.
   maxConcurrentStreams: { min: 1, max: U32_MAX },
+  // a listener's open client connections (node's server.maxConnections)
+  maxConnections: { min: 1, max: 10_000_000 },
   // Node http2 docs: "The minimum value is 4" for maxHeaderListPairs. Upper bound is ours.
   maxHeaderListPairs: { min: 4, max: 1_000_000 },
   // RFC 9113 §6.5.2 SETTINGS_MAX_HEADER_LIST_SIZE, 32-bit.
@@ -669,6 +679,8 @@ const listener = z.strictObject(
     maxConnectionAge: durationMs(1).nullable().default(DEFAULTS.listener.maxConnectionAgeMs),
     maxConnectionAgeGrace: durationMs(0).default(DEFAULTS.listener.maxConnectionAgeGraceMs),
     idleTimeout: durationMs(1).nullable().default(DEFAULTS.listener.idleTimeoutMs),
+    maxConnections: count(LIMITS.maxConnections).nullable().default(DEFAULTS.listener.maxConnections),
+    requestHeadersTimeout: durationMs(1).nullable().default(DEFAULTS.listener.requestHeadersTimeoutMs),
     healthService: flag.default(DEFAULTS.listener.healthService),
     attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
     tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
@@ -860,6 +872,8 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
       maxConnectionAgeMs: l.maxConnectionAge,
       maxConnectionAgeGraceMs: l.maxConnectionAgeGrace,
       idleTimeoutMs: l.idleTimeout,
+      maxConnections: l.maxConnections,
+      requestHeadersTimeoutMs: l.requestHeadersTimeout,
       healthService: l.healthService,
       attemptsHeader: l.attemptsHeader,
       tls: l.tls,

@@ -92,7 +92,9 @@ const kIdleSince = Symbol("dojang.idleSince");
 const kLife = Symbol("dojang.lifetime");
 /** the maxConcurrentStreams a connection was made under (a reload changes it for later ones) */
 const kLimit = Symbol("dojang.streamLimit");
-type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime; [kLimit]?: number };
+/** requestHeadersTimeout's timer, until the connection's first request (or its close) */
+const kHeadersTimer = Symbol("dojang.requestHeadersTimer");
+type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime; [kLimit]?: number; [kHeadersTimer]?: NodeJS.Timeout | undefined };
 type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession };
 
 function ignoreError(): void {}
@@ -271,6 +273,8 @@ export class Listener {
       server.on("tlsClientError", (err: Error) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client TLS handshake failed"));
     }
     this.server = server;
+    // maxConnections: node's net.Server closes a connection over the limit as it is accepted
+    server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
     // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
     // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
@@ -311,7 +315,10 @@ export class Listener {
       s[kLimit] = lc.maxConcurrentStreams;
       const connWindow = lc.connectionWindowSize;
       const life = this.startLifetime(s, lc);
+      // slowloris: a connection must send its first request within requestHeadersTimeout
+      if (lc.requestHeadersTimeoutMs !== null) s[kHeadersTimer] = setTimeout(onRequestHeadersTimeout, clampTimer(lc.requestHeadersTimeoutMs), this, s);
       s.on("close", () => {
+        if (s[kHeadersTimer] !== undefined) clearTimeout(s[kHeadersTimer]);
         if (this.sessions.delete(s)) live.downstreamSessions--;
         if (life !== undefined) {
           clearTimeout(life.age);
@@ -333,7 +340,13 @@ export class Listener {
       if (sess !== undefined) {
         const open = (sess[kOpen] ?? 0) + 1;
         sess[kOpen] = open;
-        (sess as ResetCountedSession)[kOpened] = ((sess as ResetCountedSession)[kOpened] ?? 0) + 1;
+        const opened = ((sess as ResetCountedSession)[kOpened] ?? 0) + 1;
+        (sess as ResetCountedSession)[kOpened] = opened;
+        // the first request arrived: requestHeadersTimeout is met
+        if (opened === 1 && sess[kHeadersTimer] !== undefined) {
+          clearTimeout(sess[kHeadersTimer]);
+          sess[kHeadersTimer] = undefined;
+        }
         stream[kCounted] = sess;
         stream.on("close", onCountedStreamClose);
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
@@ -369,6 +382,7 @@ export class Listener {
    */
   reconfigure(cfg: ListenerConfig, accessLog: boolean): void {
     this.cfg = cfg;
+    this.server.maxConnections = cfg.maxConnections ?? Infinity;
     const ctx = this.ctx as MutableContext;
     ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
     ctx.attemptsHeader = cfg.attemptsHeader;
@@ -654,6 +668,14 @@ function onMaxAge(l: Listener, s: CountedSession, graceMs: number): void {
 
 function onAgeGraceOver(l: Listener, s: CountedSession): void {
   l.cutAgedSession(s);
+}
+
+/** requestHeadersTimeout passed without a request: the connection is closed (nothing of it is served). */
+function onRequestHeadersTimeout(l: Listener, s: CountedSession): void {
+  s[kHeadersTimer] = undefined;
+  if (s.closed || s.destroyed) return;
+  l.ctx.log.debug({ listener: l.cfg.name }, "client connection sent no request within requestHeadersTimeout: closed");
+  s.destroy();
 }
 
 function onIdleCheck(l: Listener, s: CountedSession, idleMs: number): void {

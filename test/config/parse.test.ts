@@ -60,6 +60,8 @@ describe("parseConfigText(): a valid config", () => {
           maxConnectionAgeMs: null,
           maxConnectionAgeGraceMs: 10000,
           idleTimeoutMs: null,
+          maxConnections: 10000,
+          requestHeadersTimeoutMs: 10000,
           healthService: false,
           attemptsHeader: false,
           tls: null,

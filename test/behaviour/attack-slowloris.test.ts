@@ -1,0 +1,149 @@
+// Issue 12, slowloris and connection churn, against a real dojang process (RSS is the process's):
+// 1,000 connections that only open TCP or send the preface and nothing more must be closed
+// within requestHeadersTimeout (+ slack), and connections opened and closed by the thousand must
+// leave nothing behind; a grpc-js bystander's calls on the same dojang all succeed meanwhile.
+import net from "node:net";
+import { readFileSync } from "node:fs";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { echoClient, sample, scrape, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import { echoOr, runBystander } from "../helpers/bystander.js";
+import { PREFACE, settingsFrame } from "../helpers/h2-frames.js";
+import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady, type DojangProcess } from "../helpers/process.js";
+
+const tmp = tempDir();
+let upstream: RawUpstream;
+const clients: EchoClient[] = [];
+const sockets: net.Socket[] = [];
+
+beforeAll(async () => {
+  assertDistBuilt();
+  upstream = await startRawUpstream(echoOr());
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  for (const s of sockets.splice(0)) s.destroy();
+  await killSpawned();
+});
+afterAll(async () => {
+  await upstream.close();
+  tmp.remove();
+});
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+async function start(listenerExtra: string): Promise<{ p: DojangProcess; address: string; admin: string }> {
+  const port = await freePort();
+  const admin = await freePort();
+  const yaml = configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" });
+  const cfg = tmp.write(`slowloris-${port}.yaml`, yaml.replace(/( {4}address: 127\.0\.0\.1:\d+\n)/, `$1${listenerExtra}`));
+  const p = spawnDojang(["--config", cfg]);
+  await waitReady(p, `127.0.0.1:${admin}`);
+  return { p, address: `127.0.0.1:${port}`, admin: `127.0.0.1:${admin}` };
+}
+
+/** Opens a TCP connection to port; with `preface`, sends the HTTP/2 preface and an empty SETTINGS, then nothing. Resolves once connected. */
+function idleConnection(port: number, preface: boolean): Promise<{ sock: net.Socket; closedAt: () => number | undefined }> {
+  return new Promise((resolve, reject) => {
+    let closedAt: number | undefined;
+    const sock = net.connect(port, "127.0.0.1", () => {
+      if (preface) sock.write(Buffer.concat([PREFACE, settingsFrame([])]));
+      resolve({ sock, closedAt: () => closedAt });
+    });
+    sock.on("data", () => {}); // the server's SETTINGS, GOAWAY
+    sock.on("error", () => {});
+    sock.on("close", () => (closedAt ??= performance.now()));
+    sock.once("error", reject);
+    sockets.push(sock);
+  });
+}
+
+const SLOW = 1000;
+const TIMEOUT_S = 2;
+/** RSS bounds stated in the README's protections table. */
+const SLOWLORIS_RSS_BOUND_MIB = 64;
+const CHURN_RSS_BOUND_MIB = 96;
+const CHURN_HEAP_BOUND_MIB = 16;
+
+describe("attack: slowloris (real dojang process)", () => {
+  it(`${SLOW} connections that open TCP only or send just the preface are closed within requestHeadersTimeout ${TIMEOUT_S}s (+3 s); a bystander's calls all succeed`, { timeout: 60_000 }, async () => {
+    const { p, address } = await start(`    requestHeadersTimeout: ${TIMEOUT_S}s\n`);
+    const port = Number(address.split(":")[1]);
+    const by = echoClient(address);
+    clients.push(by);
+    await runBystander(by, 50, 5); // warm-up
+    await sleep(200);
+    const before = rssMiB(p.pid);
+    const t0 = performance.now();
+    const conns: Awaited<ReturnType<typeof idleConnection>>[] = [];
+    for (let i = 0; i < SLOW; i += 100) {
+      conns.push(...(await Promise.all(Array.from({ length: 100 }, (_, j) => idleConnection(port, (i + j) % 2 === 1)))));
+    }
+    let peak = rssMiB(p.pid);
+    const r = await runBystander(by, 200, 10);
+    const deadline = t0 + (TIMEOUT_S + 3) * 1000;
+    while (performance.now() < deadline && conns.some((c) => c.closedAt() === undefined)) {
+      peak = Math.max(peak, rssMiB(p.pid));
+      await sleep(50);
+    }
+    const open = conns.filter((c) => c.closedAt() === undefined).length;
+    const last = Math.max(...conns.map((c) => c.closedAt() ?? Infinity)) - t0;
+    console.log(`slowloris: ${SLOW} idle connections, all closed ${Math.round(last)} ms after the first opened; rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} (+${(peak - before).toFixed(1)})`);
+    expect(open).toBe(0);
+    // none closed before the timeout (a connection is given its whole requestHeadersTimeout)
+    expect(Math.min(...conns.map((c) => c.closedAt()!)) - t0).toBeGreaterThanOrEqual(TIMEOUT_S * 1000 - 50);
+    expect(r.failures).toEqual([]);
+    expect(peak - before).toBeLessThan(SLOWLORIS_RSS_BOUND_MIB);
+  });
+
+  it("3 × 2,000 connections opened and closed leave dojang's RSS within a bound; a bystander's calls all succeed", { timeout: 90_000 }, async () => {
+    const { p, address, admin } = await start("");
+    const port = Number(address.split(":")[1]);
+    const by = echoClient(address);
+    clients.push(by);
+    await runBystander(by, 50, 5);
+    await sleep(200);
+    const before = rssMiB(p.pid);
+    const heapUsedBefore = sample(await scrape(admin), "dojang_process_nodejs_heap_size_used_bytes") / 1_048_576;
+    const bystander = runBystander(by, 300, 5);
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 2000; i += 200) {
+        const batch = await Promise.all(Array.from({ length: 200 }, (_, j) => idleConnection(port, j % 2 === 0)));
+        for (const c of batch) c.sock.destroy();
+      }
+    }
+    const r = await bystander;
+    await sleep(1000);
+    const after = rssMiB(p.pid);
+    const m = await scrape(admin);
+    const heapUsedAfter = sample(m, "dojang_process_nodejs_heap_size_used_bytes") / 1_048_576;
+    console.log(
+      `churn: 3 × 2,000 connections; rss before ${before.toFixed(1)} MiB, after ${after.toFixed(1)} (+${(after - before).toFixed(1)}); V8 heap used before ${heapUsedBefore.toFixed(1)} MiB, after ${heapUsedAfter.toFixed(1)}`,
+    );
+    expect(r.failures).toEqual([]);
+    // nothing is kept per closed connection: only the bystander's session is left, and the heap
+    // in use is back near where it was (RSS stays higher: V8 keeps the heap it grew, see README)
+    expect(sample(m, "dojang_downstream_sessions")).toBe(1);
+    expect(heapUsedAfter - heapUsedBefore).toBeLessThan(CHURN_HEAP_BOUND_MIB);
+    expect(after - before).toBeLessThan(CHURN_RSS_BOUND_MIB);
+  });
+});
+
+describe("maxConnections", () => {
+  it("connections over the listener's maxConnections are closed as they are accepted; the first ones stay open", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, { listener: { maxConnections: 5 } });
+    try {
+      const port = Number(px.address.split(":")[1]);
+      const conns = [];
+      for (let i = 0; i < 10; i++) conns.push(await idleConnection(port, true));
+      await sleep(500);
+      expect(conns.filter((c) => c.closedAt() !== undefined).length).toBe(5);
+      // the first five are the ones kept
+      expect(conns.slice(0, 5).every((c) => c.closedAt() === undefined)).toBe(true);
+    } finally {
+      await px.close(0);
+    }
+  });
+});

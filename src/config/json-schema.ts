@@ -140,6 +140,17 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: formatSize(DEFAULTS.route.maxResponseMessageBytes),
   },
   "listeners[].routes[].faults": { description: "Fault rules for calls on this route.", default: [] },
+  "listeners[].routes[].rateLimit": {
+    description: "A local rate limit: token buckets per key; a call over it ends 8 RESOURCE_EXHAUSTED (decided_by rate_limited). null = none.",
+    default: null,
+  },
+  "listeners[].routes[].rateLimit.callsPerSecond": { description: "Tokens added per second (calls allowed per second, on average); more than 0.", kind: { type: "number", minimum: 0, maximum: 1_000_000_000 } },
+  "listeners[].routes[].rateLimit.burst": { description: "The bucket's size: calls allowed at once above the rate. Default: callsPerSecond rounded up.", kind: countKind({ min: 1, max: 1_000_000_000 }) },
+  "listeners[].routes[].rateLimit.key": {
+    description: 'One bucket for the route ("route"), one per client IP address ("client_address"), or one per value of a request header ("metadata:<name>"; calls without it share one). At most 10000 keys, least recently used dropped.',
+    kind: { type: "string", pattern: "^(route|client_address|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$" },
+    default: "route",
+  },
   "listeners[].routes[].retry": {
     description: "The route's retry policy (null = none; transparent retries of attempts the upstream never processed happen anyway).",
     default: null,

@@ -41,6 +41,18 @@ export interface RouteConfig {
   /** `retry`: the route's retry policy; null = none (only transparent retries, which are
    * always on: the upstream never processed those attempts) */
   readonly retry: RetryConfig | null;
+  /** `rateLimit`: a token bucket per key for calls on this route; null = none */
+  readonly rateLimit: RateLimitConfig | null;
+}
+
+/** A route's `rateLimit` (src/proxy/filters/rate-limit): over it a call ends 8 RESOURCE_EXHAUSTED (rate_limited). */
+export interface RateLimitConfig {
+  /** tokens added per second */
+  readonly callsPerSecond: number;
+  /** the most calls at once above the rate (the bucket's size); default: callsPerSecond rounded up */
+  readonly burst: number;
+  /** "route" (one bucket), "client_address", or "metadata:<name>" (one bucket per value; calls without it share one) */
+  readonly key: string;
 }
 
 /** A route's `retry` block, normalized (see src/translate/retry.ts for the decision). */
@@ -565,6 +577,25 @@ const retry = z
     }),
   );
 
+/** A rate-limit key: "route", "client_address" or "metadata:<lower-case header name>". */
+const RATE_LIMIT_KEY_RE = /^(route|client_address|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$/;
+const rateLimit = z
+  .strictObject(
+    {
+      callsPerSecond: z
+        .number({ error: expected("a number of calls per second") })
+        .max(1_000_000_000, "must be at most 1000000000")
+        .refine((v) => v > 0, "must be more than 0"),
+      burst: count({ min: 1, max: 1_000_000_000 }).optional(),
+      key: z
+        .string({ error: expected('"route", "client_address" or "metadata:<name>"') })
+        .regex(RATE_LIMIT_KEY_RE, 'must be "route", "client_address" or "metadata:<lower-case header name>"')
+        .default("route"),
+    },
+    { error: expected("a rateLimit mapping") },
+  )
+  .transform((r) => ({ callsPerSecond: r.callsPerSecond, burst: r.burst ?? Math.max(1, Math.ceil(r.callsPerSecond)), key: r.key }));
+
 const route = z.strictObject(
   {
     match: routeMatch,
@@ -576,6 +607,7 @@ const route = z.strictObject(
     faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
     streamIdleTimeout: durationMs(0).nullable().default(null),
     retry: retry.nullable().default(null),
+    rateLimit: rateLimit.nullable().default(null),
   },
   { error: expected("a route mapping") },
 );
@@ -858,6 +890,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
         faults: r.faults as unknown as readonly FaultRule[],
         streamIdleTimeoutMs: r.streamIdleTimeout,
         retry: r.retry,
+        rateLimit: r.rateLimit,
       })),
       maxConcurrentStreams: l.maxConcurrentStreams,
       maxHeaderListPairs: l.maxHeaderListPairs,

@@ -9,6 +9,7 @@ import { DojangError } from "../errors.js";
 import type { ListenerRoutes } from "./call/call.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
+import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import type { FaultSet } from "./filters/fault/index.js";
 import type { Metrics } from "./observe/metrics.js";
 import type { HealthTargets } from "./listener.js";
@@ -92,7 +93,11 @@ export function buildSnapshot(
       if (c === undefined) throw new DojangError("DOJANG_ERR_INTERNAL", `route names unknown cluster ${name}`);
       return c;
     });
+    // issue 12: the route rate limits come first (a refused call meets no fault rule); no factory
+    // at all when no route of the listener has one
+    const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
     const filters = compileFilterChain([
+      ...(rateLimits === null ? [] : [rateLimits]),
       faultFilterFactory({
         listener: l.name,
         headers: l.faultHeaders,

@@ -45,6 +45,7 @@ describe("parseConfigText(): a valid config", () => {
               faults: [],
               streamIdleTimeoutMs: null,
               retry: null,
+              rateLimit: null,
             },
           ],
           maxConcurrentStreams: 1000,

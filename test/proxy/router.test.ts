@@ -11,6 +11,7 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   faults: [],
   streamIdleTimeoutMs: null,
   retry: null,
+  rateLimit: null,
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

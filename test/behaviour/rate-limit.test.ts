@@ -1,0 +1,97 @@
+// Issue 12, local rate limits per route: `rateLimit: { callsPerSecond, burst, key }`, a token
+// bucket per key; a call over it ends 8 RESOURCE_EXHAUSTED with decided_by rate_limited and never
+// reaches the upstream. Real grpc-js clients through an in-process dojang to a raw echo upstream.
+import * as grpc from "@grpc/grpc-js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { echoClient, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import { echoOr } from "../helpers/bystander.js";
+import { sleep } from "../helpers/process.js";
+import { parseConfigText } from "../../src/config/parse.js";
+import type { DojangHandle } from "../../src/index.js";
+
+let upstream: RawUpstream;
+const clients: EchoClient[] = [];
+const proxies: DojangHandle[] = [];
+beforeAll(async () => {
+  upstream = await startRawUpstream(echoOr());
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  for (const px of proxies.splice(0)) await px.close(0);
+});
+afterAll(async () => {
+  await upstream.close();
+});
+
+async function proxy(rateLimit: Record<string, unknown>): Promise<{ px: DojangHandle; c: EchoClient }> {
+  const px = await startProxy(upstream.address, { route: { rateLimit } });
+  proxies.push(px);
+  const c = echoClient(px.address);
+  clients.push(c);
+  return { px, c };
+}
+
+function md(pairs: Record<string, string>): grpc.Metadata {
+  const m = new grpc.Metadata();
+  for (const [k, v] of Object.entries(pairs)) m.set(k, v);
+  return m;
+}
+
+/** Codes of `n` calls made one after another (0 = OK). */
+async function codes(c: EchoClient, n: number, meta: grpc.Metadata = new grpc.Metadata()): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await unary(c, Buffer.from(`call-${i}`), meta);
+    out.push(r.err === null ? 0 : r.err.code);
+  }
+  return out;
+}
+
+describe("route rateLimit", () => {
+  it("key route: the burst passes, the rest end 8 RESOURCE_EXHAUSTED (decided_by rate_limited) without reaching the upstream; a token comes back after 1/callsPerSecond", { timeout: 30_000 }, async () => {
+    const { px, c } = await proxy({ callsPerSecond: 2, burst: 3 });
+    const seenBefore = upstream.seen.length;
+    expect(await codes(c, 6)).toEqual([0, 0, 0, 8, 8, 8]);
+    expect(upstream.seen.length - seenBefore).toBe(3);
+    const refused = px.calls.filter((r) => r.decided_by === "rate_limited");
+    expect(refused.length).toBe(3);
+    const r = await unary(c, Buffer.from("x"));
+    expect(r.err?.code).toBe(8);
+    expect(r.err?.details).toMatch(/^rate limited: more than 2 calls per second \(burst 3\) by route$/);
+    await sleep(600); // 2 per second: one token back after 500 ms
+    expect(await codes(c, 2)).toEqual([0, 8]);
+  });
+
+  it("key metadata:<name>: one bucket per value, calls without the header share one", { timeout: 30_000 }, async () => {
+    const { c } = await proxy({ callsPerSecond: 0.5, burst: 2, key: "metadata:x-tenant" });
+    expect(await codes(c, 3, md({ "x-tenant": "a" }))).toEqual([0, 0, 8]);
+    expect(await codes(c, 3, md({ "x-tenant": "b" }))).toEqual([0, 0, 8]);
+    expect(await codes(c, 3)).toEqual([0, 0, 8]);
+  });
+
+  it("key client_address: the calls of one client address share a bucket, across its connections", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, {
+      route: { match: { service: "test.Echo" }, rateLimit: { callsPerSecond: 0.5, burst: 2, key: "client_address" } },
+    });
+    proxies.push(px);
+    const c1 = echoClient(px.address);
+    const c2 = echoClient(px.address, { "grpc.use_local_subchannel_pool": 1 });
+    clients.push(c1, c2);
+    expect(await codes(c1, 2)).toEqual([0, 0]);
+    // another connection from the same address: the same bucket
+    expect(await codes(c2, 1)).toEqual([8]);
+  });
+
+  it("config errors name the key path", () => {
+    const base = (rl: string): string => `listeners:\n  - name: main\n    address: 127.0.0.1:0\n    routes:\n      - match: { prefix: "/" }\n        cluster: b\n        rateLimit: ${rl}\nclusters:\n  - name: b\n    endpoints: ["127.0.0.1:1"]\n`;
+    const issues = (rl: string): string[] => {
+      const r = parseConfigText(base(rl), {});
+      return r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`);
+    };
+    expect(issues("{ callsPerSecond: 10, key: client_ip }")).toEqual(['listeners[0].routes[0].rateLimit.key: must be "route", "client_address" or "metadata:<lower-case header name>"']);
+    expect(issues("{ callsPerSecond: 0 }")).toEqual(["listeners[0].routes[0].rateLimit.callsPerSecond: must be more than 0"]);
+    expect(issues("{ callsPerSecond: 10 }")).toEqual([]);
+    const ok = parseConfigText(base("{ callsPerSecond: 2.5 }"), {});
+    expect(ok.ok && ok.config.listeners[0]!.routes[0]!.rateLimit).toEqual({ callsPerSecond: 2.5, burst: 3, key: "route" });
+  });
+});

@@ -43,6 +43,22 @@ export interface RouteConfig {
   readonly retry: RetryConfig | null;
   /** `rateLimit`: a token bucket per key for calls on this route; null = none */
   readonly rateLimit: RateLimitConfig | null;
+  /** `headers`: request and response header rules (src/proxy/filters/headers); null = none */
+  readonly headers: HeaderRulesConfig | null;
+  /** `rewriteAuthority`: the :authority sent upstream; null = the client's */
+  readonly rewriteAuthority: string | null;
+  /** `rewritePrefix`: replaces the part of :path the route matched (its prefix, "/<service>/", or the whole path); null = none */
+  readonly rewritePrefix: string | null;
+}
+
+/** Header fields to add (set, replacing) and to remove, on the request or on the response head. */
+export interface HeaderRuleSet {
+  readonly add: Readonly<Record<string, string>>;
+  readonly remove: readonly string[];
+}
+export interface HeaderRulesConfig {
+  readonly request: HeaderRuleSet;
+  readonly response: HeaderRuleSet;
 }
 
 /** A route's `rateLimit` (src/proxy/filters/rate-limit): over it a call ends 8 RESOURCE_EXHAUSTED (rate_limited). */
@@ -596,6 +612,24 @@ const rateLimit = z
   )
   .transform((r) => ({ callsPerSecond: r.callsPerSecond, burst: r.burst ?? Math.max(1, Math.ceil(r.callsPerSecond)), key: r.key }));
 
+/** A header name a rule may touch: lower-case token; not a pseudo-header, nor one HTTP/2 or gRPC framing owns. */
+const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
+const RULE_FORBIDDEN = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);
+const ruleHeaderName = z
+  .string({ error: expected("a header name") })
+  .regex(RULE_HEADER_RE, "must be a lower-case header name (no pseudo-headers)")
+  .refine((n) => !RULE_FORBIDDEN.has(n), "is owned by HTTP/2 or gRPC framing and cannot be changed by a rule");
+const headerRuleSet = z
+  .strictObject(
+    {
+      add: z.record(ruleHeaderName, z.string({ error: expected("a header value") })).default({}),
+      remove: z.array(ruleHeaderName, { error: expected("a list of header names") }).default([]),
+    },
+    { error: expected("a mapping with add and remove") },
+  )
+  .default({ add: {}, remove: [] });
+const headerRules = z.strictObject({ request: headerRuleSet, response: headerRuleSet }, { error: expected("a mapping with request and response") });
+
 const route = z.strictObject(
   {
     match: routeMatch,
@@ -608,6 +642,9 @@ const route = z.strictObject(
     streamIdleTimeout: durationMs(0).nullable().default(null),
     retry: retry.nullable().default(null),
     rateLimit: rateLimit.nullable().default(null),
+    headers: headerRules.nullable().default(null),
+    rewriteAuthority: z.string({ error: expected("an authority like \"api.internal:443\"") }).min(1, "must not be empty").nullable().default(null),
+    rewritePrefix: z.string({ error: expected('a path prefix starting with "/"') }).refine((v) => v.startsWith("/"), 'must start with "/"').nullable().default(null),
   },
   { error: expected("a route mapping") },
 );
@@ -891,6 +928,9 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
         streamIdleTimeoutMs: r.streamIdleTimeout,
         retry: r.retry,
         rateLimit: r.rateLimit,
+        headers: r.headers,
+        rewriteAuthority: r.rewriteAuthority,
+        rewritePrefix: r.rewritePrefix,
       })),
       maxConcurrentStreams: l.maxConcurrentStreams,
       maxHeaderListPairs: l.maxHeaderListPairs,

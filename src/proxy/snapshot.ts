@@ -10,6 +10,7 @@ import type { ListenerRoutes } from "./call/call.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
+import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/index.js";
 import type { Metrics } from "./observe/metrics.js";
 import type { HealthTargets } from "./listener.js";
@@ -96,8 +97,10 @@ export function buildSnapshot(
     // issue 12: the route rate limits come first (a refused call meets no fault rule); no factory
     // at all when no route of the listener has one
     const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
+    const headerRules = headerRulesFilterFactory(l.routes);
     const filters = compileFilterChain([
       ...(rateLimits === null ? [] : [rateLimits]),
+      ...(headerRules === null ? [] : [headerRules]),
       faultFilterFactory({
         listener: l.name,
         headers: l.faultHeaders,

@@ -12,6 +12,9 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   streamIdleTimeoutMs: null,
   retry: null,
   rateLimit: null,
+  headers: null,
+  rewriteAuthority: null,
+  rewritePrefix: null,
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

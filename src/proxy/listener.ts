@@ -45,9 +45,27 @@ function isStreamLevelProtoError(err: unknown): boolean {
   return err instanceof Error && (err as NodeJS.ErrnoException).code === "ERR_HTTP2_ERROR" && (err as NodeJS.ErrnoException).errno === NGHTTP2_ERR_PROTO;
 }
 
+/**
+ * The session errors node reports for floods nghttp2 stops by itself (probed on Node 24 with raw
+ * frames, test/behaviour/attack-floods.test.ts): NGHTTP2_ERR_FLOODED (-904: PING or SETTINGS
+ * whose ACKs pile up unread), NGHTTP2_ERR_TOO_MANY_CONTINUATIONS (-905), and node's own count of
+ * invalid frames (maxSessionInvalidFrames, default 1000: e.g. empty DATA frames).
+ */
+const NGHTTP2_ERR_FLOODED = -904;
+const NGHTTP2_ERR_TOO_MANY_CONTINUATIONS = -905;
+const ENHANCE_YOUR_CALM = http2.constants.NGHTTP2_ENHANCE_YOUR_CALM;
+function isAbuse(err: Error): boolean {
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === "ERR_HTTP2_TOO_MANY_INVALID_FRAMES") return true;
+  return e.code === "ERR_HTTP2_ERROR" && (e.errno === NGHTTP2_ERR_FLOODED || e.errno === NGHTTP2_ERR_TOO_MANY_CONTINUATIONS);
+}
+
 /** Installed as the session's own destroy(); module-level, no closure per session. */
 function guardedDestroy(this: GuardedSession, err?: Error, code?: number): ServerHttp2Session {
   const destroy = sessionDestroy!;
+  // A flood nghttp2 stopped ends with GOAWAY ENHANCE_YOUR_CALM, not node's INTERNAL_ERROR: the
+  // cause is the client's abuse, and the code tells it (and its logs) so.
+  if (err instanceof Error && code === undefined && isAbuse(err)) return destroy.call(this, err, ENHANCE_YOUR_CALM);
   if (err === undefined || !isStreamLevelProtoError(err) || this.destroyed) return destroy.call(this, err, code);
   if (this[kProbing] === true) return this;
   this[kProbing] = true;

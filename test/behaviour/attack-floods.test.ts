@@ -1,0 +1,67 @@
+// Issue 12, the floods node's nghttp2 stops by itself (PING, SETTINGS, empty DATA, CONTINUATION
+// without end, invalid frames): each ends the attacker's connection within a bound with a GOAWAY
+// whose code says why (ENHANCE_YOUR_CALM where the cause is abuse: listener.ts guardedDestroy),
+// while a well-behaved grpc-js client on the same dojang is served.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import { echoOr, runBystander } from "../helpers/bystander.js";
+import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
+import { FLAG_END_HEADERS, FRAME, encodeFrame, encodeHeaderBlock, settingsFrame } from "../helpers/h2-frames.js";
+import { sleep } from "../helpers/process.js";
+import type { DojangHandle } from "../../src/index.js";
+
+const ENHANCE_YOUR_CALM = 0xb;
+
+let upstream: RawUpstream;
+let px: DojangHandle;
+const clients: EchoClient[] = [];
+const raws: RawH2Client[] = [];
+beforeAll(async () => {
+  upstream = await startRawUpstream(echoOr());
+  px = await startProxy(upstream.address);
+});
+afterEach(() => {
+  for (const c of clients.splice(0)) c.close();
+  for (const r of raws.splice(0)) r.close();
+});
+afterAll(async () => {
+  await px.close(0);
+  await upstream.close();
+});
+
+/** n copies of one frame in one buffer (nghttp2 takes them in one read). */
+const many = (frame: Buffer, n: number): Buffer => Buffer.concat(Array.from({ length: n }, () => frame));
+
+const FLOODS: readonly { name: string; bytes: () => Buffer }[] = [
+  { name: "PING", bytes: () => many(encodeFrame(FRAME.PING, 0, 0, Buffer.alloc(8)), 20_000) },
+  { name: "SETTINGS", bytes: () => many(settingsFrame([]), 20_000) },
+  {
+    name: "empty DATA",
+    bytes: () => Buffer.concat([encodeFrame(FRAME.HEADERS, FLAG_END_HEADERS, 1, encodeHeaderBlock(grpcRequestFields("/test.Stream/Flood"))), many(encodeFrame(FRAME.DATA, 0, 1), 20_000)]),
+  },
+  {
+    name: "CONTINUATION without end",
+    bytes: () => Buffer.concat([encodeFrame(FRAME.HEADERS, 0, 1, encodeHeaderBlock(grpcRequestFields("/test.Stream/Flood"))), many(encodeFrame(FRAME.CONTINUATION, 0, 1, Buffer.from([0x40, 0x01, 0x61, 0x01, 0x62])), 20_000)]),
+  },
+];
+
+describe("attack: floods nghttp2 stops", () => {
+  for (const f of FLOODS) {
+    it(`${f.name} flood: the connection gets GOAWAY and is closed within 5 s; a bystander's calls all succeed`, { timeout: 30_000 }, async () => {
+      const by = echoClient(px.address);
+      clients.push(by);
+      const bystander = runBystander(by, 100, 10);
+      const atk = await connectRawH2(px.address);
+      raws.push(atk);
+      const t0 = performance.now();
+      atk.write(f.bytes());
+      while (performance.now() - t0 < 5000 && !atk.closed) await sleep(10);
+      const ms = performance.now() - t0;
+      const r = await bystander;
+      console.log(`${f.name} flood: closed ${atk.closed} after ${Math.round(ms)} ms, GOAWAY code ${atk.goaway()?.errorCode}`);
+      expect(atk.closed).toBe(true);
+      expect(atk.goaway()?.errorCode).toBe(ENHANCE_YOUR_CALM);
+      expect(r.failures).toEqual([]);
+    });
+  }
+});

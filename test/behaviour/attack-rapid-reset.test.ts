@@ -7,7 +7,8 @@ import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpst
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME } from "../helpers/h2-frames.js";
-import { sleep } from "../helpers/process.js";
+import { readFileSync } from "node:fs";
+import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
 import { PREMATURE_RESET_MIN } from "../../src/proxy/listener.js";
 import type { DojangHandle } from "../../src/index.js";
 
@@ -31,7 +32,18 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await upstream.close();
+  await killSpawned();
+  tmp.remove();
 });
+const tmp = tempDir();
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+/** The RSS bound stated in the README's protections table (10 connections × 1,000 reset streams). */
+const PROCESS_RSS_BOUND_MIB = 64;
 
 /** HEADERS then RST_STREAM(code) on `n` streams, as fast as the socket takes them; stops once closed. */
 async function resetFlood(c: RawH2Client, n: number, code: number): Promise<number> {
@@ -91,5 +103,42 @@ describe("attack: rapid reset", () => {
     expect(c.ended(3)).toBe(false); // a held call is still open
     expect(c.closed).toBe(false);
     expect(c.goaway()).toBeUndefined();
+  });
+});
+
+describe("attack: rapid reset against a real dojang process", () => {
+  it(`10 connections × ${STREAMS} reset streams: every connection gets GOAWAY ENHANCE_YOUR_CALM, RSS grows under ${PROCESS_RSS_BOUND_MIB} MiB, a bystander's calls all succeed`, { timeout: 60_000 }, async () => {
+    assertDistBuilt();
+    const port = await freePort();
+    const admin = await freePort();
+    const cfg = tmp.write("rapid-reset.yaml", configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" }));
+    // ATTACK_CLI: another build's dist/cli.js, to measure the figure before
+    const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
+    await waitReady(p, `127.0.0.1:${admin}`);
+    const address = `127.0.0.1:${port}`;
+    const by = echoClient(address);
+    clients.push(by);
+    await runBystander(by, 50, 5);
+    await sleep(200);
+    const before = rssMiB(p.pid);
+    const bystander = runBystander(by, 200, 10);
+    const atks = await Promise.all(Array.from({ length: 10 }, () => connectRawH2(address)));
+    raws.push(...atks);
+    let peak = before;
+    const flood = Promise.all(atks.map((c) => resetFlood(c, STREAMS, CANCEL)));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && atks.some((c) => !c.closed)) {
+      peak = Math.max(peak, rssMiB(p.pid));
+      await sleep(20);
+    }
+    await flood;
+    const r = await bystander;
+    await sleep(500);
+    const after = rssMiB(p.pid);
+    peak = Math.max(peak, after);
+    console.log(`rapid reset (process): rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} (+${(peak - before).toFixed(1)}), after ${after.toFixed(1)}; GOAWAY codes ${atks.map((c) => c.goaway()?.errorCode).join(",")}`);
+    for (const c of atks) expect(c.goaway()?.errorCode).toBe(ENHANCE_YOUR_CALM);
+    expect(r.failures).toEqual([]);
+    expect(peak - before).toBeLessThan(PROCESS_RSS_BOUND_MIB);
   });
 });

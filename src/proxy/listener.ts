@@ -15,7 +15,7 @@ import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, ServingStatus, decodeHealthRequest, encodeHealthResponse } from "../translate/health.js";
-import { callStartedAt, handleStream, type CallContext } from "./call/call.js";
+import { handleStream, type CallContext } from "./call/call.js";
 import { responseBuffers } from "./observe/overload.js";
 import type { Cluster } from "./upstream/cluster.js";
 
@@ -119,52 +119,12 @@ function ignoreError(): void {}
 
 function onCountedStreamClose(this: CountedStream): void {
   const s = this[kCounted];
-  if (s === undefined) return;
-  if (--s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
-  // aborted: the stream closed before dojang finished its response (a reset either way)
-  if (this.aborted) countPrematureReset(s, this);
+  if (s !== undefined && --s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
 }
 
-/**
- * Rapid reset (CVE-2023-44487): a client that opens streams and resets them at once makes the
- * proxy start (and cancel) work for each at no cost to itself. As Envoy 1.27.1 does, dojang
- * counts *premature* resets per connection: a stream the client reset (any code but the ones
- * dojang itself sends: INTERNAL_ERROR, REFUSED_STREAM, ENHANCE_YOUR_CALM) before its response
- * finished and within PREMATURE_RESET_MS of its start. Once a connection has
- * PREMATURE_RESET_MIN of them and they are more than half of the streams it opened, it ends
- * with GOAWAY ENHANCE_YOUR_CALM (its calls still open end as client_cancel). A client that
- * cancels calls now and then never gets near that; one that resets everything it opens is cut
- * after PREMATURE_RESET_MIN streams. Counted on the stream's close (a listener it already has):
- * nothing on the normal path.
- */
-export const PREMATURE_RESET_MIN = 100;
-export const PREMATURE_RESET_MS = 1000;
-const kPremature = Symbol("dojang.prematureResets");
+/** streams a connection has opened (requestHeadersTimeout ends at the first) */
 const kOpened = Symbol("dojang.openedStreams");
-type ResetCountedSession = CountedSession & { [kPremature]?: number; [kOpened]?: number };
-
-function countPrematureReset(s: ResetCountedSession, stream: ServerHttp2Stream): void {
-  const code = stream.rstCode;
-  if (code === undefined || code === NGHTTP2_INTERNAL_ERROR || code === NGHTTP2_REFUSED_STREAM || code === NGHTTP2_ENHANCE_YOUR_CALM) return;
-  const t0 = callStartedAt(stream);
-  if (t0 !== undefined && performance.now() - t0 > PREMATURE_RESET_MS) return;
-  const n = (s[kPremature] ?? 0) + 1;
-  s[kPremature] = n;
-  if (n >= PREMATURE_RESET_MIN && 2 * n > (s[kOpened] ?? 0) && !s.closed && !s.destroyed) {
-    // GOAWAY now (destroy() alone would drop the socket before its GOAWAY is out), the rest of
-    // the connection a moment later whatever the client does
-    try {
-      s.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
-    } catch {
-      /* closing */
-    }
-    s.close();
-    setTimeout(destroySession, CALM_GOAWAY_FLUSH_MS, s).unref();
-  }
-}
-const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
-/** how long the ENHANCE_YOUR_CALM GOAWAY is given to go out before the connection is destroyed */
-const CALM_GOAWAY_FLUSH_MS = 100;
+type OpenedCountSession = CountedSession & { [kOpened]?: number };
 
 /** A session's timers (maxConnectionAge, its grace, idleTimeout); all cleared when it closes. */
 interface Lifetime {
@@ -358,8 +318,8 @@ export class Listener {
       if (sess !== undefined) {
         const open = (sess[kOpen] ?? 0) + 1;
         sess[kOpen] = open;
-        const opened = ((sess as ResetCountedSession)[kOpened] ?? 0) + 1;
-        (sess as ResetCountedSession)[kOpened] = opened;
+        const opened = ((sess as OpenedCountSession)[kOpened] ?? 0) + 1;
+        (sess as OpenedCountSession)[kOpened] = opened;
         // the first request arrived: requestHeadersTimeout is met
         if (opened === 1 && sess[kHeadersTimer] !== undefined) {
           clearTimeout(sess[kHeadersTimer]);

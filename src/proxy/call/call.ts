@@ -1276,10 +1276,6 @@ function closeRequestSide(down: ServerHttp2Stream): void {
 
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
-/** When the call on a client stream started (monotonic ms; the listener's rapid-reset count reads it on a reset); undefined if no call. */
-export function callStartedAt(s: ServerHttp2Stream): number | undefined {
-  return (s as DownStream)[kCall]?.t0;
-}
 function callOf(s: unknown): Call {
   return (s as DownStream)[kCall]!;
 }

@@ -6,6 +6,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type * as grpc from "@grpc/grpc-js";
+import { echoClient, type EchoClient } from "./peers.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "..", "..");
 export const CLI = join(REPO_ROOT, "dist", "cli.js");
@@ -233,4 +235,37 @@ export function configYaml(o: {
     ...(o.extraTop !== undefined ? [o.extraTop] : []),
     "",
   ].join("\n");
+}
+
+/** pino's JSON lines from the process's stdout. */
+export function logLines(p: DojangProcess): Record<string, any>[] {
+  return p
+    .stdout()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, any>);
+}
+
+/**
+ * A Unary handler that answers after n ms, n being the request payload (a cancelled call stops
+ * its timer); the answer is `reply(n, request)`, "done:<n>" unless told.
+ */
+export function answerAfterPayloadMs(
+  reply: (ms: number, request: Buffer) => Buffer = (ms) => Buffer.from(`done:${ms}`),
+): (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => void {
+  return (call, cb) => {
+    const ms = Number(call.request.toString());
+    const t = setTimeout(() => cb(null, reply(ms, call.request)), ms);
+    call.on("cancelled", () => clearTimeout(t));
+  };
+}
+
+/**
+ * A client on a channel of its own (its own connection, so a `workers: N` primary hands each to
+ * the next worker), pushed onto `clients` for the test's afterEach to close.
+ */
+export function ownConnectionClient(address: string, clients: EchoClient[]): EchoClient {
+  const c = echoClient(address, { "grpc.use_local_subchannel_pool": 1 });
+  clients.push(c);
+  return c;
 }

@@ -4,10 +4,22 @@
 // DNS resolver override DOJANG_DNS_SERVERS read at start-up.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoClient, sample, unary, type EchoClient } from "../helpers/peers.js";
+import { sample, unary, type EchoClient } from "../helpers/peers.js";
 import { startBackend, type Backend } from "../helpers/backends.js";
 import { startDnsServer, type DnsServer } from "../helpers/dns-server.js";
-import { assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import {
+  assertDistBuilt,
+  childEnv,
+  configYaml,
+  freePort,
+  httpGet,
+  killSpawned,
+  ownConnectionClient,
+  spawnDojang,
+  tempDir,
+  waitFor,
+  waitReady,
+} from "../helpers/process.js";
 
 const tmp = tempDir();
 let good: Backend;
@@ -30,11 +42,7 @@ afterAll(async () => {
   tmp.remove();
 });
 
-function client(address: string): EchoClient {
-  const c = echoClient(address, { "grpc.use_local_subchannel_pool": 1 });
-  clients.push(c);
-  return c;
-}
+const client = (address: string): EchoClient => ownConnectionClient(address, clients);
 
 interface EndpointView {
   address: string;

@@ -6,6 +6,7 @@ import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import {
+  answerAfterPayloadMs,
   assertDistBuilt,
   canConnect,
   childEnv,
@@ -30,12 +31,7 @@ const clients: EchoClient[] = [];
 beforeAll(async () => {
   assertDistBuilt();
   // Unary answers after n ms, n being the request payload.
-  up = await startGrpcServer({
-    Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      const t = setTimeout(() => cb(null, call.request), Number(call.request.toString()));
-      call.on("cancelled", () => clearTimeout(t));
-    },
-  });
+  up = await startGrpcServer({ Unary: answerAfterPayloadMs((_ms, request) => request) });
 });
 afterEach(async () => {
   for (const c of clients.splice(0)) c.close();

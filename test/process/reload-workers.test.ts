@@ -5,8 +5,19 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startBackend, type Backend } from "../helpers/backends.js";
-import { echoClient, sample, unary, type EchoClient } from "../helpers/peers.js";
-import { assertDistBuilt, freePort, httpGet, killSpawned, spawnDojang, tempDir, waitFor, waitReady, type DojangProcess } from "../helpers/process.js";
+import { sample, unary, type EchoClient } from "../helpers/peers.js";
+import {
+  assertDistBuilt,
+  freePort,
+  httpGet,
+  killSpawned,
+  logLines,
+  ownConnectionClient,
+  spawnDojang,
+  tempDir,
+  waitFor,
+  waitReady,
+} from "../helpers/process.js";
 
 const backends: Backend[] = [];
 const clients: EchoClient[] = [];
@@ -49,21 +60,9 @@ function config(listenPort: number, adminPort: number, upstream: string, extra =
 /** Upstream names answering `k` calls, each on a fresh connection (the primary hands connections to the workers in turn). */
 async function namesOver(listen: string, k: number): Promise<string[]> {
   const rs = await Promise.all(
-    Array.from({ length: k }, () => {
-      const c = echoClient(listen, { "grpc.use_local_subchannel_pool": 1 });
-      clients.push(c);
-      return unary(c, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
-    }),
+    Array.from({ length: k }, () => unary(ownConnectionClient(listen, clients), Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 5000 })),
   );
   return rs.map((r) => (r.err === null ? r.res!.toString() : `error ${r.err.code}`));
-}
-
-function logLines(p: DojangProcess): Record<string, any>[] {
-  return p
-    .stdout()
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, any>);
 }
 
 describe("workers: 2 reload", () => {

@@ -6,7 +6,18 @@
 // SIGTERM's twin.
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
-import { assertDistBuilt, configYaml, freePort, httpGet, killSpawned, spawnDojang, tempDir, waitFor, waitReady, type DojangProcess } from "../helpers/process.js";
+import {
+  assertDistBuilt,
+  configYaml,
+  freePort,
+  httpGet,
+  killSpawned,
+  logLines,
+  spawnDojang,
+  tempDir,
+  waitFor,
+  waitReady,
+} from "../helpers/process.js";
 import { echoClient, sample, startGrpcServer, unary, type GrpcServer } from "../helpers/peers.js";
 import { startBackend, type Backend } from "../helpers/backends.js";
 
@@ -29,15 +40,6 @@ async function backend(name: string): Promise<Backend> {
 }
 
 const rule = (code: string) => `    faults:\n      - { id: r1, action: { kind: abort, code: ${code}, message: injected } }`;
-
-/** pino's JSON lines from the process's stdout. */
-function logLines(p: DojangProcess): Record<string, any>[] {
-  return p
-    .stdout()
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, any>);
-}
 
 async function post(admin: string, path: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`http://${admin}${path}`, { method: "POST", signal: AbortSignal.timeout(8000) });

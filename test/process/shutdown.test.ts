@@ -5,6 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, startGrpcServer, unary, type EchoClient, type GrpcServer, type UnaryResult } from "../helpers/peers.js";
 import {
+  answerAfterPayloadMs,
   assertDistBuilt,
   canConnect,
   configYaml,
@@ -25,13 +26,7 @@ const clients: EchoClient[] = [];
 beforeAll(async () => {
   assertDistBuilt();
   // Unary answers "done:<n>" after n ms, n being the request payload; a cancelled call stops its timer.
-  up = await startGrpcServer({
-    Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      const ms = Number(call.request.toString());
-      const t = setTimeout(() => cb(null, Buffer.from(`done:${ms}`)), ms);
-      call.on("cancelled", () => clearTimeout(t));
-    },
-  });
+  up = await startGrpcServer({ Unary: answerAfterPayloadMs() });
 });
 afterEach(async () => {
   for (const c of clients.splice(0)) c.close();

@@ -6,8 +6,21 @@
 import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoClient, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
-import { assertDistBuilt, configYaml, freePort, httpGet, killSpawned, spawnDojang, tempDir, waitFor, waitReady, type DojangProcess } from "../helpers/process.js";
+import { startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
+import {
+  assertDistBuilt,
+  configYaml,
+  freePort,
+  httpGet,
+  killSpawned,
+  logLines,
+  ownConnectionClient,
+  spawnDojang,
+  tempDir,
+  waitFor,
+  waitReady,
+  type DojangProcess,
+} from "../helpers/process.js";
 
 const TOKEN = "workers-admin-token-0123456789";
 const tmp = tempDir();
@@ -28,11 +41,7 @@ afterAll(async () => {
 });
 
 /** A new channel with its own connection: the primary hands connections to the workers in turn. */
-function client(address: string): EchoClient {
-  const c = echoClient(address, { "grpc.use_local_subchannel_pool": 1 });
-  clients.push(c);
-  return c;
-}
+const client = (address: string): EchoClient => ownConnectionClient(address, clients);
 
 /** `workers: 2` with the journal on; `admin` lines go under the admin block. */
 function workersConfig(listenPort: number, adminPort: number, admin: string[] = []): string {
@@ -51,15 +60,6 @@ async function api(admin: string, method: string, path: string, body?: unknown, 
   });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text === "" ? undefined : (JSON.parse(text) as any) };
-}
-
-/** pino's JSON lines from the process's stdout. */
-function logLines(p: DojangProcess): Record<string, any>[] {
-  return p
-    .stdout()
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as Record<string, any>);
 }
 
 /** The worker pids of a primary (Linux: its children in /proc). */

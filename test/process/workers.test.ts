@@ -3,8 +3,9 @@
 // a worker that cannot listen stops the whole process with 1 instead of a restart loop.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoClient, sample, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
+import { sample, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import {
+  answerAfterPayloadMs,
   assertDistBuilt,
   canConnect,
   configYaml,
@@ -12,6 +13,7 @@ import {
   httpGet,
   killSpawned,
   occupyPort,
+  ownConnectionClient,
   spawnDojang,
   tempDir,
   waitFor,
@@ -24,13 +26,7 @@ const clients: EchoClient[] = [];
 
 beforeAll(async () => {
   assertDistBuilt();
-  up = await startGrpcServer({
-    Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      const ms = Number(call.request.toString());
-      const t = setTimeout(() => cb(null, Buffer.from(`done:${ms}`)), ms);
-      call.on("cancelled", () => clearTimeout(t));
-    },
-  });
+  up = await startGrpcServer({ Unary: answerAfterPayloadMs() });
 });
 afterEach(async () => {
   for (const c of clients.splice(0)) c.close();
@@ -41,12 +37,8 @@ afterAll(async () => {
   tmp.remove();
 });
 
-function client(address: string): EchoClient {
-  // A distinct channel per client: one connection each, so calls spread over the workers.
-  const c = echoClient(address, { "grpc.use_local_subchannel_pool": 1 });
-  clients.push(c);
-  return c;
-}
+// A distinct channel per client: one connection each, so calls spread over the workers.
+const client = (address: string): EchoClient => ownConnectionClient(address, clients);
 
 describe("workers: 2", () => {
   it("serves calls, sums the workers' metrics on the primary's admin, and drains every worker on SIGTERM with exit 0", async () => {

@@ -7,7 +7,7 @@
 //
 // usage: npm run build && npx node bench/grpc-web.mjs [--connections 50] [--duration 10] [--bytes 100]
 import autocannon from "autocannon";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { UNARY_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
+import { startDojangChild, startFastUpstream } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -30,42 +31,7 @@ const body = frame(Number(args.bytes));
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = mkdtempSync(join(tmpdir(), "dojang-grpcweb-bench-"));
 
-/** Starts a node child that prints one JSON line when ready; resolves with it and the process. */
-function startNode(name, file, argv) {
-  const p = spawn(process.execPath, [file, ...argv], { stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const t = setTimeout(() => reject(new Error(`${name} did not start`)), 15_000);
-    p.stdout.on("data", (d) => {
-      buf += d;
-      const nl = buf.indexOf("\n");
-      if (nl >= 0 && buf.trimStart().startsWith("{")) {
-        clearTimeout(t);
-        p.stdout.removeAllListeners("data");
-        p.stdout.resume();
-        resolve({ p, ready: JSON.parse(buf.slice(0, nl)) });
-      }
-    });
-    p.on("exit", (code) => reject(new Error(`${name} exited (${code})`)));
-  });
-}
-
-async function waitPort(port) {
-  const net = await import("node:net");
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
-      s.on("error", () => r(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`port ${port} never opened`);
-}
-
-const upPort = await freePort();
-const upCtl = await freePort();
-const up = await startNode("upstream", join(repo, "bench/lib/upstream.mjs"), ["--port", String(upPort), "--control-port", String(upCtl)]);
+const { p: up, port: upPort } = await startFastUpstream();
 const h2Port = await freePort();
 const h1Port = await freePort();
 const cfgFile = join(tmp, "dojang.yaml");
@@ -84,9 +50,7 @@ clusters:
     endpoints: ["127.0.0.1:${upPort}"]
 `,
 );
-const px = spawn(process.execPath, [join(repo, "dist/cli.js"), "--config", cfgFile], { stdio: ["ignore", "ignore", "inherit"] });
-await waitPort(h2Port);
-await waitPort(h1Port);
+const px = await startDojangChild(join(repo, "dist/cli.js"), cfgFile, [h2Port, h1Port]);
 
 // one checked call first: the gRPC-Web answer carries the echoed message and grpc-status 0
 {
@@ -118,7 +82,7 @@ const h2 = spawnSync(
 const native = parseH2loadOutput(h2.stdout);
 
 px.kill("SIGTERM");
-up.p.kill("SIGTERM");
+up.kill("SIGTERM");
 rmSync(tmp, { recursive: true, force: true });
 
 const webRps = web.requests.average;

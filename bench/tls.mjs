@@ -5,7 +5,7 @@
 // of dojang (for example one from before a change, to compare its h2c line with this one's).
 //
 // usage: npm run build && npx node bench/tls.mjs [--connections 50] [--streams 1] [--duration 10] [--bytes 100] [--cli dist/cli.js]
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -14,6 +14,7 @@ import { parseArgs } from "node:util";
 import { UNARY_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
+import { startDojangChild, startFastUpstream } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -31,38 +32,7 @@ const tmp = mkdtempSync(join(tmpdir(), "dojang-tls-bench-"));
 // a throwaway certificate for 127.0.0.1 (self-signed; h2load does not verify)
 execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "k.pem", "-out", "c.pem", "-days", "1", "-subj", "/CN=bench", "-addext", "subjectAltName=IP:127.0.0.1"], { cwd: tmp, stdio: "ignore" });
 
-function startNode(file, argv) {
-  const p = spawn(process.execPath, [file, ...argv], { stdio: ["ignore", "pipe", "inherit"] });
-  return new Promise((res, rej) => {
-    let buf = "";
-    const t = setTimeout(() => rej(new Error(`${file} did not start`)), 15_000);
-    p.stdout.on("data", (d) => {
-      buf += d;
-      if (buf.includes("\n")) {
-        clearTimeout(t);
-        p.stdout.removeAllListeners("data");
-        p.stdout.resume();
-        res(p);
-      }
-    });
-  });
-}
-
-async function waitPort(port) {
-  const net = await import("node:net");
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
-      s.on("error", () => r(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`port ${port} never opened`);
-}
-
-const upPort = await freePort();
-const up = await startNode(join(repo, "bench/lib/upstream.mjs"), ["--port", String(upPort), "--control-port", String(await freePort())]);
+const { p: up, port: upPort } = await startFastUpstream();
 const plainPort = await freePort();
 const tlsPort = await freePort();
 const cfgFile = join(tmp, "dojang.yaml");
@@ -83,9 +53,7 @@ ${args.cli === undefined ? `  - name: tls
     endpoints: ["127.0.0.1:${upPort}"]
 `,
 );
-const px = spawn(process.execPath, [cli, "--config", cfgFile], { stdio: ["ignore", "ignore", "inherit"] });
-await waitPort(plainPort);
-if (args.cli === undefined) await waitPort(tlsPort);
+const px = await startDojangChild(cli, cfgFile, args.cli === undefined ? [plainPort, tlsPort] : [plainPort]);
 
 const dataFile = join(tmp, "req.bin");
 writeFileSync(dataFile, frame(Number(args.bytes)));

@@ -65,17 +65,22 @@ async function namesOver(listen: string, k: number): Promise<string[]> {
   return rs.map((r) => (r.err === null ? r.res!.toString() : `error ${r.err.code}`));
 }
 
+/** `config(…, upstream)` in a fresh directory, started and ready. */
+async function startOn(upstream: string) {
+  const [listenPort, adminPort] = [await freePort(), await freePort()];
+  const dir = tempDir();
+  dirs.push(dir);
+  const admin = `127.0.0.1:${adminPort}`;
+  const file = dir.write("dojang.yaml", config(listenPort, adminPort, upstream));
+  const p = spawnDojang(["--config", file]);
+  await waitReady(p, admin, 15_000);
+  return { p, dir, admin, listen: `127.0.0.1:${listenPort}`, listenPort, adminPort };
+}
+
 describe("workers: 2 reload", () => {
   it("POST /reload and SIGHUP reach every worker (all calls go to the new upstream), answered and logged once; an invalid file is refused once with its key paths", async () => {
     const [a, b, c] = [await backend("a"), await backend("b"), await backend("c")];
-    const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
-    const admin = `127.0.0.1:${adminPort}`;
-    const listen = `127.0.0.1:${listenPort}`;
-    const file = dir.write("dojang.yaml", config(listenPort, adminPort, a.address));
-    const p = spawnDojang(["--config", file]);
-    await waitReady(p, admin, 15_000);
+    const { p, dir, admin, listen, listenPort, adminPort } = await startOn(a.address);
     expect(await namesOver(listen, 6)).toEqual(Array(6).fill("a"));
 
     // POST /reload: the same cluster, another endpoint.
@@ -119,14 +124,7 @@ describe("workers: 2 reload", () => {
 
   it("a worker started after a reload (a replacement) serves the reloaded config", async () => {
     const [a, b] = [await backend("a"), await backend("b")];
-    const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
-    const admin = `127.0.0.1:${adminPort}`;
-    const listen = `127.0.0.1:${listenPort}`;
-    const file = dir.write("dojang.yaml", config(listenPort, adminPort, a.address));
-    const p = spawnDojang(["--config", file]);
-    await waitReady(p, admin, 15_000);
+    const { p, dir, admin, listen, listenPort, adminPort } = await startOn(a.address);
     dir.write("dojang.yaml", config(listenPort, adminPort, b.address));
     expect((await fetch(`http://${admin}/reload`, { method: "POST", signal: AbortSignal.timeout(10_000) })).status).toBe(200);
     // One worker dies; the primary forks a replacement from the reloaded text.

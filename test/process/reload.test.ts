@@ -68,6 +68,18 @@ function config(o: { listenPort: number; adminPort: number; route: string; clust
   ].join("\n");
 }
 
+/** `config()` routing to `a`, without watchConfig, in a fresh directory, started and ready. */
+async function startUnwatched(a: Backend) {
+  const [listenPort, adminPort] = [await freePort(), await freePort()];
+  const dir = tempDir();
+  dirs.push(dir);
+  const admin = `127.0.0.1:${adminPort}`;
+  const file = dir.write("dojang.yaml", config({ listenPort, adminPort, route: "backend", clusters: [`{ name: backend, endpoints: ["${a.address}"] }`] }).replace("watchConfig: true", ""));
+  const p = spawnDojang(["--config", file]);
+  await waitReady(p, admin);
+  return { p, dir, admin, file, listenPort, adminPort };
+}
+
 describe("whole-config reload under load (SIGHUP, POST /reload, a watched file write)", () => {
   it("changes route and cluster three times while calls run continuously: none fails, new calls reach the new upstream, a long call finishes on the old cluster", async () => {
     const [a, b, c, d] = [await backend("a"), await backend("b"), await backend("c"), await backend("d")];
@@ -150,13 +162,7 @@ describe("whole-config reload under load (SIGHUP, POST /reload, a watched file w
 describe("an invalid reload leaves the old config serving", () => {
   it("says why in the log (SIGHUP), the metric and POST /reload's 400 body, with key paths; the old upstream keeps answering", async () => {
     const [a, b] = [await backend("a"), await backend("b")];
-    const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
-    const admin = `127.0.0.1:${adminPort}`;
-    const file = dir.write("dojang.yaml", config({ listenPort, adminPort, route: "backend", clusters: [`{ name: backend, endpoints: ["${a.address}"] }`] }).replace("watchConfig: true", ""));
-    const p = spawnDojang(["--config", file]);
-    await waitReady(p, admin);
+    const { p, dir, admin, file, listenPort, adminPort } = await startUnwatched(a);
     const client = echoClient(`127.0.0.1:${listenPort}`);
     const bad = config({ listenPort, adminPort, route: "bakend", clusters: [`{ name: backend, endpoints: ["${b.address}"] }`] })
       .replace("watchConfig: true", "")
@@ -289,13 +295,7 @@ describe("POST /faults/reset after a SIGHUP", () => {
 describe("POST /drain, SIGTERM's twin", () => {
   it("answers 202, lets the call in flight finish, then exits 0", async () => {
     const a = await backend("a");
-    const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
-    const admin = `127.0.0.1:${adminPort}`;
-    const file = dir.write("dojang.yaml", config({ listenPort, adminPort, route: "backend", clusters: [`{ name: backend, endpoints: ["${a.address}"] }`] }).replace("watchConfig: true", ""));
-    const p = spawnDojang(["--config", file]);
-    await waitReady(p, admin);
+    const { p, admin, listenPort } = await startUnwatched(a);
     const client = echoClient(`127.0.0.1:${listenPort}`);
     a.delayMs = 800;
     const inFlight = unary(client, Buffer.from("x"));

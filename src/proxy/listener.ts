@@ -122,10 +122,6 @@ function onCountedStreamClose(this: CountedStream): void {
   if (s !== undefined && --s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
 }
 
-/** streams a connection has opened (requestHeadersTimeout ends at the first) */
-const kOpened = Symbol("dojang.openedStreams");
-type OpenedCountSession = CountedSession & { [kOpened]?: number };
-
 /** A session's timers (maxConnectionAge, its grace, idleTimeout); all cleared when it closes. */
 interface Lifetime {
   age: NodeJS.Timeout | undefined;
@@ -318,10 +314,8 @@ export class Listener {
       if (sess !== undefined) {
         const open = (sess[kOpen] ?? 0) + 1;
         sess[kOpen] = open;
-        const opened = ((sess as OpenedCountSession)[kOpened] ?? 0) + 1;
-        (sess as OpenedCountSession)[kOpened] = opened;
-        // the first request arrived: requestHeadersTimeout is met
-        if (opened === 1 && sess[kHeadersTimer] !== undefined) {
+        // the first request arrived: requestHeadersTimeout is met (the timer is cleared once)
+        if (sess[kHeadersTimer] !== undefined) {
           clearTimeout(sess[kHeadersTimer]);
           sess[kHeadersTimer] = undefined;
         }

@@ -31,6 +31,35 @@ export interface ClusterMetricsSource {
   endpointStates(): readonly { readonly endpoint: string; readonly healthy: boolean; readonly ejected: boolean; readonly active: number }[];
 }
 
+type EndpointState = ReturnType<ClusterMetricsSource["endpointStates"]>[number];
+
+/** A gauge that reads one live number at scrape time (no prom-client work per call). */
+function liveGauge(r: client.Registry[], name: string, help: string, read: () => number): void {
+  new client.Gauge({
+    name,
+    help,
+    registers: r,
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** A gauge per cluster and endpoint, rebuilt at scrape time from the clusters' endpoint states
+ * (removed endpoints drop out of it). */
+function endpointGauge(r: client.Registry[], sources: Iterable<ClusterMetricsSource>, name: string, help: string, value: (e: EndpointState) => number): void {
+  new client.Gauge({
+    name,
+    help,
+    labelNames: ["cluster", "endpoint"],
+    registers: r,
+    collect() {
+      this.reset();
+      for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(value(e));
+    },
+  });
+}
+
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
 export class MethodSeries {
   readonly service: string;
@@ -168,36 +197,15 @@ export class Metrics {
       registers: r,
     });
     const sources = this.clusterSources;
-    new client.Gauge({
-      name: "dojang_upstream_endpoint_healthy",
-      help: "1 when the endpoint's active health check passes (always 1 without healthCheck), 0 when not; by cluster and endpoint.",
-      labelNames: ["cluster", "endpoint"],
-      registers: r,
-      collect() {
-        this.reset();
-        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.healthy ? 1 : 0);
-      },
-    });
-    new client.Gauge({
-      name: "dojang_upstream_endpoint_ejected",
-      help: "1 while outlier detection has the endpoint ejected, by cluster and endpoint.",
-      labelNames: ["cluster", "endpoint"],
-      registers: r,
-      collect() {
-        this.reset();
-        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.ejected ? 1 : 0);
-      },
-    });
-    new client.Gauge({
-      name: "dojang_upstream_endpoint_active_attempts",
-      help: "Attempts open or waiting for a session on the endpoint, by cluster and endpoint.",
-      labelNames: ["cluster", "endpoint"],
-      registers: r,
-      collect() {
-        this.reset();
-        for (const c of sources) for (const e of c.endpointStates()) this.labels(c.name, e.endpoint).set(e.active);
-      },
-    });
+    endpointGauge(
+      r,
+      sources,
+      "dojang_upstream_endpoint_healthy",
+      "1 when the endpoint's active health check passes (always 1 without healthCheck), 0 when not; by cluster and endpoint.",
+      (e) => (e.healthy ? 1 : 0),
+    );
+    endpointGauge(r, sources, "dojang_upstream_endpoint_ejected", "1 while outlier detection has the endpoint ejected, by cluster and endpoint.", (e) => (e.ejected ? 1 : 0));
+    endpointGauge(r, sources, "dojang_upstream_endpoint_active_attempts", "Attempts open or waiting for a session on the endpoint, by cluster and endpoint.", (e) => e.active);
     new client.Gauge({
       name: "dojang_upstream_endpoints",
       help: "Endpoints of a cluster by state: healthy (in rotation), unhealthy (failing health checks), ejected (outlier detection).",
@@ -221,43 +229,20 @@ export class Metrics {
       },
     });
     const live = this.live;
-    new client.Gauge({
-      name: "dojang_active_calls",
-      help: "Calls in flight.",
-      registers: r,
-      collect() {
-        this.set(live.activeCalls);
-      },
-    });
-    new client.Gauge({
-      name: "dojang_upstream_sessions",
-      help: "Open upstream HTTP/2 sessions.",
-      registers: r,
-      collect() {
-        this.set(live.upstreamSessions);
-      },
-    });
+    liveGauge(r, "dojang_active_calls", "Calls in flight.", () => live.activeCalls);
+    liveGauge(r, "dojang_upstream_sessions", "Open upstream HTTP/2 sessions.", () => live.upstreamSessions);
     this.refusedStreams = new client.Counter({
       name: "dojang_downstream_streams_refused_total",
-      help: "Client streams refused with RST_STREAM(REFUSED_STREAM) because their connection already had the listener's maxConcurrentStreams open.",
+      help: "Client streams refused with RST_STREAM(REFUSED_STREAM): their connection already had the listener's maxConcurrentStreams open, or the process was over its response-buffer budget.",
       registers: r,
     }).labels();
-    new client.Gauge({
-      name: "dojang_downstream_sessions",
-      help: "Open client HTTP/2 sessions.",
-      registers: r,
-      collect() {
-        this.set(live.downstreamSessions);
-      },
-    });
-    new client.Gauge({
-      name: "dojang_gc_concurrent_marking",
-      help: "1 while V8 marks the old generation on a helper thread (its default), 0 while dojang has turned that off (concurrentMarking: off, or auto on one CPU under a high byte rate).",
-      registers: r,
-      collect() {
-        this.set(live.concurrentMarking);
-      },
-    });
+    liveGauge(r, "dojang_downstream_sessions", "Open client HTTP/2 sessions.", () => live.downstreamSessions);
+    liveGauge(
+      r,
+      "dojang_gc_concurrent_marking",
+      "1 while V8 marks the old generation on a helper thread (its default), 0 while dojang has turned that off (concurrentMarking: off, or auto on one CPU under a high byte rate).",
+      () => live.concurrentMarking,
+    );
     client.collectDefaultMetrics({ register: this.registry, prefix: "dojang_process_" });
     this.other = new MethodSeries(this, OTHER, OTHER);
   }

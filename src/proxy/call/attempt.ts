@@ -49,8 +49,8 @@ export interface AttemptOwner {
   /** the upstream took what was written: the request source may resume */
   onAttemptDrain(a: Attempt): void;
   /**
-   * Asked in the check phase when the request has ended: may END_STREAM go out now? False when
-   * the call is over or the client reset (a client's RST_STREAM also ends node's readable side,
+   * Asked when the request has ended (endRequest): may END_STREAM go out now? False when the
+   * call is over or the client reset (a client's RST_STREAM also ends node's readable side,
    * and that cancel must not reach the upstream as END_STREAM, spec §10.2 P1), or when the owner
    * decides the end is an error of its own (it may end the call, and so cancel this attempt).
    */
@@ -79,8 +79,6 @@ export class Attempt implements SessionWaiter, ReplaySink {
   private reported = false;
   /** a setImmediate(flush) is queued and the stream is corked until it runs */
   private flushQueued = false;
-  /** the request has ended; flush() ends the upstream request unless the owner says no */
-  private endPending = false;
   private drainHooked = false;
   /** the request's END_STREAM was written (requestEnded) */
   private endSent = false;
@@ -189,23 +187,32 @@ export class Attempt implements SessionWaiter, ReplaySink {
     return false;
   }
 
-  /** The request has ended: END_STREAM goes out in the check phase, on the last DATA frame. */
+  /**
+   * The request has ended: END_STREAM goes out now, on the last DATA frame (end() uncorks the
+   * chunks held this turn and ends in one tick), so the request's HEADERS, its DATA and
+   * END_STREAM leave in one write when this loop turn's pending frames are sent. Flushing in
+   * the check phase instead sent the HEADERS alone (node's own write runs first there) and the
+   * DATA one loop turn later: one turn, one write and one upstream wake-up more per call.
+   * Decided now, not later: a client's RST_STREAM marks the client stream aborted before node
+   * ends its readable side (probed on Node 24 with HEADERS, DATA and RST_STREAM in one read,
+   * CANCEL and NO_ERROR alike: 'aborted', then 'end'), so the owner still tells that cancel
+   * from an END_STREAM here, and a cancel never reaches the upstream as END_STREAM (spec
+   * §10.2 P1).
+   */
   endRequest(): void {
     const up = this.up;
-    if (up === undefined || up.writableEnded) return;
-    // Not now: flush() decides, once this loop turn's events are in. A client's RST_STREAM
-    // also ends node's readable side ('end' comes before 'aborted' and 'close'), and that
-    // cancel must not reach the upstream as END_STREAM (spec §10.2 P1).
-    this.endPending = true;
-    this.holdWrites(up);
+    if (up === undefined || up.writableEnded || up.destroyed) return;
+    if (this.endSent || !this.owner.mayEndRequest()) return;
+    this.endSent = true;
+    up.end();
   }
 
   /**
    * Corks the stream until the check phase of this loop turn (setImmediate), where flush()
-   * uncorks it, or ends it if the request has ended by then: the request's end ('end' follows
-   * in the same turn when the client's DATA carried END_STREAM) then rides on the last DATA
-   * frame (Writable.end() uncorks and ends in one tick), and the chunks read in one turn leave
-   * in one writev. One setImmediate per turn with request data, not per chunk.
+   * uncorks it, unless the request ends first: the request's end ('end' follows in the same
+   * turn when the client's DATA carried END_STREAM) then rides on the last DATA frame
+   * (Writable.end() uncorks and ends in one tick), and the chunks read in one turn leave in
+   * one writev. One setImmediate per turn with request data, not per chunk.
    */
   private holdWrites(up: ClientHttp2Stream): void {
     if (this.flushQueued) return;
@@ -219,14 +226,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
     this.flushQueued = false;
     const up = this.up;
     if (up === undefined || up.destroyed || up.writableEnded) return;
-    if (this.endPending && this.owner.mayEndRequest()) {
-      this.endPending = false;
-      this.endSent = true;
-      up.end();
-    } else if (!this.cancelled && up.writableCorked > 0) {
-      // (cancelled: the owner's answer may have been to end the call, which cancelled this attempt)
-      up.uncork();
-    }
+    if (!this.cancelled && up.writableCorked > 0) up.uncork();
   }
 
   // === response flow control ===

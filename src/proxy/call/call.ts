@@ -648,9 +648,9 @@ export class Call implements AttemptOwner, FilterCall {
     if (this.done || down.aborted || down.destroyed) return false;
     // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
     // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
-    // 13 "unexpected EOF" (spec §3). Decided here, in the check phase, not at 'end', so a
-    // client's RST_STREAM (which ends node's readable side too) stays a cancel. The upstream
-    // gets CANCEL (finish cancels the attempt), never END_STREAM after half a message.
+    // 13 "unexpected EOF" (spec §3). A client's RST_STREAM ends node's readable side too, but
+    // marks the stream aborted first (attempt.ts endRequest), so it stays a cancel here. The
+    // upstream gets CANCEL (finish cancels the attempt), never END_STREAM after half a message.
     if (!atMessageBoundary(this.reqScan)) {
       this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
       return false;

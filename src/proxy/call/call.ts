@@ -1193,8 +1193,8 @@ export class Call implements AttemptOwner, FilterCall {
     // messages before the refused prefix (onAttemptData).
     const reqMessages = forwardedMessages(this.reqScan, false);
     const respMessages = forwardedMessages(this.respScan, true);
-    if (reqMessages > 0) this.series.reqMessages.inc(reqMessages);
-    if (respMessages > 0) this.series.respMessages.inc(respMessages);
+    this.series.reqMessages += reqMessages;
+    this.series.respMessages += respMessages;
     m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
     const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {

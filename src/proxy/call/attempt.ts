@@ -12,7 +12,7 @@ import { Readable, addAbortSignal } from "node:stream";
 import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/index.js";
 import type { AttemptResult, Endpoint } from "../upstream/endpoint.js";
 import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
-import type { OutgoingHeaders } from "./headers.js";
+import { headerList, type OutgoingHeaders } from "./headers.js";
 import type { ReplaySink } from "./retry-buffer.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
@@ -30,6 +30,14 @@ const AbortErrorClass: new (message?: string) => Error = (() => {
   addAbortSignal(AbortSignal.abort(), r);
   return (r.errored as Error).constructor as new (message?: string) => Error;
 })();
+
+/** request()'s options, one object per combination (node copies what it is given). */
+const REQUEST_OPTIONS = [
+  { endStream: false, waitForTrailers: false },
+  { endStream: true, waitForTrailers: false },
+  { endStream: false, waitForTrailers: true },
+  { endStream: true, waitForTrailers: true },
+] as const;
 
 const kAttempt = Symbol("dojang.attempt");
 type AttemptStream = ClientHttp2Stream & { [kAttempt]?: Attempt };
@@ -133,7 +141,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
     }
     let up: ClientHttp2Stream;
     try {
-      up = sess.h2.request(this.headers!, { endStream: this.endStream, waitForTrailers: this.resetByClose });
+      up = sess.h2.request(headerList(this.headers!), REQUEST_OPTIONS[(this.endStream ? 1 : 0) + (this.resetByClose ? 2 : 0)]);
     } catch (err) {
       if (sess.h2.destroyed || sess.h2.closed) {
         this.report("unreachable");

@@ -60,7 +60,7 @@ import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, kClientCert, type ClientCertSession, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, headerList, kClientCert, type ClientCertSession, type OutgoingHeaders } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
@@ -68,6 +68,8 @@ import { RetryBuffer } from "./retry-buffer.js";
 import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
+/** respond()'s options for a response head with trailers to follow (node only reads them) */
+const RESPOND_WAIT_TRAILERS = { waitForTrailers: true } as const;
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -777,7 +779,8 @@ export class Call implements AttemptOwner, FilterCall {
       return this.forwardStatus(out, endStream);
     }
     try {
-      this.down.respond(out, { waitForTrailers: true });
+      // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
+      this.down.respond(this.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
       this.responded = true;
       if (fs !== null) for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onResponseHeadSent?.(this);
     } catch (err) {

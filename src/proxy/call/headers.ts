@@ -66,6 +66,19 @@ function addField(out: OutgoingHeaders, name: string, value: string): void {
   else if (Array.isArray(prev)) prev.push(value);
 }
 
+/**
+ * `h` as node's flat header list ([name, value, name, value, ...]; an array value stays one
+ * entry, node expands it), for request() and respond() on a native stream. Given an object,
+ * node copies it into a null-prototype object and lists its keys before encoding it; given a
+ * list it encodes it as it is (about 0.9 KB less garbage per call for the request head,
+ * bench/alloc.mjs --profile). The list is node's from then on (respond() appends `date` to it).
+ */
+export function headerList(h: OutgoingHeaders): string[] {
+  const out: unknown[] = [];
+  for (const k in h) out.push(k, h[k]);
+  return out as string[];
+}
+
 /** Value of the first field named `name` in rawHeaders (names are lower-case in HTTP/2). */
 export function rawGet(raw: readonly string[], name: string): string | undefined {
   for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i] === name) return raw[i + 1];

@@ -14,23 +14,30 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-await build({
-  absWorkingDir: root,
-  entryPoints: ["dist/main.js"],
-  outfile: "dist/dojang.mjs",
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node22",
-  // CommonJS dependencies (pino, prom-client) call require() for node's built-ins; an ES module
-  // has no require of its own, so the bundle makes one.
-  banner: { js: 'import { createRequire as __dojangRequire } from "node:module"; const require = __dojangRequire(import.meta.url);' },
-  // Stack traces name the bundle's lines; the map (not loaded unless node runs with
-  // --enable-source-maps) leads back to src/.
-  sourcemap: "linked",
-  // Whitespace only: names stay, so stack traces still name dojang's functions. Renaming
-  // identifiers too made idle RSS larger, not smaller (74 MiB; measured).
-  minifyWhitespace: true,
-  legalComments: "none",
-  logLevel: "warning",
-});
+// dist/launch.mjs: what the launcher (dist/cli.js) loads to size V8 from the config before it
+// re-executes node (src/launch.ts); a second bundle, so the served process never loads it.
+for (const [entry, outfile] of [
+  ["dist/main.js", "dist/dojang.mjs"],
+  ["dist/launch.js", "dist/launch.mjs"],
+]) {
+  await build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    // CommonJS dependencies (pino, prom-client) call require() for node's built-ins; an ES module
+    // has no require of its own, so the bundle makes one.
+    banner: { js: 'import { createRequire as __dojangRequire } from "node:module"; const require = __dojangRequire(import.meta.url);' },
+    // Stack traces name the bundle's lines; the map (not loaded unless node runs with
+    // --enable-source-maps) leads back to src/.
+    sourcemap: "linked",
+    // Whitespace only: names stay, so stack traces still name dojang's functions. Renaming
+    // identifiers too made idle RSS larger, not smaller (74 MiB; measured).
+    minifyWhitespace: true,
+    legalComments: "none",
+    logLevel: "warning",
+  });
+}

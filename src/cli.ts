@@ -10,12 +10,36 @@
 // imports into dist/dojang.mjs (scripts/bundle.mjs; one file instead of ~340 modules saves 9 MiB
 // of idle RSS).
 //
+// The same re-exec sets V8's heap sizes from the memory budget (`memory.limit`, else the
+// container's cgroup limit; src/config/memory.ts): the launcher reads the config the command
+// line names with the same loader (dist/launch.mjs, loaded only here, gone with this process
+// image after execve), passes the derived node flags first (node flags given on the command line
+// come after them and win) and hands the plan to the served process in DOJANG_MEMORY_PLAN (JSON,
+// nothing secret), which shows it in /config and its start-up line. An invalid config gives no
+// plan: node starts without sizing flags and src/main.ts reports the error as it always did.
+//
 // DOJANG_MEMORY_REDUCER=on keeps V8's reducer (idle memory given back, at that CPU price); where
-// process.execve does not exist (Node < 22.15, Windows) dojang runs without the flag.
+// process.execve does not exist (Node < 22.15, Windows) dojang runs without the flags.
 const FLAG = "--no-memory-reducer";
+const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 
-if (process.env["DOJANG_MEMORY_REDUCER"] !== "on" && !process.execArgv.includes(FLAG) && typeof process.execve === "function" && process.platform !== "win32") {
-  process.execve(process.execPath, [process.execPath, FLAG, ...process.execArgv, ...process.argv.slice(1)], process.env);
+// set in the re-executed process (and inherited by cluster workers): never exec twice
+if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" && process.platform !== "win32") {
+  const launch = "./launch.mjs";
+  type LaunchPlan = (argv: readonly string[], env: NodeJS.ProcessEnv) => { nodeFlags: readonly string[] } | undefined;
+  // a copy of dist without launch.mjs (an image that copies only cli.js and dojang.mjs) runs
+  // without sizing flags; the served process then says flags_applied: false
+  const launchPlan = await import(launch).then(
+    (m: { launchPlan: LaunchPlan }) => m.launchPlan,
+    () => undefined,
+  );
+  const plan = launchPlan?.(process.argv.slice(2), process.env);
+  const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), ...(plan?.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
+  if (flags.length > 0) {
+    // "" when there is no plan: the served process derives one itself and says it is not applied
+    const env = { ...process.env, [PLAN_ENV]: plan === undefined ? "" : JSON.stringify(plan) };
+    process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)], env);
+  }
 }
 // a variable, so that tsc does not look for the bundle, which esbuild writes after it
 const entry = "./dojang.mjs";

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, tlsFileIssues, type Config } from "./config/index.js";
 import { ConfigError } from "./errors.js";
 import { runHealth } from "./health.js";
-import { Dojang, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
+import { Dojang, applyMemoryPlan, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
 import { VERSION } from "./index.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
@@ -118,6 +118,9 @@ async function main(): Promise<void> {
     if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
     void d.reloadFile(file, "SIGHUP");
   });
+  // the memory budget's plan (src/cli.ts applied its node flags): before start(), so the
+  // start-up line shows it
+  applyMemoryPlan(d, config);
   try {
     await d.start();
   } catch (err) {

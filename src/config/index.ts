@@ -7,3 +7,4 @@ export * from "./issues.js";
 export * from "./parse.js";
 export * from "./load.js";
 export * from "./default.js";
+export * from "./memory.js";

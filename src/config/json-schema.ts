@@ -385,6 +385,12 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: enumKind(CONCURRENT_MARKING_MODES),
     default: DEFAULTS.config.concurrentMarking,
   },
+  memory: { description: "The memory budget: V8's young and old generation sizes and the overload manager's buffer budgets are derived from it at start (README, Memory)." },
+  "memory.limit": {
+    description: "Bytes all of dojang's processes may use (the container's limit); null = the cgroup's memory limit if there is one, else none. With workers: N, each worker gets (limit − 64MiB) / N. Needs a restart.",
+    kind: { ...sizeKind(LIMITS.memoryLimit), type: ["string", "integer", "null"] },
+    default: null,
+  },
   faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
   watchConfig: { description: "Reload the whole config when its file changes (CLI only), as SIGHUP and POST /reload do.", kind: FLAG, default: false },
 };

@@ -34,6 +34,8 @@ const RESTART_ONLY: readonly RegExp[] = [
   /^faultInjection(\.|$)/,
   /^shrinkHeapWhenIdle$/,
   /^concurrentMarking$/,
+  // V8's sizes are node flags, set when the process starts (src/config/memory.ts)
+  /^memory(\.|$)/,
   /^watchConfig$/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
   // a listener is an h2c or a TLS server from its creation; certificate files changed in place

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { describeValue, didYouMean } from "./issues.js";
 import { parseDuration, parseHostPort, parseSize, type HostPort } from "./units.js";
+import { MIN_PROCESS_BYTES, minimumLimitBytes } from "./memory.js";
 import { CODE_NAMES } from "../translate/codes.js";
 import type { FaultRule } from "./faults/model.js";
 import type { FaultSetSettings } from "./faults/parse.js";
@@ -233,6 +234,13 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const CONCURRENT_MARKING_MODES = ["auto", "on", "off"] as const;
 export type ConcurrentMarkingMode = (typeof CONCURRENT_MARKING_MODES)[number];
 
+/** `memory`: the container's memory budget (src/config/memory.ts derives V8's sizes and the
+ * overload manager's budgets from it; the launcher applies them at start). */
+export interface MemoryConfig {
+  /** `limit`: bytes for all of dojang's processes; null: the cgroup's limit if there is one, else none */
+  readonly limitBytes: number | null;
+}
+
 export interface Config {
   /** Omitted (or null) → no admin listener. */
   readonly admin: AdminConfig | null;
@@ -253,6 +261,8 @@ export interface Config {
   /** V8's concurrent marking: auto (off on one CPU while bytes flow fast), on, off (CLI and
    * workers only; see src/proxy/observe/heap.ts) */
   readonly concurrentMarking: ConcurrentMarkingMode;
+  /** `memory`: the memory budget (CLI and workers only; needs a restart) */
+  readonly memory: MemoryConfig;
   /** the fault rule set's seed (percentages replay identically) and concurrency cap */
   readonly faultInjection: FaultSetSettings;
   /** `watchConfig`: reload when the config file changes (CLI only) */
@@ -329,6 +339,7 @@ export const DEFAULTS = Object.freeze({
     journal: 0,
     shrinkHeapWhenIdleMs: 0,
     concurrentMarking: "auto" as ConcurrentMarkingMode,
+    memory: Object.freeze({ limitBytes: null }) as MemoryConfig,
     watchConfig: false,
   }),
 });
@@ -360,6 +371,9 @@ export const LIMITS = Object.freeze({
   maxSessionsPerEndpoint: { min: 1, max: 1024 },
   // Ours: one worker per core on any machine we expect.
   workers: { min: 1, max: 64 },
+  // Ours (src/config/memory.ts): 64 MiB is the smallest budget the plan's floors fit in; 1 PiB
+  // is where a cgroup limit stops meaning anything.
+  memoryLimit: { min: MIN_PROCESS_BYTES, max: 2 ** 50 - 1 },
   // gRFC A6 caps maxAttempts at 5; ours allows 10.
   maxAttempts: { min: 1, max: 10 },
   weight: { min: 1, max: 1000 },
@@ -904,6 +918,9 @@ const document = z.strictObject(
     journal: count({ min: 0, max: 100000 }).default(DEFAULTS.config.journal),
     shrinkHeapWhenIdle: durationMs(0).default(DEFAULTS.config.shrinkHeapWhenIdleMs),
     concurrentMarking: concurrentMarking.default(DEFAULTS.config.concurrentMarking),
+    memory: z
+      .strictObject({ limit: sizeBytes(LIMITS.memoryLimit).nullable().default(null) }, { error: expected("a mapping with limit") })
+      .default({ limit: null }),
     faultInjection: z.unknown().optional(),
     watchConfig: flag.default(DEFAULTS.config.watchConfig),
   },
@@ -911,7 +928,15 @@ const document = z.strictObject(
 );
 
 /** Renames the `*Ms` fields, so the file says `timeout: 30s` and the code reads `timeoutMs`. */
-export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
+export const CONFIG_SCHEMA: z.ZodType<Config> = document
+  .superRefine((d, ctx) => {
+    // each worker's share must hold the plan's floors (src/config/memory.ts)
+    const min = minimumLimitBytes(d.workers);
+    if (d.memory.limit !== null && d.memory.limit < min) {
+      ctx.addIssue({ code: "custom", path: ["memory", "limit"], message: `${d.memory.limit} bytes is too small for ${d.workers} workers: at least ${min} bytes (${min / MiB}MiB)` });
+    }
+  })
+  .transform(
   (d): Config => ({
     admin: d.admin,
     listeners: d.listeners.map((l) => ({
@@ -996,6 +1021,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document.transform(
     journal: d.journal,
     shrinkHeapWhenIdleMs: d.shrinkHeapWhenIdle,
     concurrentMarking: d.concurrentMarking,
+    memory: { limitBytes: d.memory.limit },
     faultInjection: d.faultInjection as unknown as FaultSetSettings,
     watchConfig: d.watchConfig,
   }),

@@ -13,7 +13,8 @@ import type { CallContext } from "./call/call.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
-import { HeapShrinker, MarkingTuner } from "./observe/heap.js";
+import { HeapShrinker, MarkingTuner, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
+import { responseBuffers } from "./observe/overload.js";
 import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
 import type { FaultCounter } from "./filters/fault-exec/filter.js";
@@ -127,7 +128,7 @@ export class Dojang {
         metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
         ready: () => this.notReadyReason() === null,
         notReady: () => this.notReadyReason(),
-        config: () => this.cfg,
+        config: () => (this.memoryPlan === undefined ? this.cfg : { ...this.cfg, memory: { ...this.cfg.memory, plan: this.memoryPlan } }),
         ...(file === undefined ? {} : { reload: async () => reloadReply(await this.reloadFile(file, "POST /reload")) }),
         drain: () => {
           if (!this.draining) {
@@ -140,6 +141,12 @@ export class Dojang {
       });
     }
   }
+
+  /**
+   * The memory budget's plan this process runs with (src/config/memory.ts), shown in /config and
+   * the start-up line; set by the CLI and cluster workers (applyMemoryPlan), not by the library.
+   */
+  memoryPlan: AppliedMemoryPlan | undefined = undefined;
 
   /** The config the instance serves (the last one a reload applied). */
   get config(): Config {
@@ -468,6 +475,7 @@ export class Dojang {
         listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })),
         clusters: this.config.clusters.map((c) => ({ name: c.name, endpoints: c.endpoints.map(formatHostPort) })),
         admin: this.adminAddress,
+        ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),
       },
       "dojang started",
     );
@@ -559,12 +567,44 @@ export class Dojang {
  * the heap and V8's flags).
  */
 export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker: HeapShrinker; marking: MarkingTuner } {
+  applyMemoryPlan(d, config);
   const live = d.metrics.live;
   const marking = new MarkingTuner(config.concurrentMarking, () => d.forwardedBytes(), log, (on) => (live.concurrentMarking = on ? 1 : 0));
   marking.start();
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();
   return { shrinker, marking };
+}
+
+/**
+ * The memory budget of this process (the launcher's plan, src/cli.ts): the overload manager's
+ * buffer budgets follow it, and /config and the start-up line show it. Once per process (the CLI
+ * calls it before start(), so the start-up line has it; cluster workers through startHeapTuning).
+ */
+export function applyMemoryPlan(d: Dojang, config: Config): AppliedMemoryPlan {
+  if (d.memoryPlan !== undefined) return d.memoryPlan;
+  const plan = processMemoryPlan(config.memory.limitBytes, config.workers);
+  responseBuffers.budgets = plan.buffers;
+  d.memoryPlan = plan;
+  return plan;
+}
+
+const MIB = 1_048_576;
+
+/** The plan in the start-up line: MiB, where the limit came from, whether node got the flags. */
+function memoryLine(p: AppliedMemoryPlan): Record<string, unknown> {
+  return {
+    limit_mib: p.limitBytes === null ? null : Math.round(p.limitBytes / MIB),
+    source: p.source,
+    per_process_mib: p.perProcessBytes === null ? null : Math.round(p.perProcessBytes / MIB),
+    semi_space_mib: p.semiSpaceMiB,
+    old_space_mib: p.oldSpaceMiB,
+    heap_limit_mib: Math.round(p.heapSizeLimitBytes / MIB),
+    buffers_per_connection_mib: Math.round((p.buffers.perConnectionBytes / MIB) * 10) / 10,
+    buffers_process_mib: Math.round((p.buffers.processBytes / MIB) * 10) / 10,
+    flags_applied: p.applied,
+    ...(p.note === undefined ? {} : { note: p.note }),
+  };
 }
 
 /** Same host and port (a listener that keeps its socket). */
@@ -596,6 +636,7 @@ export function configAsApplied(running: Config, next: Config): Config {
     watchConfig: running.watchConfig,
     shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
     concurrentMarking: running.concurrentMarking,
+    memory: running.memory,
   };
 }
 

@@ -38,6 +38,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["demo.ts", "main"],
   // `dojang health`: a CLI subcommand (reads the config, asks the admin's /ready)
   ["health.ts", "main"],
+  // the launcher's part that reads the config before node is re-executed (src/cli.ts)
+  ["launch.ts", "main"],
 ];
 
 function layerOf(rel: string): Layer | undefined {

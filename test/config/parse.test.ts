@@ -101,6 +101,7 @@ describe("parseConfigText(): a valid config", () => {
       journal: 0,
       shrinkHeapWhenIdleMs: 0,
       concurrentMarking: "auto",
+      memory: { limitBytes: null },
       faultInjection: { seed: 0, maxActiveFaults: null },
       watchConfig: false,
     } satisfies Config);

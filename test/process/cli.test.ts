@@ -172,7 +172,7 @@ describe("DOJANG_CONFIG", () => {
     const u = await upstream();
     const alone = join(tmp.dir, "alone");
     mkdirSync(alone);
-    for (const f of ["cli.js", "dojang.mjs"]) copyFileSync(join(REPO_ROOT, "dist", f), join(alone, f));
+    for (const f of ["cli.js", "dojang.mjs", "launch.mjs"]) copyFileSync(join(REPO_ROOT, "dist", f), join(alone, f));
     writeFileSync(join(alone, "package.json"), '{"type":"module"}');
     const [listenPort, adminPort] = [await freePort(), await freePort()];
     const file = tmp.write("alone.yaml", configYaml({ listenPort, adminPort, upstream: u.address, logLevel: "warn" }));

@@ -16,11 +16,11 @@
 // The CLI and cluster workers run it; the library (startDojang) does not: a host process owns
 // its own heap.
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, totalmem } from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { Logger } from "pino";
-import type { ConcurrentMarkingMode } from "../../config/index.js";
+import { MEMORY_PLAN_ENV, cgroupMemoryLimit, memoryPlan, planFromEnv, type ConcurrentMarkingMode, type MemoryPlan } from "../../config/index.js";
 
 type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async"; flavor?: "regular" | "last-resort" }) => void;
 
@@ -235,4 +235,51 @@ export class MarkingTuner {
     this.on = on;
     this.onChange(on);
   }
+}
+
+// === the memory budget ===
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The memory limit of this process's cgroup (v2 memory.max, v1 memory.limit_in_bytes, the
+ * lowest from its own cgroup up), or undefined: none, not Linux, or above the machine's memory
+ * (a limit the machine cannot reach limits nothing).
+ */
+export function readCgroupMemoryLimit(): { bytes: number; file: string } | undefined {
+  const r = cgroupMemoryLimit(readText("/proc/self/cgroup"), readText);
+  return r === undefined || r.bytes >= totalmem() ? undefined : r;
+}
+
+/** The plan for `limitBytes` from the config, else the cgroup's limit, else none. */
+export function planForConfig(limitBytes: number | null, workers: number): MemoryPlan {
+  if (limitBytes !== null) return memoryPlan(limitBytes, "config", workers);
+  const cg = readCgroupMemoryLimit();
+  return cg === undefined ? memoryPlan(null, "none", workers) : memoryPlan(cg.bytes, "cgroup", workers);
+}
+
+/** What the process runs with: the launcher's plan and whether V8 got its flags. */
+export interface AppliedMemoryPlan extends MemoryPlan {
+  /** true when node was started with the plan's flags (the launcher re-executed it) */
+  readonly applied: boolean;
+  /** V8's heap limit as it stands (v8.getHeapStatistics().heap_size_limit) */
+  readonly heapSizeLimitBytes: number;
+}
+
+/**
+ * The plan of the running process: the one the launcher passed (DOJANG_MEMORY_PLAN, with the
+ * flags node started with), else derived here from the config (applied: false; node's sizes
+ * are V8's own then, e.g. where process.execve does not exist).
+ */
+export function processMemoryPlan(limitBytes: number | null, workers: number, env: NodeJS.ProcessEnv = process.env): AppliedMemoryPlan {
+  const passed = planFromEnv(env[MEMORY_PLAN_ENV]);
+  const plan = passed ?? planForConfig(limitBytes, workers);
+  const applied = plan.nodeFlags.every((f) => process.execArgv.includes(f));
+  return { ...plan, applied, heapSizeLimitBytes: v8.getHeapStatistics().heap_size_limit };
 }

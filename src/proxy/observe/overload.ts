@@ -24,6 +24,8 @@
 // Cutting a stalled call also resets its upstream stream, which gives its window back to the
 // shared upstream connection (other calls on it were starved while it was held).
 
+import { DEFAULT_BUFFERS } from "../../config/memory.js";
+
 /** What the guard needs of a call (call.ts's Call); structural, so this layer imports no call code. */
 export interface StalledCall {
   readonly done: boolean;
@@ -40,9 +42,12 @@ export interface BufferBudgets {
   readonly processBytes: number;
 }
 
-const MiB = 1_048_576;
-/** The defaults (README "Protections"): 8 MiB per connection, 256 MiB per process. */
-export const DEFAULT_BUFFER_BUDGETS: BufferBudgets = Object.freeze({ perConnectionBytes: 8 * MiB, processBytes: 256 * MiB });
+/**
+ * The defaults without a memory limit (README "Protections"): 8 MiB per connection, 256 MiB per
+ * process. With `memory.limit` (or a cgroup limit) the CLI sets `budgets` from the memory plan
+ * (src/config/memory.ts: a quarter of what the process's share leaves after node itself).
+ */
+export const DEFAULT_BUFFER_BUDGETS: BufferBudgets = DEFAULT_BUFFERS;
 /** How often stalled calls are measured while any is stalled. */
 export const SWEEP_MS = 100;
 /** A stalled call whose client stream has not drained for this long holds an idle buffer (may be cut). */

@@ -64,6 +64,7 @@ import { copyHeaders, copyRequestHeaders, headerList, kClientCert, type ClientCe
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
+import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
@@ -131,7 +132,7 @@ export interface CallContext {
 
 type DownStream = ServerHttp2Stream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall {
+export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -218,15 +219,15 @@ export class Call implements AttemptOwner, FilterCall {
   /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
   private downDrainHooked = false;
   /**
-   * streamIdleTimeout (issue 10 item 12): one timer per call, armed only when the timeout is on
-   * and shorter than the call's deadline, and never reset per chunk: when it fires it compares
-   * the bytes scanned both ways (counters the hot path keeps anyway) with what it saw last
-   * time; if they moved it re-arms, else nothing moved for a whole period and the call ends.
-   * A call is cut after between one and two idle periods without a frame.
+   * streamIdleTimeout (issue 10 item 12): watched only when the timeout is on and shorter than
+   * the call's deadline, never reset per chunk, and without a timer of its own (idle.ts: one
+   * timer per period for all calls, which compares what each call moved with what it saw a
+   * period before). A call is cut after between one and two idle periods without a frame.
    */
-  idleTimer: NodeJS.Timeout | undefined = undefined;
+  idleGroup: IdleGroup | undefined = undefined;
   idleMs = 0;
-  idleSeen = 0;
+  idleSeen = -1;
+  idleSlot = -1;
   /**
    * gRPC-Web (src/proxy/downstream/grpc-web.ts): "grpc-web" or "grpc-web-text" when `down` is
    * the gRPC-Web adapter, which presents the ServerHttp2Stream members this file uses (respond,
@@ -328,7 +329,7 @@ export class Call implements AttemptOwner, FilterCall {
     const idle = route.streamIdleTimeoutMs ?? this.ctx.streamIdleTimeoutMs ?? 0;
     if (idle > 0 && this.deadlineAt - this.t0 > idle) {
       this.idleMs = idle > MAX_TIMER_MS ? MAX_TIMER_MS : idle;
-      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
+      this.idleGroup = watchIdle(this, this.idleMs);
     }
 
     const out: OutgoingHeaders = {
@@ -672,15 +673,14 @@ export class Call implements AttemptOwner, FilterCall {
     this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
   }
 
-  onIdleTimer(): void {
-    this.idleTimer = undefined;
+  /** IdleWatched: what moved either way (compared between ticks of the idle watch). */
+  idleMoved(): number {
+    return this.reqScan.bytes + this.respScan.bytes + (this.responded ? 1 : 0);
+  }
+
+  /** IdleWatched: nothing moved for a whole period. */
+  onIdle(): void {
     if (this.done) return;
-    const moved = this.reqScan.bytes + this.respScan.bytes + (this.responded ? 1 : 0);
-    if (moved !== this.idleSeen) {
-      this.idleSeen = moved;
-      this.idleTimer = setTimeout(onIdleTimer, this.idleMs, this);
-      return;
-    }
     // 14: an intermediary giving up on a silent stream, as a connection idle timeout surfaces
     // in gRPC; 4 would blame a deadline the client never set (Envoy answers 408 "stream timeout").
     this.finish(outcome(Code.UNAVAILABLE, `stream idle timeout: nothing moved either way for ${this.idleMs} ms`, "stream_idle"));
@@ -1245,9 +1245,10 @@ export class Call implements AttemptOwner, FilterCall {
       this.retryTimer = undefined;
     }
     this.clearPerTry();
-    if (this.idleTimer !== undefined) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = undefined;
+    const g = this.idleGroup;
+    if (g !== undefined) {
+      this.idleGroup = undefined;
+      unwatchIdle(this, g);
     }
   }
 }
@@ -1284,9 +1285,6 @@ function callOf(s: unknown): Call {
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
-}
-function onIdleTimer(c: Call): void {
-  c.onIdleTimer();
 }
 function onRetryTimer(c: Call): void {
   c.onRetryTimer();

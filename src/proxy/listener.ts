@@ -112,14 +112,87 @@ const kLife = Symbol("dojang.lifetime");
 const kLimit = Symbol("dojang.streamLimit");
 /** requestHeadersTimeout's timer, until the connection's first request (or its close) */
 const kHeadersTimer = Symbol("dojang.requestHeadersTimer");
-type CountedSession = ServerHttp2Session & { [kOpen]?: number; [kIdleSince]?: number; [kLife]?: Lifetime; [kLimit]?: number; [kHeadersTimer]?: NodeJS.Timeout | undefined };
-type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession };
+/** rapid reset: streams the connection has closed, and how many of them its client reset prematurely */
+const kClosed = Symbol("dojang.closedStreams");
+const kPremature = Symbol("dojang.prematureResets");
+/** when a stream opened (monotonic ms): a reset within PREMATURE_RESET_MS of it is premature */
+const kOpenedAt = Symbol("dojang.openedAt");
+type CountedSession = ServerHttp2Session & {
+  [kOpen]?: number;
+  [kIdleSince]?: number;
+  [kLife]?: Lifetime;
+  [kLimit]?: number;
+  [kHeadersTimer]?: NodeJS.Timeout | undefined;
+  [kClosed]?: number;
+  [kPremature]?: number;
+};
+type CountedStream = ServerHttp2Stream & { [kCounted]?: CountedSession; [kOpenedAt]?: number };
 
 function ignoreError(): void {}
 
 function onCountedStreamClose(this: CountedStream): void {
   const s = this[kCounted];
-  if (s !== undefined && --s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
+  if (s === undefined) return;
+  if (--s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
+  const closed = (s[kClosed] ?? 0) + 1;
+  s[kClosed] = closed;
+  // aborted: the stream closed before dojang finished its response (a reset, either side's)
+  if (this.aborted) countPrematureReset(s, this, closed);
+}
+
+/**
+ * Rapid reset (CVE-2023-44487): a client that opens streams and resets each at once makes the
+ * proxy start (and cancel) work for every one at no cost to itself. As Envoy 1.27.1 does, dojang
+ * counts *premature* resets per connection: a stream the client reset (any code but the ones
+ * dojang itself sends: INTERNAL_ERROR, REFUSED_STREAM, ENHANCE_YOUR_CALM) before dojang finished
+ * its response and within PREMATURE_RESET_MS of its start. Once a connection has
+ * PREMATURE_RESET_MIN of them and they are at least half of the streams it opened, it gets GOAWAY
+ * ENHANCE_YOUR_CALM, every stream it opens after that is refused (REFUSED_STREAM, no call made),
+ * and CALM_GOAWAY_FLUSH_MS later it is destroyed. A client that cancels calls now and then never
+ * gets near that. Counted on the stream's close (a listener it already has); the open path pays
+ * one timestamp.
+ *
+ * Why destroy and not close(): close() waits for the streams still open, and while the client's
+ * flood kept arriving on such a closing session, Node 24 aborted the process in about one of five
+ * loaded runs (Http2Session destructor, `current_nghttp2_memory_ == 0`, run from a GC). The same
+ * attack ended with destroy() (GOAWAY first, destroy after the flush delay) did not abort in 12
+ * runs of the process test (README, Protections).
+ */
+export const PREMATURE_RESET_MIN = 100;
+export const PREMATURE_RESET_MS = 1000;
+/**
+ * How long the ENHANCE_YOUR_CALM GOAWAY is given before the connection is destroyed. Destroying a
+ * socket whose client is still writing sends a TCP RST, and a client that has not read the
+ * GOAWAY by then loses it; nghttp2 ignores every stream above the GOAWAY's last stream id, so
+ * the wait costs the attacker's bytes and no JS work.
+ */
+const CALM_GOAWAY_FLUSH_MS = 1000;
+const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
+
+function countPrematureReset(s: CountedSession, stream: CountedStream, closed: number): void {
+  const code = stream.rstCode;
+  if (code === undefined || code === NGHTTP2_INTERNAL_ERROR || code === NGHTTP2_REFUSED_STREAM || code === ENHANCE_YOUR_CALM) return;
+  const t0 = stream[kOpenedAt];
+  if (t0 !== undefined && performance.now() - t0 > PREMATURE_RESET_MS) return;
+  const n = (s[kPremature] ?? 0) + 1;
+  s[kPremature] = n;
+  // closed + still open = the streams the connection opened (kOpen is already one less)
+  if (n >= PREMATURE_RESET_MIN && 2 * n >= closed + s[kOpen]! && s[kLimit] !== 0 && !s.destroyed) cutForResets(s, stream.id ?? 0);
+}
+
+function cutForResets(s: CountedSession, lastStreamId: number): void {
+  // from now on every new stream is over the connection's limit: refused at once, no call made
+  s[kLimit] = 0;
+  try {
+    s.goaway(ENHANCE_YOUR_CALM, lastStreamId);
+  } catch {
+    /* already closing */
+  }
+  setTimeout(destroyCalm, CALM_GOAWAY_FLUSH_MS, s).unref();
+}
+
+function destroyCalm(s: ServerHttp2Session): void {
+  if (!s.destroyed) s.destroy(new Error(`rapid reset: ${PREMATURE_RESET_MIN} or more streams reset by the client within ${PREMATURE_RESET_MS} ms of their start`), ENHANCE_YOUR_CALM);
 }
 
 /** A session's timers (maxConnectionAge, its grace, idleTimeout); all cleared when it closes. */
@@ -320,6 +393,7 @@ export class Listener {
           sess[kHeadersTimer] = undefined;
         }
         stream[kCounted] = sess;
+        stream[kOpenedAt] = performance.now();
         stream.on("close", onCountedStreamClose);
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.

@@ -65,3 +65,53 @@ describe("attack: floods nghttp2 stops", () => {
     });
   }
 });
+
+const FLOW_CONTROL_ERROR = 0x3;
+const windowUpdate = (streamId: number, increment: number): Buffer => {
+  const p = Buffer.alloc(4);
+  p.writeUInt32BE(increment);
+  return encodeFrame(FRAME.WINDOW_UPDATE, 0, streamId, p);
+};
+
+// WINDOW_UPDATE floods: node gives JS no hook per WINDOW_UPDATE frame, so dojang cannot count
+// them as Envoy does (max_inbound_window_update_frames_per_data_frame_sent). What bounds them:
+// they ask for no reply (nothing is queued, unlike PING or SETTINGS) and cost nghttp2's parsing
+// only, and a window pushed past 2^31−1 is a FLOW_CONTROL_ERROR that ends the connection.
+describe("attack: WINDOW_UPDATE floods", () => {
+  it("60,000 increments of 1 (connection and stream) queue nothing: dojang still answers the attacker's PING within 1 s and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
+    const by = echoClient(px.address);
+    clients.push(by);
+    const bystander = runBystander(by, 100, 10);
+    const atk = await connectRawH2(px.address);
+    raws.push(atk);
+    atk.headers(1, grpcRequestFields("/test.Stream/Held"));
+    const t0 = performance.now();
+    for (let i = 0; i < 3; i++) atk.write(Buffer.concat([many(windowUpdate(0, 1), 10_000), many(windowUpdate(1, 1), 10_000)]));
+    atk.write(encodeFrame(FRAME.PING, 0, 0, Buffer.from("wuflood!")));
+    const pingAck = (): boolean => atk.on(0).some((f) => f.type === FRAME.PING && (f.flags & 0x1) !== 0);
+    while (performance.now() - t0 < 5000 && !pingAck() && !atk.closed) await sleep(5);
+    const ms = performance.now() - t0;
+    const r = await bystander;
+    console.log(`WINDOW_UPDATE flood (60,000 frames): PING answered after ${Math.round(ms)} ms, connection closed ${atk.closed}`);
+    expect(pingAck()).toBe(true);
+    expect(ms).toBeLessThan(1000);
+    expect(r.failures).toEqual([]);
+  });
+
+  it("a window pushed past 2^31−1 ends the connection with GOAWAY FLOW_CONTROL_ERROR within 5 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {
+    const by = echoClient(px.address);
+    clients.push(by);
+    const bystander = runBystander(by, 100, 10);
+    const atk = await connectRawH2(px.address);
+    raws.push(atk);
+    const t0 = performance.now();
+    atk.write(many(windowUpdate(0, 0x7fffffff), 20_000));
+    while (performance.now() - t0 < 5000 && !atk.closed) await sleep(10);
+    const ms = performance.now() - t0;
+    const r = await bystander;
+    console.log(`WINDOW_UPDATE overflow flood: closed ${atk.closed} after ${Math.round(ms)} ms, GOAWAY code ${atk.goaway()?.errorCode}`);
+    expect(atk.closed).toBe(true);
+    expect(atk.goaway()?.errorCode).toBe(FLOW_CONTROL_ERROR);
+    expect(r.failures).toEqual([]);
+  });
+});

@@ -1,0 +1,162 @@
+// Issue 12, rapid reset (CVE-2023-44487): a client that opens streams and resets each at once
+// makes the proxy start and cancel work for every one of them at no cost to itself. dojang counts
+// premature resets per connection and ends it with GOAWAY ENHANCE_YOUR_CALM past the budget
+// (listener.ts, PREMATURE_RESET_MIN), while a well-behaved client on the same dojang is served.
+// The process test repeats the attack: closing connections in the middle of such a flood once
+// aborted Node 24 (listener.ts says how the cut avoids it), so the process must outlive it.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
+import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
+import { FRAME } from "../helpers/h2-frames.js";
+import { readFileSync } from "node:fs";
+import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
+import { PREMATURE_RESET_MIN } from "../../src/proxy/listener.js";
+import type { DojangHandle } from "../../src/index.js";
+
+const CANCEL = 0x8;
+const ENHANCE_YOUR_CALM = 0xb;
+/** connections the attacker opens, and streams it opens and resets on each (bounded) */
+const CONNECTIONS = 5;
+const STREAMS = 1000;
+
+let upstream: RawUpstream;
+const clients: EchoClient[] = [];
+const raws: RawH2Client[] = [];
+const proxies: DojangHandle[] = [];
+beforeAll(async () => {
+  upstream = await startRawUpstream(echoOr());
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  for (const r of raws.splice(0)) r.close();
+  for (const px of proxies.splice(0)) await px.close(0);
+});
+afterAll(async () => {
+  await upstream.close();
+  await killSpawned();
+  tmp.remove();
+});
+const tmp = tempDir();
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+/** The RSS bound stated in the README's protections table (3 rounds of 10 connections × 1,000 reset streams). */
+const PROCESS_RSS_BOUND_MIB = 96;
+
+/**
+ * HEADERS then RST_STREAM(code) on `n` streams, as fast as the socket takes them; stops once
+ * closed (and, with `untilGoaway`, once a GOAWAY arrived: how many it sent before says when the cut came).
+ */
+async function resetFlood(c: RawH2Client, n: number, code: number, untilGoaway = false): Promise<number> {
+  let sent = 0;
+  for (let i = 0; i < n && !c.closed && !(untilGoaway && c.goaway() !== undefined); i++) {
+    const id = 1 + 2 * i;
+    c.headers(id, grpcRequestFields("/test.Stream/Reset"));
+    c.rst(id, code);
+    sent++;
+    if (i % 50 === 49) await sleep(1); // let dojang's replies in (GOAWAY) between bursts
+  }
+  return sent;
+}
+
+describe("attack: rapid reset", () => {
+  it(`${CONNECTIONS} connections opening and resetting ${STREAMS} streams each get GOAWAY ENHANCE_YOUR_CALM; a bystander's calls all succeed`, { timeout: 60_000 }, async () => {
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const by = echoClient(px.address);
+    clients.push(by);
+    const bystander = runBystander(by, 200, 10);
+    const t0 = performance.now();
+    const atks = await Promise.all(Array.from({ length: CONNECTIONS }, () => connectRawH2(px.address)));
+    raws.push(...atks);
+    const sent = await Promise.all(atks.map((c) => resetFlood(c, STREAMS, CANCEL, true)));
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline && atks.some((c) => !c.closed)) await sleep(20);
+    const closedMs = performance.now() - t0;
+    const r = await bystander;
+    for (const c of atks) {
+      expect(c.closed).toBe(true);
+      const g = c.goaway();
+      expect(g?.type).toBe(FRAME.GOAWAY);
+      expect(g?.errorCode).toBe(ENHANCE_YOUR_CALM);
+    }
+    // each connection was cut soon after the budget, not after the whole flood
+    for (const n of sent) expect(n).toBeLessThan(STREAMS);
+    console.log(`rapid reset: streams sent per connection before the cut ${sent.join(", ")}; all closed within ${Math.round(closedMs)} ms`);
+    expect(r.failures).toEqual([]);
+    expect(r.ok).toBe(200);
+    expect(upstream.seen.filter((s) => s.headers[":path"] !== BYSTANDER_PATH).length).toBeLessThan(CONNECTIONS * STREAMS);
+  });
+
+  it("a client that cancels some of its calls is not cut (the resets are fewer than half of its streams)", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const c = await connectRawH2(px.address);
+    raws.push(c);
+    // 3 × PREMATURE_RESET_MIN streams: every third one reset at once, the others left open
+    const n = 3 * PREMATURE_RESET_MIN;
+    for (let i = 0; i < n; i++) {
+      const id = 1 + 2 * i;
+      c.headers(id, grpcRequestFields("/test.Stream/Held"));
+      if (i % 3 === 0) c.rst(id, CANCEL);
+    }
+    await sleep(500);
+    expect(c.ended(3)).toBe(false); // a held call is still open
+    expect(c.closed).toBe(false);
+    expect(c.goaway()).toBeUndefined();
+  });
+});
+
+describe("attack: rapid reset against a real dojang process", () => {
+  it(`3 rounds of 10 connections × ${STREAMS} reset streams: every connection gets GOAWAY ENHANCE_YOUR_CALM, the process lives, RSS grows under ${PROCESS_RSS_BOUND_MIB} MiB, a bystander's calls all succeed`, { timeout: 90_000 }, async () => {
+    assertDistBuilt();
+    const port = await freePort();
+    const admin = await freePort();
+    const cfg = tmp.write("rapid-reset.yaml", configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" }));
+    // ATTACK_CLI: another build's dist/cli.js, to measure the figure before
+    const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
+    await waitReady(p, `127.0.0.1:${admin}`);
+    const address = `127.0.0.1:${port}`;
+    const by = echoClient(address);
+    clients.push(by);
+    await runBystander(by, 50, 5);
+    await sleep(200);
+    const before = rssMiB(p.pid);
+    let peak = before;
+    const codes: number[][] = [];
+    for (let round = 0; round < 3 && !p.hasExited; round++) {
+      const bystander = runBystander(by, 200, 10);
+      const atks = await Promise.all(Array.from({ length: 10 }, () => connectRawH2(address)));
+      raws.push(...atks);
+      const flood = Promise.all(atks.map((c) => resetFlood(c, STREAMS, CANCEL)));
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && !p.hasExited && atks.some((c) => !c.closed)) {
+        peak = Math.max(peak, rssMiB(p.pid));
+        await sleep(20);
+      }
+      await flood;
+      const r = await bystander;
+      expect(p.hasExited, p.stderr()).toBe(false);
+      expect(r.failures).toEqual([]);
+      for (const c of atks) {
+        expect(c.closed).toBe(true);
+        codes.push(c.on(0).filter((f) => f.type === FRAME.GOAWAY).map((f) => f.errorCode ?? -1));
+      }
+    }
+    await sleep(500);
+    expect(p.hasExited, p.stderr()).toBe(false);
+    const after = rssMiB(p.pid);
+    peak = Math.max(peak, after);
+    console.log(`rapid reset (process, 3 x 10 x ${STREAMS}): rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} (+${(peak - before).toFixed(1)}), after ${after.toFixed(1)}; GOAWAY codes per connection ${codes.map((c) => c.join("+")).join(",")}`);
+    // each connection's first GOAWAY says why; the second (if the destroy's own arrived) is the same code
+    for (const c of codes) {
+      expect(c.length).toBeGreaterThan(0);
+      for (const code of c) expect(code).toBe(ENHANCE_YOUR_CALM);
+    }
+    expect(peak - before).toBeLessThan(PROCESS_RSS_BOUND_MIB);
+  });
+});

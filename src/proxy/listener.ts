@@ -167,6 +167,8 @@ export const PREMATURE_RESET_MS = 1000;
  * the wait costs the attacker's bytes and no JS work.
  */
 const CALM_GOAWAY_FLUSH_MS = 1000;
+/** How often the gRPC-Web HTTP/1.1 server checks its connections' requestHeadersTimeout. */
+const HTTP1_CHECK_MS = 1000;
 const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
 function countPrematureReset(s: CountedSession, stream: CountedStream, closed: number): void {
@@ -326,8 +328,21 @@ export class Listener {
     // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
     // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
     // node's own (the call's deadline and streamIdleTimeout bound a call).
+    // The HTTP/2 listener's limits hold here too: requestHeadersTimeout (slowloris: node's
+    // headersTimeout, checked every HTTP1_CHECK_MS instead of node's 30 s), maxHeaderListSize
+    // and maxConnections.
     if (cfg.grpcWeb && cfg.http1Address !== null) {
-      this.http1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 60_000 }, (req, res) => this.serveHttp1(req, res));
+      this.http1 = http.createServer(
+        {
+          requestTimeout: 0,
+          keepAliveTimeout: 60_000,
+          headersTimeout: cfg.requestHeadersTimeoutMs ?? 0,
+          connectionsCheckingInterval: HTTP1_CHECK_MS,
+          maxHeaderSize: cfg.maxHeaderListSize,
+        },
+        (req, res) => this.serveHttp1(req, res),
+      );
+      this.http1.maxConnections = cfg.maxConnections ?? Infinity;
     }
     // On a TLS listener with grpcWeb, ALPN also offers http/1.1 (tlsAllowsHttp1) and node hands
     // those connections' requests to the secure server's 'request' event. A 'request' listener
@@ -429,6 +444,10 @@ export class Listener {
   reconfigure(cfg: ListenerConfig, accessLog: boolean): void {
     this.cfg = cfg;
     this.server.maxConnections = cfg.maxConnections ?? Infinity;
+    if (this.http1 !== null) {
+      this.http1.maxConnections = cfg.maxConnections ?? Infinity;
+      this.http1.headersTimeout = cfg.requestHeadersTimeoutMs ?? 0;
+    }
     const ctx = this.ctx as MutableContext;
     ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
     ctx.attemptsHeader = cfg.attemptsHeader;

@@ -190,6 +190,20 @@ if (a["alt-dist"] !== undefined) {
 builds.push({ name: builds.length > 0 ? "after" : "dojang", label: "dist", dist: join(REPO, "dist") });
 
 const per = (x, n) => x / n;
+
+/** Where an allocating function lives (its "name place" key from the probe). */
+function area(key) {
+  const at = key.slice(key.lastIndexOf(" ") + 1);
+  if (at.startsWith("node:internal/http2")) return "node:http2 (JS side)";
+  if (at.startsWith("node:internal/streams") || at.startsWith("node:internal/stream_base")) return "node streams";
+  if (/^node:(internal\/)?(timers|process\/task_queues)/.test(at)) return "node timers, immediates, nextTick";
+  if (at.startsWith("node:async_hooks") || at.startsWith("node:internal/util")) return "node async_hooks (AsyncResource.bind in http2 request())";
+  if (at.startsWith("node:")) return "node (other)";
+  if (at.startsWith("src/")) return "dojang (src/)";
+  if (at.startsWith("node_modules/")) return at.split("/").slice(0, 2).join("/");
+  if (at.includes("alloc-probe")) return "the probe itself";
+  return "native / V8 builtins (no script)";
+}
 const fmt = (x, d = 0) => x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 
 const results = [];
@@ -238,6 +252,11 @@ if (a.profile) {
   const top = Number(a.top);
   for (const r of results) {
     lines.push("", `## ${r.build} ${r.shape}: top allocating functions (sampled ${fmt(per(r.sampledBytes, r.calls))} B/call)`, "");
+    const areas = new Map();
+    for (const [k, v] of Object.entries(r.byFunction)) areas.set(area(k), (areas.get(area(k)) ?? 0) + v);
+    lines.push("| B/call | allocated in |", "|---:|---|");
+    for (const [k, v] of [...areas].sort((x, y) => y[1] - x[1])) lines.push(`| ${fmt(per(v, r.calls))} | ${k} |`);
+    lines.push("");
     lines.push("| B/call | function (and its two nearest callers) |", "|---:|---|");
     const rows = Object.entries(r.byStack).sort((x, y) => y[1] - x[1]).slice(0, top);
     for (const [k, v] of rows) lines.push(`| ${fmt(per(v, r.calls))} | ${k.replaceAll("|", "\\|")} |`);

@@ -120,8 +120,8 @@ if (out !== undefined && out !== "") {
     if (sample) {
       const { profile } = await post("HeapProfiler.stopSampling");
       r.sampledBytes = 0;
-      r.byFunction = {};
-      r.byStack = {};
+      r.byFunction = Object.create(null);
+      r.byStack = Object.create(null);
       // `up`: the callers' names, nearest first
       const walk = (n, up) => {
         const f = n.callFrame;

@@ -2,6 +2,7 @@
 // bucket per key; a call over it ends 8 RESOURCE_EXHAUSTED with decided_by rate_limited and never
 // reaches the upstream. Real grpc-js clients through an in-process dojang to a raw echo upstream.
 import * as grpc from "@grpc/grpc-js";
+import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { echoOr } from "../helpers/bystander.js";
@@ -35,6 +36,21 @@ function md(pairs: Record<string, string>): grpc.Metadata {
   const m = new grpc.Metadata();
   for (const [k, v] of Object.entries(pairs)) m.set(k, v);
   return m;
+}
+
+/** One gRPC-Web unary call over HTTP/1.1 from `localAddress`; the grpc-status of its trailer frame. */
+function webUnary(address: string, localAddress: string): Promise<string> {
+  const [host, port] = address.split(":") as [string, string];
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host, port: Number(port), localAddress });
+    let got = "";
+    sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+    sock.on("error", reject);
+    sock.on("close", () => resolve(/grpc-status:\s*(\d+)/.exec(got)?.[1] ?? got));
+    const body = Buffer.from([0, 0, 0, 0, 1, 0x61]);
+    sock.write(`POST /test.Echo/Unary HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/grpc-web+proto\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n`);
+    sock.write(body);
+  });
 }
 
 /** Codes of `n` calls made one after another (0 = OK). */
@@ -80,6 +96,23 @@ describe("route rateLimit", () => {
     expect(await codes(c1, 2)).toEqual([0, 0]);
     // another connection from the same address: the same bucket
     expect(await codes(c2, 1)).toEqual([8]);
+  });
+
+  it("key client_address for gRPC-Web over HTTP/1.1: each client address has its own bucket (the socket's address, not one bucket for every browser)", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, {
+      route: { match: { service: "test.Echo" }, rateLimit: { callsPerSecond: 0.5, burst: 2, key: "client_address" } },
+      listener: { grpcWeb: true, http1Address: "127.0.0.1:0" },
+    });
+    proxies.push(px);
+    const h1 = px.instance.http1Address();
+    const web = async (from: string, n: number): Promise<string[]> => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i++) out.push(await webUnary(h1, from));
+      return out;
+    };
+    expect(await web("127.0.0.1", 3)).toEqual(["0", "0", "8"]);
+    // another client address: a bucket of its own
+    expect(await web("127.0.0.2", 3)).toEqual(["0", "0", "8"]);
   });
 
   it("config errors name the key path", () => {

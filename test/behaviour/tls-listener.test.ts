@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { copyFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import http2 from "node:http2";
 import tls from "node:tls";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 import { useFixtures } from "../helpers/fixtures.js";
@@ -188,6 +189,52 @@ describe("client certificates (mTLS)", () => {
     expect(xfcc).toEqual([
       `Hash=${client.sha256};Subject="CN=client-one,O=Acme\\, Inc";URI=spiffe://acme.test/ns/web/sa/client-one;DNS=client-one.acme.test;DNS=alt.acme.test`,
     ]);
+  });
+
+  it("gives gRPC-Web calls the same x-forwarded-client-cert, over HTTPS/1.1 (ALPN http/1.1) and over h2, and strips a client's own", async () => {
+    const up = await f.rawUpstream((stream) => {
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    const px = await f.proxyFor(up.address, { listener: { grpcWeb: true, tls: mtls() } });
+    const [host, port] = px.address.split(":") as [string, string];
+    const body = Buffer.from([0, 0, 0, 0, 0]);
+    const head = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "x-forwarded-client-cert": "Hash=forged" };
+    // HTTPS/1.1: a raw TLS socket that offers only http/1.1
+    const h1 = tls.connect({ host, port: Number(port), servername: "default.test", ca: ca.cert, cert: client.cert, key: client.key, ALPNProtocols: ["http/1.1"] });
+    f.track(h1, (s) => s.destroy());
+    await new Promise<void>((resolve, reject) => h1.once("secureConnect", resolve).once("error", reject));
+    expect(h1.alpnProtocol).toBe("http/1.1");
+    const h1Reply = new Promise<string>((resolve) => {
+      let got = "";
+      h1.on("data", (d: Buffer) => {
+        got += d.toString("latin1");
+        if (got.includes("grpc-status")) resolve(got);
+      });
+    });
+    h1.write(`POST /test.Echo/Unary HTTP/1.1\r\nhost: default.test\r\n${Object.entries(head).map(([k, v]) => `${k}: ${v}\r\n`).join("")}content-length: ${body.length}\r\n\r\n`);
+    h1.write(body);
+    expect(await h1Reply).toMatch(/^HTTP\/1\.1 200/);
+    // h2: node's http2 client with the same certificate
+    const h2 = http2.connect(`https://${px.address}`, { servername: "default.test", ca: ca.cert, cert: client.cert, key: client.key });
+    f.track(h2, (s) => s.close());
+    const req = h2.request({ ":method": "POST", ":path": "/test.Echo/Unary", ...head });
+    req.end(body);
+    const status = await new Promise<string | undefined>((resolve) => {
+      let got = "";
+      req.on("data", (d: Buffer) => (got += d.toString("latin1")));
+      req.on("response", (h) => (got += JSON.stringify(h)));
+      req.on("end", () => resolve(/grpc-status"?:\s*"?(\d+)/.exec(got)?.[1] ?? got));
+    });
+    expect(status).toBe("0");
+    expect(up.seen).toHaveLength(2);
+    for (const s of up.seen) {
+      const raw = s.raw;
+      expect(raw.filter((_, i) => i % 2 === 1 && raw[i - 1] === "x-forwarded-client-cert")).toEqual([
+        `Hash=${client.sha256};Subject="CN=client-one,O=Acme\\, Inc";URI=spiffe://acme.test/ns/web/sa/client-one;DNS=client-one.acme.test;DNS=alt.acme.test`,
+      ]);
+    }
   });
 
   it("verifies client certificates on a certificate chosen by SNI as on the default one", async () => {

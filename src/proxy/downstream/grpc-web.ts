@@ -20,9 +20,13 @@
 // Hot path: the request's 'data'/'end' listeners are module-level and find the adapter in a
 // symbol slot; a binary body passes through unchanged (no copy).
 import { EventEmitter } from "node:events";
-import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
+import type { TLSSocket } from "node:tls";
+import { xfccOf } from "./tls.js";
+import { kClientCert } from "../call/headers.js";
 import { Code, outcome } from "../../translate/index.js";
 import {
   decodeBase64Chunk,
@@ -48,6 +52,35 @@ const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connect
 const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive"]);
 
 const kWeb = Symbol("dojang.grpcWeb");
+
+/**
+ * What a Call reads of its client connection (`down.session`) when that connection is HTTP/1.1:
+ * the socket (a rate limit keyed by client address, a fault that drops the connection) and the
+ * verified client certificate (x-forwarded-client-cert). One per socket, made at its first
+ * gRPC-Web request. Over HTTP/2 the request stream's own session serves.
+ */
+interface Http1Session {
+  readonly socket: Socket;
+  destroy(): void;
+  [kClientCert]?: string;
+}
+const kHttp1Session = Symbol("dojang.http1Session");
+type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
+
+function http1Session(socket: Socket): Http1Session {
+  const c = socket as SessionCarrier;
+  let s = c[kHttp1Session];
+  if (s === undefined) {
+    s = { socket, destroy: () => socket.destroy() };
+    // a TLS socket (ALPN http/1.1 on a TLS listener) with a client certificate the CA verified
+    if ((socket as TLSSocket).encrypted === true) {
+      const xfcc = xfccOf(socket as TLSSocket);
+      if (xfcc !== undefined) s[kClientCert] = xfcc;
+    }
+    c[kHttp1Session] = s;
+  }
+  return s;
+}
 type Carrier = Readable & { [kWeb]?: WebDownstream };
 
 /** The CORS answer for one request (computed by the listener from its `cors` config): headers to add, or none. */
@@ -63,7 +96,8 @@ export class WebDownstream extends EventEmitter {
   /** what the access log says about the client side: "grpc-web" or "grpc-web-text" */
   readonly protocol: string;
   readonly id: number | undefined = undefined;
-  readonly session: undefined = undefined;
+  /** the client connection: the HTTP/2 session, or the HTTP/1.1 socket's stand-in */
+  readonly session: ServerHttp2Session | Http1Session | undefined;
   closed = false;
   destroyed = false;
   aborted = false;
@@ -88,6 +122,7 @@ export class WebDownstream extends EventEmitter {
     this.protocol = web.text ? "grpc-web-text" : "grpc-web";
     this.dec = web.text ? newBase64Decoder() : null;
     this.enc = web.text ? newBase64Encoder() : null;
+    this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (req as IncomingMessage).socket) : undefined;
     (req as Carrier)[kWeb] = this;
     // The request body flows only once the Call listens for it (after its attempt is open).
     this.on("newListener", onNewListener);

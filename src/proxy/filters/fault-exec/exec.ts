@@ -409,7 +409,8 @@ export class FaultExec implements CallFilter {
 function sendGoaway(c: FilterCall, g: GoawayAction): void {
   const down = c.down;
   const session = down.session;
-  if (session === undefined || session.closed || session.destroyed) return;
+  // (a gRPC-Web call over HTTP/1.1 has no HTTP/2 session: no GOAWAY to send)
+  if (session === undefined || typeof session.goaway !== "function" || session.closed || session.destroyed) return;
   const id = down.id ?? 1;
   if (g.mode === "graceful") {
     // last-stream-id = the newest stream: every in-flight call finishes, no new ones start.

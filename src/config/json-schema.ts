@@ -387,7 +387,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   memory: { description: "The memory budget: V8's young and old generation sizes and the overload manager's buffer budgets are derived from it at start (README, Memory)." },
   "memory.limit": {
-    description: "Bytes all of dojang's processes may use (the container's limit); null = the cgroup's memory limit if there is one, else none. With workers: N, each worker gets (limit − 64MiB) / N. Needs a restart.",
+    description: "Bytes all of dojang's processes may use (the container's limit); null = the cgroup's memory limit if there is one, else none. With workers: N, each worker gets (limit − 80MiB) / N (at least 96MiB each). Needs a restart.",
     kind: { ...sizeKind(LIMITS.memoryLimit), type: ["string", "integer", "null"] },
     default: null,
   },

@@ -3,7 +3,8 @@
 // is the launcher's, src/cli.ts + src/launch.ts).
 //
 // A dojang process's RSS is (a) node itself with its http2 code and dojang's code, a floor that
-// does not move with load (~48 MiB of the 57-60 MiB idle RSS), (b) V8's young generation, which
+// does not move with load (an idle dojang is ~75 MiB RSS, of which ~13 MiB V8 heap; node:http2
+// alone is 57 MiB), (b) V8's young generation, which
 // V8 grows under load to 3 × the semi-space size (and keeps), (c) V8's old generation, whose
 // growth V8 paces by the limit it has (a low --max-old-space-size makes V8 collect before it
 // grows the heap: its heap-growing factor is lower for small heaps), and (d) bytes held outside
@@ -12,12 +13,15 @@
 // (b), (c), (d) its share of the per-process budget, after (a):
 //
 //   per process   B = limit                              (workers: 1)
-//                 B = (limit − PRIMARY_RESERVE) / N       (workers: N > 1; the cluster primary
+//                 B = (limit − 80 MiB) / N                (workers: N > 1; the cluster primary
 //                                                          forwards no call, its share is fixed)
-//   semi-space    a power of two, B / 64 clamped to 1..16 MiB   (128 MiB → 2 MiB)
-//   buffers       (B − NATIVE) / 4 for the process (floor 2 MiB), a quarter of that per
+//   semi-space    B / 64 clamped to 1..2 MiB, a power of two (the default without a limit is
+//                 2 MiB: larger ones cost RSS and bought no CPU; README, Memory budget)
+//   buffers       (B − 64 MiB) / 4 for the process (floor 2 MiB), a quarter of that per
 //                 connection (1..8 MiB)
-//   old space     B − NATIVE − 3 × B/64 (clamped as the semi-space) − buffers (floor 8 MiB)
+//   old space     B − 64 MiB − 3 × B/64 (clamped as the semi-space) − buffers (floor 8 MiB)
+//
+//   128 MiB → semi-space 2, old space 42, buffers 16 (4 per connection); 256 MiB → 2, 138, 48 (8)
 //
 // With no limit (none configured, no cgroup limit) only the semi-space size is set (the measured
 // default, DEFAULT_SEMI_SPACE_MIB) and V8 sizes the old generation itself; the buffer budgets are
@@ -29,18 +33,19 @@ const MiB = 1_048_576;
 export type MemoryLimitSource = "config" | "cgroup" | "none";
 
 /** What the non-heap part of one dojang process takes (node, its http2 code, dojang's code). */
-export const NATIVE_RESERVE_BYTES = 48 * MiB;
-/** The cluster primary's share with workers: N > 1 (it forwards no call; ~50-70 MiB measured). */
-export const PRIMARY_RESERVE_BYTES = 64 * MiB;
+export const NATIVE_RESERVE_BYTES = 64 * MiB;
+/** The cluster primary's share with workers: N > 1 (it forwards no call; ~75 MiB idle measured). */
+export const PRIMARY_RESERVE_BYTES = 80 * MiB;
 /** The smallest per-process budget the floors below fit in; `memory.limit` is refused below it. */
-export const MIN_PROCESS_BYTES = 64 * MiB;
+export const MIN_PROCESS_BYTES = 96 * MiB;
 /** Semi-space size without a limit (MiB), chosen by measurement (README, "Memory"). */
 export const DEFAULT_SEMI_SPACE_MIB = 2;
 /** Without a limit, the overload manager's budgets (README "Protections"). */
 export const DEFAULT_BUFFERS = Object.freeze({ perConnectionBytes: 8 * MiB, processBytes: 256 * MiB });
 
 const SEMI_MIN_MIB = 1;
-const SEMI_MAX_MIB = 16;
+/** a limit only ever lowers the semi-space below the measured default (larger ones cost RSS and bought no CPU) */
+const SEMI_MAX_MIB = DEFAULT_SEMI_SPACE_MIB;
 const OLD_FLOOR_MIB = 8;
 const BUFFERS_FLOOR = 2 * MiB;
 const PER_CONN_MIN = 1 * MiB;

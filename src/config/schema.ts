@@ -371,7 +371,7 @@ export const LIMITS = Object.freeze({
   maxSessionsPerEndpoint: { min: 1, max: 1024 },
   // Ours: one worker per core on any machine we expect.
   workers: { min: 1, max: 64 },
-  // Ours (src/config/memory.ts): 64 MiB is the smallest budget the plan's floors fit in; 1 PiB
+  // Ours (src/config/memory.ts): 96 MiB is the smallest budget the plan's floors fit in; 1 PiB
   // is where a cgroup limit stops meaning anything.
   memoryLimit: { min: MIN_PROCESS_BYTES, max: 2 ** 50 - 1 },
   // gRFC A6 caps maxAttempts at 5; ours allows 10.

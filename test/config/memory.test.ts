@@ -23,11 +23,11 @@ const workersArb = fc.integer({ min: 1, max: 64 });
 const validLimit = (w: number) => fc.integer({ min: minimumLimitBytes(w), max: 64 * 1024 * MiB });
 
 describe("memoryPlan()", () => {
-  it("128 MiB, one process: 2 MiB semi-space, 54 MiB old space, 20 MiB of buffers (5 MiB per connection)", () => {
+  it("128 MiB, one process: 2 MiB semi-space, 42 MiB old space, 16 MiB of buffers (4 MiB per connection)", () => {
     const p = memoryPlan(128 * MiB, "config", 1);
-    expect(p).toMatchObject({ limitBytes: 128 * MiB, source: "config", perProcessBytes: 128 * MiB, semiSpaceMiB: 2, oldSpaceMiB: 54 });
-    expect(p.buffers).toEqual({ processBytes: 20 * MiB, perConnectionBytes: 5 * MiB });
-    expect(p.nodeFlags).toEqual(["--max-semi-space-size=2", "--max-old-space-size=54"]);
+    expect(p).toMatchObject({ limitBytes: 128 * MiB, source: "config", perProcessBytes: 128 * MiB, semiSpaceMiB: 2, oldSpaceMiB: 42 });
+    expect(p.buffers).toEqual({ processBytes: 16 * MiB, perConnectionBytes: 4 * MiB });
+    expect(p.nodeFlags).toEqual(["--max-semi-space-size=2", "--max-old-space-size=42"]);
     expect(p.note).toBeUndefined();
   });
 
@@ -38,14 +38,14 @@ describe("memoryPlan()", () => {
     expect(p.nodeFlags).toEqual([`--max-semi-space-size=${DEFAULT_SEMI_SPACE_MIB}`]);
   });
 
-  it("workers: N splits what the primary leaves: (limit − 64 MiB) / N each", () => {
+  it("workers: N splits what the primary leaves: (limit − 80 MiB) / N each", () => {
     const p = memoryPlan(512 * MiB, "cgroup", 4);
     expect(p.perProcessBytes).toBe((512 * MiB - PRIMARY_RESERVE_BYTES) / 4);
     expect(p.source).toBe("cgroup");
     expect(planned(p)).toBeLessThanOrEqual(p.perProcessBytes!);
   });
 
-  it("around a semi-space step (127 → 128 MiB) the old space does not shrink", () => {
+  it("around the semi-space step (127 → 128 MiB) the old space does not shrink", () => {
     const below = memoryPlan(127 * MiB, "config", 1);
     const at = memoryPlan(128 * MiB, "config", 1);
     expect(below.semiSpaceMiB).toBe(1);
@@ -93,7 +93,7 @@ describe("memoryPlan()", () => {
       fc.property(workersArb, fc.integer({ min: 1, max: 2 ** 50 - 1 }), (w, limit) => {
         const p = memoryPlan(limit, "cgroup", w);
         expect(p.semiSpaceMiB).toBeGreaterThanOrEqual(1);
-        expect(p.semiSpaceMiB).toBeLessThanOrEqual(16);
+        expect(p.semiSpaceMiB).toBeLessThanOrEqual(DEFAULT_SEMI_SPACE_MIB);
         expect(Number.isInteger(Math.log2(p.semiSpaceMiB))).toBe(true);
         expect(p.oldSpaceMiB!).toBeGreaterThanOrEqual(8);
         expect(Number.isInteger(p.oldSpaceMiB)).toBe(true);
@@ -165,7 +165,7 @@ describe("memory.limit in the config", () => {
   });
 
   it.each([
-    ["memory: { limit: 32MiB }", "memory.limit"],
+    ["memory: { limit: 64MiB }", "memory.limit"],
     ["memory: { limit: lots }", "memory.limit"],
     ["memory: { limt: 128MiB }", "memory.limt"],
     ["workers: 4\nmemory: { limit: 128MiB }", "memory.limit"],

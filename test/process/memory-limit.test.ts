@@ -55,14 +55,14 @@ describe("memory.limit (no cgroup needed)", () => {
     const admin = `127.0.0.1:${adminPort}`;
     await waitReady(p, admin);
     const plan = await planOf(admin);
-    expect(plan).toMatchObject({ limitBytes: 128 * MiB, source: "config", semiSpaceMiB: 2, oldSpaceMiB: 54, applied: true });
-    expect(plan.buffers).toEqual({ perConnectionBytes: 5 * MiB, processBytes: 20 * MiB });
+    expect(plan).toMatchObject({ limitBytes: 128 * MiB, source: "config", semiSpaceMiB: 2, oldSpaceMiB: 42, applied: true });
+    expect(plan.buffers).toEqual({ perConnectionBytes: 4 * MiB, processBytes: 16 * MiB });
     // V8's own figure, read in the served process: the old space cap plus the young generation
     // (node's default heap limit on this machine is gigabytes)
-    expect(plan.heapSizeLimitBytes).toBeGreaterThanOrEqual(54 * MiB);
-    expect(plan.heapSizeLimitBytes).toBeLessThanOrEqual((54 + 3 * 2 + 2) * MiB);
+    expect(plan.heapSizeLimitBytes).toBeGreaterThanOrEqual(42 * MiB);
+    expect(plan.heapSizeLimitBytes).toBeLessThanOrEqual((42 + 3 * 2 + 2) * MiB);
     const started = logLines(p).find((l) => l["msg"] === "dojang started");
-    expect(started?.["memory"]).toMatchObject({ limit_mib: 128, source: "config", semi_space_mib: 2, old_space_mib: 54, flags_applied: true });
+    expect(started?.["memory"]).toMatchObject({ limit_mib: 128, source: "config", semi_space_mib: 2, old_space_mib: 42, flags_applied: true });
     // and it serves
     const c = echoClient(`127.0.0.1:${listenPort}`);
     clients.push(c);
@@ -194,7 +194,7 @@ describe("under a real 128 MiB memory cgroup", () => {
       await waitReady(p, admin);
       expect(cg.read("cgroup.procs").split("\n")).toContain(String(p.pid));
       const plan = await planOf(admin);
-      expect(plan).toMatchObject({ limitBytes: 128 * MiB, source: "cgroup", semiSpaceMiB: 2, oldSpaceMiB: 54, applied: true });
+      expect(plan).toMatchObject({ limitBytes: 128 * MiB, source: "cgroup", semiSpaceMiB: 2, oldSpaceMiB: 42, applied: true });
       expect(logLines(p).find((l) => l["msg"] === "dojang started")?.["memory"]).toMatchObject({ limit_mib: 128, source: "cgroup" });
 
       // 50 connections × 20 streams of 100 B unary calls, for 5 s

@@ -18,12 +18,13 @@ export const METRICS = {
   rssBaseKiB: { label: "idle RSS MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   rssAnonBaseKiB: { label: "idle anon MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   rssAfterKiB: { label: "RSS after MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
+  rssAfter10sKiB: { label: "RSS 10 s after MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   rssFirstKiB: { label: "RSS at 100k MiB", better: "lower", fmt: (v) => fmtNum(v / 1024) },
   soakGrowthPct: { label: "RSS 100k→1M %", better: "lower", fmt: (v) => fmtNum(v) },
 };
 
 /** Columns of the tables, in order. */
-const COLUMNS = ["callsPerSec", "mbPerSec", "p50Us", "p90Us", "p99Us", "p999Us", "cpuUsPerCall", "cpuUsPerMiB", "cpuPercent", "upstreamCpuUsPerCall", "rssKiB", "memDeltaKiB", "kibPerUnit", "rssBaseKiB", "rssAnonBaseKiB", "rssAfterKiB", "rssFirstKiB", "soakGrowthPct"];
+const COLUMNS = ["callsPerSec", "mbPerSec", "p50Us", "p90Us", "p99Us", "p999Us", "cpuUsPerCall", "cpuUsPerMiB", "cpuPercent", "upstreamCpuUsPerCall", "rssKiB", "memDeltaKiB", "kibPerUnit", "rssBaseKiB", "rssAnonBaseKiB", "rssAfterKiB", "rssAfter10sKiB", "rssFirstKiB", "soakGrowthPct"];
 
 /** What the ratios compare, per shape kind. */
 const RATIO_METRICS = {

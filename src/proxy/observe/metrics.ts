@@ -4,7 +4,10 @@
 // per-call counters (dojang_calls_total, dojang_messages_total) are plain numbers on the
 // method's series too, added to prom-client at scrape time: a prom-client child's inc() builds
 // its label key string and a result object on every call (about 1.3 KB per call in all,
-// bench/alloc.mjs --profile).
+// bench/alloc.mjs --profile). The per-call histograms (dojang_call_duration_seconds,
+// dojang_call_attempts) are NumberHistograms for the same reason (observe() built a key string
+// and two objects per call): bucket counts in a Float64Array per label set, exposed in the
+// shape prom-client's own histograms have.
 import client from "prom-client";
 import { CODE_NAMES, DECIDED_BY, codeLabel, type DecidedBy } from "../../translate/index.js";
 import { RETRY_REASONS, type RetryReason } from "../../translate/retry.js";
@@ -64,6 +67,94 @@ function endpointGauge(r: client.Registry[], sources: Iterable<ClusterMetricsSou
   });
 }
 
+/** One label set of a NumberHistogram: counts per bucket (not cumulative), sum and count. */
+export class HistogramCell {
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+  /** shown on /metrics (prom-client's entry exists): once observed, or from the start for a histogram without labels, until a reset */
+  present: boolean;
+  constructor(
+    readonly labels: Readonly<Record<string, string>>,
+    private readonly bounds: readonly number[],
+    present: boolean,
+  ) {
+    this.counts = new Float64Array(bounds.length);
+    this.present = present;
+  }
+  /** As prom-client: the first bucket whose upper bound is >= v (above the last: +Inf only). */
+  observe(v: number): void {
+    const b = this.bounds;
+    for (let i = 0; i < b.length; i++) {
+      if (v <= b[i]!) {
+        this.counts[i]!++;
+        break;
+      }
+    }
+    this.sum += v;
+    this.count++;
+    this.present = true;
+  }
+}
+
+/**
+ * A histogram registered on a prom-client Registry as a custom metric: get() returns what
+ * prom-client's Histogram.get() returns (cumulative `_bucket` samples with `le` first, then
+ * `_sum` and `_count`; aggregator sum, so `workers: N` sums it on the primary), the text format
+ * comes out the same. A label set appears once it has an observation; with no label names its
+ * one cell appears from the start; a reset hides them until the next observation (all as
+ * prom-client's; test/observe/number-histogram.test.ts compares them).
+ */
+export class NumberHistogram {
+  readonly type = "histogram";
+  readonly aggregator = "sum";
+  private readonly cells: HistogramCell[] = [];
+  /** no label names: one label set, shown from the start */
+  private readonly always: boolean;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+    registry: client.Registry,
+  ) {
+    this.always = labelNames.length === 0;
+    if (this.always) this.cells.push(new HistogramCell({}, bounds, true));
+    registry.registerMetric(this as unknown as client.Metric);
+  }
+  /** A new label set (the caller keeps it; one per distinct label values); with no label names, the one set. */
+  cell(labels: Readonly<Record<string, string>>): HistogramCell {
+    if (this.always) return this.cells[0]!;
+    const c = new HistogramCell(labels, this.bounds, false);
+    this.cells.push(c);
+    return c;
+  }
+  get(): Promise<{ name: string; help: string; type: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[]; aggregator: string }> {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    const bucket = `${this.name}_bucket`;
+    for (const c of this.cells) {
+      if (!c.present) continue;
+      let acc = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        acc += c.counts[i]!;
+        values.push({ labels: { le: this.bounds[i]!, ...c.labels }, value: acc, metricName: bucket });
+      }
+      values.push({ labels: { le: "+Inf", ...c.labels }, value: c.count, metricName: bucket });
+      values.push({ labels: { ...c.labels }, value: c.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { ...c.labels }, value: c.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator });
+  }
+  reset(): void {
+    for (const c of this.cells) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+      c.present = false;
+    }
+  }
+}
+
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
 export class MethodSeries {
   readonly service: string;
@@ -76,7 +167,7 @@ export class MethodSeries {
   readonly callCounts: Float64Array;
   private readonly callsFlushed: Float64Array;
   private readonly calls: (client.Counter.Internal | undefined)[];
-  readonly duration: client.Histogram.Internal<string>;
+  readonly duration: HistogramCell;
   /** messages forwarded by finished calls, added to dojang_messages_total at scrape time */
   reqMessages = 0;
   respMessages = 0;
@@ -90,7 +181,7 @@ export class MethodSeries {
     this.callCounts = new Float64Array(N_CODES * REASONS.length);
     this.callsFlushed = new Float64Array(N_CODES * REASONS.length);
     this.calls = new Array(N_CODES * REASONS.length).fill(undefined);
-    this.duration = m.callDuration.labels(service, method);
+    this.duration = m.callDuration.cell({ grpc_service: service, grpc_method: method });
     this.reqChild = m.messages.labels(service, method, "request");
     this.respChild = m.messages.labels(service, method, "response");
   }
@@ -132,7 +223,7 @@ export class Metrics {
   readonly registry: client.Registry;
   readonly live: LiveState = { activeCalls: 0, startedCalls: 0, upstreamSessions: 0, downstreamSessions: 0, forwardedBytes: 0, concurrentMarking: 1 };
   readonly callsTotal: client.Counter<string>;
-  readonly callDuration: client.Histogram<string>;
+  readonly callDuration: NumberHistogram;
   readonly messages: client.Counter<string>;
   readonly budgetIn: client.Histogram<string>;
   readonly budgetOut: client.Histogram<string>;
@@ -144,7 +235,7 @@ export class Metrics {
   /** retries by cluster and reason (RETRY_REASONS); children bound once per cluster (retryCounters) */
   readonly retriesTotal: client.Counter<string>;
   /** upstream attempts per call (1 = no retry); observed once per call that had an attempt */
-  readonly callAttempts: client.Histogram.Internal<string>;
+  readonly callAttempts: HistogramCell;
   /** circuit breaker overflows by cluster and limit (children bound once per cluster) */
   readonly upstreamOverflow: client.Counter<string>;
   /** outlier ejections by cluster and endpoint ("host:port": bounded by the config and DNS) */
@@ -173,13 +264,13 @@ export class Metrics {
         for (const s of self.allSeries()) s.flushCalls(this);
       },
     });
-    this.callDuration = new client.Histogram({
-      name: "dojang_call_duration_seconds",
-      help: "Time from request headers to the call's end, as dojang saw it.",
-      labelNames: ["grpc_service", "grpc_method"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-      registers: r,
-    });
+    this.callDuration = new NumberHistogram(
+      "dojang_call_duration_seconds",
+      "Time from request headers to the call's end, as dojang saw it.",
+      ["grpc_service", "grpc_method"],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      this.registry,
+    );
     this.messages = new client.Counter({
       name: "dojang_messages_total",
       help: "gRPC messages (5-byte-prefixed frames) forwarded, by direction.",
@@ -228,12 +319,7 @@ export class Metrics {
       labelNames: ["cluster", "reason"],
       registers: r,
     });
-    this.callAttempts = new client.Histogram({
-      name: "dojang_call_attempts",
-      help: "Upstream attempts per call (1 = not retried).",
-      buckets: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-      registers: r,
-    }).labels();
+    this.callAttempts = new NumberHistogram("dojang_call_attempts", "Upstream attempts per call (1 = not retried).", [], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], this.registry).cell({});
     this.upstreamOverflow = new client.Counter({
       name: "dojang_upstream_overflow_total",
       help: "Calls ended with 14 decided_by overflow because a circuit breaker of the cluster was full, by limit (maxConnections, maxPendingCalls, maxCalls, maxRetries).",

@@ -8,7 +8,7 @@ import { ListenerTls, xfccOf } from "./downstream/tls.js";
 import { kClientCert, type ClientCertSession } from "./call/headers.js";
 import type { AddressInfo, Socket } from "node:net";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import { handleWebHttp1, handleWebHttp2 } from "./downstream/grpc-web.js";
+import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
 import type { ListenerConfig } from "../config/index.js";
@@ -498,6 +498,14 @@ export class Listener {
       // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
       res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });
       res.end(web === null ? "dojang: this port takes gRPC-Web requests (content-type application/grpc-web...)\n" : "dojang: gRPC-Web requests are POST\n");
+      return;
+    }
+    // Past the process's response-buffer budget no call is taken (the native port's
+    // REFUSED_STREAM): 14 UNAVAILABLE, safe for the client to retry, and never sent upstream.
+    if (responseBuffers.overloaded) {
+      responseBuffers.refused++;
+      this.ctx.metrics.refusedStreams.inc();
+      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, "dojang is overloaded (response-buffer budget): call not started, retry later");
       return;
     }
     handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));

@@ -3,6 +3,7 @@
 // memory. A real dojang process (RSS is the process's), a raw node:http2 upstream that streams
 // as fast as dojang reads, a raw-frame attacker, and a grpc-js bystander on the same dojang.
 import http2 from "node:http2";
+import net from "node:net";
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AddressInfo } from "node:net";
@@ -35,6 +36,21 @@ function flood(stream: http2.ServerHttp2Stream): void {
     }
   };
   pump();
+}
+
+/** One gRPC-Web unary call over its own HTTP/1.1 connection: the whole response as text. */
+function webUnaryHttp1(address: string): Promise<string> {
+  const [host, port] = address.split(":") as [string, string];
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), host);
+    let got = "";
+    sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+    sock.on("error", reject);
+    sock.on("close", () => resolve(got));
+    const body = Buffer.from([0, 0, 0, 0, 0]);
+    sock.write(`POST ${BYSTANDER_PATH} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/grpc-web+proto\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n`);
+    sock.write(body);
+  });
 }
 
 export function rssMiB(pid: number): number {
@@ -175,7 +191,7 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
 
   it("past the process budget new streams are refused with REFUSED_STREAM until the stalled buffers are cut back", { timeout: 30_000 }, async () => {
     responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 4 * 1_048_576 };
-    const px = await startProxy(upstream.address);
+    const px = await startProxy(upstream.address, { listener: { grpcWeb: true, http1Address: "127.0.0.1:0" } });
     proxies.push(px);
     const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
     raws.push(atk);
@@ -191,6 +207,11 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     other.data(1, Buffer.from([0, 0, 0, 0, 0]), true);
     while (Date.now() < deadline && !other.ended(1)) await sleep(20);
     expect(other.on(1).find((f) => f.type === FRAME.RST_STREAM)?.errorCode).toBe(REFUSED_STREAM);
+    // a gRPC-Web call over HTTP/1.1 meanwhile: no stream to refuse, so a readable 14 UNAVAILABLE
+    const web = await webUnaryHttp1(px.instance.http1Address());
+    expect(web).toMatch(/^HTTP\/1\.1 200/);
+    expect(web).toMatch(/grpc-status: 14\r\n/);
+    expect(web).toMatch(/grpc-message: dojang is overloaded/);
     expect(upstream.flood).toBe(floodsBefore);
     // once idle (IDLE_MS without a drain) the largest stalled buffers are cut, the rest stay within the budget
     const cutIds = (): number[] => ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM));

@@ -27,7 +27,7 @@ import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { xfccOf } from "./tls.js";
 import { kClientCert } from "../call/headers.js";
-import { Code, outcome } from "../../translate/index.js";
+import { Code, encodeGrpcMessage, outcome } from "../../translate/index.js";
 import {
   decodeBase64Chunk,
   encodeBase64Chunk,
@@ -352,6 +352,22 @@ export function handleWebHttp1(ctx: CallContext, web: WebContentType, req: Incom
   const w = new WebDownstream(web, req, res, undefined, cors);
   const n = nativeHead(req.method ?? "", req.url ?? "", req.headers.host, web, req.rawHeaders);
   startCall(ctx, w, n.headers, n.raw);
+}
+
+/**
+ * Refuses a gRPC-Web request over HTTP/1.1 before any call is made, as a Trailers-Only gRPC-Web
+ * response (HTTP 200, the status in the headers and again as the trailer frame, CORS exposed):
+ * what REFUSED_STREAM is on HTTP/2 (the overload manager's refusal), in a shape a browser reads.
+ */
+export function refuseWebHttp1(web: WebContentType, res: ServerResponse, cors: CorsHeaders, code: Code, message: string): void {
+  const fields: [string, string][] = [
+    ["grpc-status", String(code)],
+    ["grpc-message", encodeGrpcMessage(message)],
+  ];
+  const frame = encodeTrailerFrame(fields);
+  const body = web.text ? encodeBase64Chunk(newBase64Encoder(), frame, true) : frame;
+  res.writeHead(200, { ...cors, "content-type": webResponseContentType(web), ...Object.fromEntries(fields) });
+  res.end(Buffer.from(body.buffer, body.byteOffset, body.length));
 }
 
 /** A gRPC-Web request on the h2c listener (HTTP/2). */

@@ -220,13 +220,15 @@ export class Attempt implements SessionWaiter, ReplaySink {
    * uncorks it, unless the request ends first: the request's end ('end' follows in the same
    * turn when the client's DATA carried END_STREAM) then rides on the last DATA frame
    * (Writable.end() uncorks and ends in one tick), and the chunks read in one turn leave in
-   * one writev. One setImmediate per turn with request data, not per chunk.
+   * one writev. One setImmediate per loop turn for all the attempts that wrote in it, not one
+   * per attempt or per chunk.
    */
   private holdWrites(up: ClientHttp2Stream): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
     up.cork();
-    setImmediate(flushAttempt, this);
+    corked[nCorked++] = this;
+    if (nCorked === 1) setImmediate(flushCorked);
   }
 
   /** See holdWrites. */
@@ -386,8 +388,21 @@ function onUpDrain(this: ClientHttp2Stream): void {
   const a = attemptOf(this);
   a.owner.onAttemptDrain(a);
 }
-function flushAttempt(a: Attempt): void {
-  a.flush();
+/**
+ * The attempts corked in this loop turn (holdWrites), flushed together in its check phase. The
+ * array keeps its size (a count says how much is in use): emptied with `length = 0`, V8 drops
+ * its backing store, and the next turn's first write would allocate one again.
+ */
+const corked: (Attempt | undefined)[] = [];
+let nCorked = 0;
+function flushCorked(): void {
+  // (one corked while this runs is flushed in this pass too)
+  for (let i = 0; i < nCorked; i++) {
+    const a = corked[i]!;
+    corked[i] = undefined;
+    a.flush();
+  }
+  nCorked = 0;
 }
 function onUpWantTrailers(this: ClientHttp2Stream): void {
   // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).

@@ -87,6 +87,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
   private reported = false;
   /** a setImmediate(flush) is queued and the stream is corked until it runs */
   private flushQueued = false;
+  /** endRequest(true): flush() ends the upstream request unless the owner says no */
+  private endPending = false;
   private drainHooked = false;
   /** the request's END_STREAM was written (requestEnded) */
   private endSent = false;
@@ -206,11 +208,20 @@ export class Attempt implements SessionWaiter, ReplaySink {
    * CANCEL and NO_ERROR alike: 'aborted', then 'end'), so the owner still tells that cancel
    * from an END_STREAM here, and a cancel never reaches the upstream as END_STREAM (spec
    * §10.2 P1).
+   *
+   * `atCheckPhase`: decided in this loop turn's check phase instead (flush), after the turn's
+   * events, for a client side that learns of a reset only at its 'close' (the gRPC-Web
+   * adapter, whose 'end' comes first).
    */
-  endRequest(): void {
+  endRequest(atCheckPhase = false): void {
     const up = this.up;
-    if (up === undefined || up.writableEnded || up.destroyed) return;
-    if (this.endSent || !this.owner.mayEndRequest()) return;
+    if (up === undefined || up.writableEnded || up.destroyed || this.endSent) return;
+    if (atCheckPhase) {
+      this.endPending = true;
+      this.holdWrites(up);
+      return;
+    }
+    if (!this.owner.mayEndRequest()) return;
     this.endSent = true;
     up.end();
   }
@@ -236,7 +247,14 @@ export class Attempt implements SessionWaiter, ReplaySink {
     this.flushQueued = false;
     const up = this.up;
     if (up === undefined || up.destroyed || up.writableEnded) return;
-    if (!this.cancelled && up.writableCorked > 0) up.uncork();
+    if (this.endPending && this.owner.mayEndRequest()) {
+      this.endPending = false;
+      this.endSent = true;
+      up.end();
+    } else if (!this.cancelled && up.writableCorked > 0) {
+      // (cancelled: the owner's answer may have been to end the call, which cancelled this attempt)
+      up.uncork();
+    }
   }
 
   // === response flow control ===

@@ -752,7 +752,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   private endRequest(): void {
     const a = this.attempt;
     if (this.done || a === null) return;
-    a.endRequest();
+    // A native stream is known to be reset before its 'end' (attempt.ts endRequest); the
+    // gRPC-Web adapter learns of a reset only at its 'close': decided in the check phase.
+    a.endRequest(this.clientProtocol !== undefined);
   }
 
   // === response ===

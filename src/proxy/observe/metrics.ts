@@ -5,7 +5,8 @@
 // method's series too, added to prom-client at scrape time: a prom-client child's inc() builds
 // its label key string and a result object on every call (about 1.3 KB per call in all,
 // bench/alloc.mjs --profile). The per-call histograms (dojang_call_duration_seconds,
-// dojang_call_attempts) are NumberHistograms for the same reason (observe() built a key string
+// dojang_call_attempts, and dojang_budget_in/out_seconds for calls with a deadline) are
+// NumberHistograms for the same reason (observe() built a key string
 // and two objects per call): bucket counts in a Float64Array per label set, exposed in the
 // shape prom-client's own histograms have.
 import client from "prom-client";
@@ -225,8 +226,8 @@ export class Metrics {
   readonly callsTotal: client.Counter<string>;
   readonly callDuration: NumberHistogram;
   readonly messages: client.Counter<string>;
-  readonly budgetIn: client.Histogram<string>;
-  readonly budgetOut: client.Histogram<string>;
+  readonly budgetIn: NumberHistogram;
+  readonly budgetOut: NumberHistogram;
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
@@ -246,8 +247,8 @@ export class Metrics {
   readonly clusterSources = new Set<ClusterMetricsSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
   readonly refusedStreams: client.Counter.Internal;
-  readonly budgetInNoLabels: client.Histogram.Internal<string>;
-  readonly budgetOutNoLabels: client.Histogram.Internal<string>;
+  readonly budgetInNoLabels: HistogramCell;
+  readonly budgetOutNoLabels: HistogramCell;
   private readonly methods = new Map<string, MethodSeries>();
   private readonly other: MethodSeries;
 
@@ -281,20 +282,22 @@ export class Metrics {
       },
     });
     const budgetBuckets = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 3600];
-    this.budgetIn = new client.Histogram({
-      name: "dojang_budget_in_seconds",
-      help: "Deadline budget as it arrived from the client (grpc-timeout), for calls that had one.",
-      buckets: budgetBuckets,
-      registers: r,
-    });
-    this.budgetOut = new client.Histogram({
-      name: "dojang_budget_out_seconds",
-      help: "Deadline budget sent upstream (grpc-timeout after the route cap and dojang's own time).",
-      buckets: budgetBuckets,
-      registers: r,
-    });
-    this.budgetInNoLabels = this.budgetIn.labels();
-    this.budgetOutNoLabels = this.budgetOut.labels();
+    this.budgetIn = new NumberHistogram(
+      "dojang_budget_in_seconds",
+      "Deadline budget as it arrived from the client (grpc-timeout), for calls that had one.",
+      [],
+      budgetBuckets,
+      this.registry,
+    );
+    this.budgetOut = new NumberHistogram(
+      "dojang_budget_out_seconds",
+      "Deadline budget sent upstream (grpc-timeout after the route cap and dojang's own time).",
+      [],
+      budgetBuckets,
+      this.registry,
+    );
+    this.budgetInNoLabels = this.budgetIn.cell({});
+    this.budgetOutNoLabels = this.budgetOut.cell({});
     this.upstreamConnects = new client.Counter({
       name: "dojang_upstream_connects_total",
       help: "Upstream HTTP/2 session attempts by cluster and result (ok, error, timeout).",

@@ -662,7 +662,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   }
 
   private armTimer(ms: number): void {
-    this.timer = setTimeout(onDeadlineTimer, ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms, this);
+    // Whole milliseconds: node keeps one timer list per duration, and a budget's fractional
+    // remainder made a new list (and its queue entry) per call; calls with the same
+    // grpc-timeout now share one. The deadline is still checked when it fires (onDeadline).
+    this.timer = setTimeout(onDeadlineTimer, ms > MAX_TIMER_MS ? MAX_TIMER_MS : Math.ceil(ms), this);
   }
 
   onDeadline(): void {

@@ -32,6 +32,7 @@ const { values: a } = parseArgs({
     profile: { type: "boolean", default: false },
     top: { type: "string", default: "20" },
     "node-args": { type: "string", default: "" },
+    "grpc-timeout": { type: "string" },
     out: { type: "string" },
     "max-minutes": { type: "string", default: "10" },
     help: { type: "boolean", default: false },
@@ -39,10 +40,11 @@ const { values: a } = parseArgs({
 });
 if (a.help) {
   console.log(`usage: node bench/alloc.mjs [--calls N] [--warmup N] [--shapes c1,10x10] [--alt-dist DIR]
-       [--profile] [--top N] [--node-args "..."] [--out DIR] [--max-minutes M]
+       [--profile] [--top N] [--node-args "..."] [--grpc-timeout 5S] [--out DIR] [--max-minutes M]
   --alt-dist DIR  a second build (a copy of dist/ inside the repo): measured first, as "before"
   --profile       V8 sampling heap profile over the window (objects collected later included):
                   the top allocating functions, bytes per call (slower: measure bytes without it)
+  --grpc-timeout  send this grpc-timeout with every call (a deadline timer per call in dojang)
   --out DIR       also write result.json and result.md there`);
   process.exit(0);
 }
@@ -131,7 +133,7 @@ function unary(s, headers) {
 /** `n` calls: c1 = one after another on one connection; CxS = C connections × S streams each. */
 async function load(port, shape, n) {
   const url = `http://127.0.0.1:${port}`;
-  const headers = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${port}`);
+  const headers = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${port}`, a["grpc-timeout"] === undefined ? {} : { "grpc-timeout": a["grpc-timeout"] });
   const [conns, streams] = shape === "c1" ? [1, 1] : shape.split("x").map(Number);
   const sessions = [];
   for (let i = 0; i < conns; i++) {
@@ -227,7 +229,7 @@ try {
 const lines = [];
 lines.push(`# bench/alloc.mjs — ${new Date().toISOString()}`, "");
 lines.push(`- node ${process.version}; ${CALLS.toLocaleString("en-US")} unary calls of 100 B per window after ${WARMUP.toLocaleString("en-US")} warm-up calls, a fresh dojang per row (logLevel warn, accessLog false)`);
-lines.push(`- builds: ${builds.map((b) => `${b.name} = ${b.label}`).join(", ")}${a["node-args"] ? `; node ${a["node-args"]}` : ""}${a.profile ? "; with the sampling heap profiler on (CPU figures inflated)" : ""}`);
+lines.push(`- builds: ${builds.map((b) => `${b.name} = ${b.label}`).join(", ")}${a["node-args"] ? `; node ${a["node-args"]}` : ""}${a["grpc-timeout"] ? `; grpc-timeout ${a["grpc-timeout"]} on every call` : ""}${a.profile ? "; with the sampling heap profiler on (CPU figures inflated)" : ""}`);
 lines.push("- B/call: V8 heap growth between GCs summed over the window ÷ calls (off-heap Buffers not included); turns/call: libuv loop iterations ÷ calls; events/call: libuv events handed out ÷ calls", "");
 lines.push("| shape | build | B/call | turns/call | events/call | CPU µs/call | GCs | GC ms | calls/s (client) |");
 lines.push("|---|---|---:|---:|---:|---:|---:|---:|---:|");

@@ -22,6 +22,7 @@ import { AdminServer, type AdminReply } from "./admin/admin.js";
 import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
 import { handleFaultsApi } from "./filters/fault/index.js";
 import { Dojang, configAsApplied, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
+import { processMemoryPlan } from "./observe/heap.js";
 import { createAccessLogger } from "./observe/log.js";
 import { configReloadsCounter } from "./observe/metrics.js";
 
@@ -234,7 +235,8 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
             for (const r of replies) if (typeof r.body === "string") return `${r.body} (worker ${r.worker})`;
             return null;
           },
-          config: () => config,
+          // the memory plan the launcher gave every process (the workers inherit its flags)
+          config: () => ({ ...config, memory: { ...config.memory, plan: processMemoryPlan(config.memory.limitBytes, config.workers) } }),
           faults,
           calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
           clusters: async () => mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies),

@@ -69,6 +69,28 @@ describe("memory.limit (no cgroup needed)", () => {
     expect((await unary(c, Buffer.from("hi"))).err).toBeNull();
   });
 
+  it("workers: 2 — each worker gets (limit − 80 MiB) / 2 and runs with its flags; the primary's /config shows the plan", { timeout: 30_000 }, async () => {
+    const upstream = await startUpstream();
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const dir = tempDir();
+    dirs.push(dir);
+    const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream, extraTop: "workers: 2\nmemory: { limit: 512MiB }\naccessLog: false" }));
+    const p = spawnDojang(["--config", file]);
+    const admin = `127.0.0.1:${adminPort}`;
+    await waitReady(p, admin, 20_000);
+    const plan = await planOf(admin);
+    const share = (512 * MiB - 80 * MiB) / 2;
+    expect(plan).toMatchObject({ limitBytes: 512 * MiB, source: "config", semiSpaceMiB: 2, applied: true });
+    expect((plan as unknown as { perProcessBytes: number }).perProcessBytes).toBe(share);
+    const workers = readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+    expect(workers.length).toBe(2);
+    for (const w of workers) {
+      const argv = readFileSync(`/proc/${w}/cmdline`, "utf8").split("\0");
+      expect(argv).toContain(`--max-old-space-size=${plan.oldSpaceMiB}`);
+      expect(argv).toContain("--max-semi-space-size=2");
+    }
+  });
+
   it("node flags given on the command line win over the plan's (they come after)", async () => {
     const [listenPort, adminPort] = [await freePort(), await freePort()];
     const dir = tempDir();

@@ -26,14 +26,14 @@ const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // set in the re-executed process (and inherited by cluster workers): never exec twice
 if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" && process.platform !== "win32") {
   const launch = "./launch.mjs";
-  type LaunchPlan = (argv: readonly string[], env: NodeJS.ProcessEnv) => { nodeFlags: readonly string[] } | undefined;
+  type LaunchPlan = (argv: readonly string[], env: NodeJS.ProcessEnv) => Promise<{ nodeFlags: readonly string[] } | undefined>;
   // a copy of dist without launch.mjs (an image that copies only cli.js and dojang.mjs) runs
   // without sizing flags; the served process then says flags_applied: false
   const launchPlan = await import(launch).then(
     (m: { launchPlan: LaunchPlan }) => m.launchPlan,
     () => undefined,
   );
-  const plan = launchPlan?.(process.argv.slice(2), process.env);
+  const plan = await launchPlan?.(process.argv.slice(2), process.env);
   const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), ...(plan?.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
   if (flags.length > 0) {
     // "" when there is no plan: the served process derives one itself and says it is not applied

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_BUFFERS,
   DEFAULT_SEMI_SPACE_MIB,
@@ -13,6 +16,8 @@ import {
   planFromEnv,
 } from "../../src/config/memory.js";
 import { parseConfigText } from "../../src/config/parse.js";
+import { launchPlan } from "../../src/launch.js";
+import { readCgroupMemoryLimit } from "../../src/proxy/observe/heap.js";
 
 const MiB = 1_048_576;
 /** What a plan reserves in one process: node itself, the young generation (3 × semi), the old generation, the buffers. */
@@ -173,5 +178,35 @@ describe("memory.limit in the config", () => {
     const r = parseConfigText(doc(extra), {});
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.issues.map((i) => i.path)).toContain(path);
+  });
+});
+
+describe("the launcher's plan (src/launch.ts)", () => {
+  const yaml = (extra: string) => `listeners: [{ name: a, address: "127.0.0.1:0", routes: [{ match: { prefix: "/" }, cluster: b }] }]\nclusters: [{ name: b, endpoints: ["127.0.0.1:1"] }]\n${extra}`;
+  const dir = mkdtempSync(join(tmpdir(), "dojang-launch-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const file = (name: string, text: string): string => {
+    const p = join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
+  const cgroup = readCgroupMemoryLimit();
+
+  it("a memory key: the config is loaded and its limit and workers sized", async () => {
+    const p = await launchPlan(["--config", file("a.yaml", yaml("workers: 2\nmemory: { limit: \"${LIMIT}\" }"))], { LIMIT: "512MiB" });
+    expect(p).toMatchObject({ source: "config", limitBytes: 512 * MiB, workers: 2, perProcessBytes: (512 - 80) * 2 ** 19 });
+  });
+
+  it("no memory key: the cgroup's limit, else the no-limit plan without loading the config", async () => {
+    const p = await launchPlan(["--config", file("b.yaml", yaml("workers: 1"))], {});
+    if (cgroup === undefined) expect(p).toEqual(memoryPlan(null, "none", 1));
+    else expect(p).toMatchObject({ source: "cgroup", limitBytes: cgroup.bytes });
+  });
+
+  it("no plan where main.ts will report the error: invalid config, unreadable file, bad arguments, health", async () => {
+    expect(await launchPlan(["--config", file("c.yaml", yaml("memory: { limit: 1MiB }"))], {})).toBeUndefined();
+    expect(await launchPlan(["--config", join(dir, "missing.yaml")], {})).toBeUndefined();
+    expect(await launchPlan(["--bogus"], {})).toBeUndefined();
+    expect(await launchPlan(["health"], {})).toBeUndefined();
   });
 });

@@ -20,7 +20,10 @@ import { availableParallelism, totalmem } from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { Logger } from "pino";
-import { MEMORY_PLAN_ENV, cgroupMemoryLimit, memoryPlan, planFromEnv, type ConcurrentMarkingMode, type MemoryPlan } from "../../config/index.js";
+import type { ConcurrentMarkingMode } from "../../config/index.js";
+// memory.ts itself, not the config barrel: the launcher (src/launch.ts) imports this file and must
+// not load the config schema unless it needs it
+import { MEMORY_PLAN_ENV, cgroupMemoryLimit, memoryPlan, planFromEnv, type MemoryPlan } from "../../config/memory.js";
 
 type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async"; flavor?: "regular" | "last-resort" }) => void;
 
@@ -279,7 +282,8 @@ export interface AppliedMemoryPlan extends MemoryPlan {
  */
 export function processMemoryPlan(limitBytes: number | null, workers: number, env: NodeJS.ProcessEnv = process.env): AppliedMemoryPlan {
   const passed = planFromEnv(env[MEMORY_PLAN_ENV]);
-  const plan = passed ?? planForConfig(limitBytes, workers);
+  // without a limit the launcher may not have read the config (src/launch.ts): workers from here
+  const plan = passed === undefined ? planForConfig(limitBytes, workers) : passed.limitBytes === null ? { ...passed, workers } : passed;
   const applied = plan.nodeFlags.every((f) => process.execArgv.includes(f));
   return { ...plan, applied, heapSizeLimitBytes: v8.getHeapStatistics().heap_size_limit };
 }

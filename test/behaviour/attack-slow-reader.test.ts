@@ -14,29 +14,17 @@ import type { DojangHandle } from "../../src/index.js";
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { SETTING } from "../helpers/h2-frames.js";
+import { openStalledStreams, streamFlood } from "../helpers/attacks.js";
 import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
 
 const tmp = tempDir();
 let upstream: { address: string; server: http2.Http2Server; flood: number; bystander: number };
 const upSessions = new Set<http2.ServerHttp2Session>();
-/** one whole gRPC message of 64 KiB (5-byte prefix + payload) */
-const CHUNK = Buffer.alloc(64 * 1024, 7);
-CHUNK[0] = 0;
-CHUNK.writeUInt32BE(CHUNK.length - 5, 1);
 /** bytes the upstream managed to hand to dojang, over all flood streams */
 let sent = 0;
-
-/** Streams 64 KiB chunks as long as dojang takes them (the upstream's own flow control pauses it). */
-function flood(stream: http2.ServerHttp2Stream): void {
-  stream.respond({ ":status": 200, "content-type": "application/grpc" });
-  const pump = (): void => {
-    while (!stream.destroyed && !stream.closed) {
-      sent += CHUNK.length;
-      if (!stream.write(CHUNK)) return void stream.once("drain", pump);
-    }
-  };
-  pump();
-}
+const countSent = (n: number): void => {
+  sent += n;
+};
 
 /** One gRPC-Web unary call over its own HTTP/1.1 connection: the whole response as text. */
 function webUnaryHttp1(address: string): Promise<string> {
@@ -68,7 +56,7 @@ beforeAll(async () => {
   const server = http2.createServer({ maxSessionMemory: 1024 });
   const echo = echoOr((s) => {
     upstream.flood++;
-    flood(s);
+    streamFlood(s, countSent);
   });
   server.on("session", (s) => {
     upSessions.add(s);
@@ -127,11 +115,7 @@ describe("attack: a client that never opens its window (zero-window stall), real
     const atk = await connectRawH2(address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
     raws.push(atk);
     sent = 0;
-    for (let i = 0; i < STREAMS; i++) {
-      const id = 1 + 2 * i;
-      atk.headers(id, grpcRequestFields("/test.Stream/Flood"));
-      atk.data(id, Buffer.from([0, 0, 0, 0, 0]), true);
-    }
+    openStalledStreams(atk, STREAMS);
     const bystander = runBystander(by, 200, 10);
     // let the flood fill whatever dojang lets it fill
     let peak = before;
@@ -151,16 +135,6 @@ describe("attack: a client that never opens its window (zero-window stall), real
 });
 
 /** Opens `n` flood streams (ids from `first`) on a zero-window raw connection. */
-function openFloods(atk: RawH2Client, n: number, first = 1): number[] {
-  const ids: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const id = first + 2 * i;
-    ids.push(id);
-    atk.headers(id, grpcRequestFields("/test.Stream/Flood"));
-    atk.data(id, Buffer.from([0, 0, 0, 0, 0]), true);
-  }
-  return ids;
-}
 
 const ENHANCE_YOUR_CALM = 0xb;
 const REFUSED_STREAM = 0x7;
@@ -173,7 +147,7 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     const cutsBefore = responseBuffers.cuts;
     const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
     raws.push(atk);
-    const ids = openFloods(atk, 40);
+    const ids = openStalledStreams(atk, 40);
     const by = echoClient(px.address);
     clients.push(by);
     const r = await runBystander(by, 100, 10);
@@ -189,13 +163,44 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     expect(responseBuffers.lastTotal).toBeLessThanOrEqual(2 * 1_048_576 + 2 * 64 * 1024);
   });
 
+  it("one connection over its own budget never makes the process refuse other clients' streams, even while it holds more than the process budget", { timeout: 30_000 }, async () => {
+    // 2 MiB per connection, 4 MiB per process: 100 stalled calls hold up to 6+ MiB until the
+    // per-connection cut (IDLE_MS later) brings them down; only that connection pays for it
+    responseBuffers.budgets = { perConnectionBytes: 2 * 1_048_576, processBytes: 4 * 1_048_576 };
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const by = echoClient(px.address);
+    clients.push(by);
+    await runBystander(by, 20, 5);
+    const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+    raws.push(atk);
+    let overloaded = false;
+    let peakTotal = 0;
+    const watch = setInterval(() => {
+      overloaded ||= responseBuffers.overloaded;
+      peakTotal = Math.max(peakTotal, responseBuffers.lastTotal);
+    }, 5);
+    const bystander = runBystander(by, 300, 10);
+    const ids = openStalledStreams(atk, 100);
+    const r = await bystander;
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && responseBuffers.lastTotal > 2 * 1_048_576 + 2 * 64 * 1024) await sleep(50);
+    clearInterval(watch);
+    const cut = ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM));
+    console.log(`one connection over its budget: stalled bytes peaked at ${(peakTotal / 1_048_576).toFixed(1)} MiB, ${cut.length} of its calls cut, process overloaded: ${overloaded}`);
+    expect(peakTotal).toBeGreaterThan(4 * 1_048_576); // it did hold more than the process budget
+    expect(overloaded).toBe(false);
+    expect(cut.length).toBeGreaterThan(0);
+    expect(r.failures).toEqual([]);
+  });
+
   it("past the process budget new streams are refused with REFUSED_STREAM until the stalled buffers are cut back", { timeout: 30_000 }, async () => {
     responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 4 * 1_048_576 };
     const px = await startProxy(upstream.address, { listener: { grpcWeb: true, http1Address: "127.0.0.1:0" } });
     proxies.push(px);
     const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
     raws.push(atk);
-    const ids = openFloods(atk, 60);
+    const ids = openStalledStreams(atk, 60);
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && !responseBuffers.overloaded) await sleep(20);
     expect(responseBuffers.overloaded).toBe(true);

@@ -124,10 +124,18 @@ export class ResponseBufferGuard {
       list.push(m);
     }
     const { perConnectionBytes, processBytes } = this.budgets;
+    // What the stalled calls will hold once each connection is back within its own budget: a
+    // connection over it is cut down as soon as its buffers are idle (IDLE_MS), so its excess
+    // is one connection's problem, not the process's. Only when the connections *within* their
+    // budgets add up to more than the process budget (many connections each holding a little)
+    // is dojang overloaded, and everyone's new streams are refused: one client that stops
+    // reading never gets the other clients' calls refused.
+    let projected = total;
     for (const list of bySession.values()) {
       let held = 0;
       for (const m of list) held += m.bytes;
       if (held <= perConnectionBytes) continue;
+      projected -= held - perConnectionBytes;
       list.sort(largestFirst);
       for (const m of list) {
         if (held <= perConnectionBytes) break;
@@ -137,7 +145,7 @@ export class ResponseBufferGuard {
         this.cut(m.call, `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes)`);
       }
     }
-    if (total > processBytes || (this.overloaded && total > processBytes * RECOVER_FRACTION)) {
+    if (projected > processBytes || (this.overloaded && projected > processBytes * RECOVER_FRACTION)) {
       this.overloaded = true;
       all.sort(largestFirst);
       for (const m of all) {
@@ -147,7 +155,7 @@ export class ResponseBufferGuard {
         this.cut(m.call, `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes)`);
       }
     }
-    if (total <= processBytes * RECOVER_FRACTION) this.overloaded = false;
+    if (total <= processBytes * RECOVER_FRACTION || projected <= processBytes * RECOVER_FRACTION) this.overloaded = false;
     this.lastTotal = total;
   }
 

@@ -156,6 +156,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
       return this.owner.onAttemptFailed(this, outcome(Code.INTERNAL, `cannot forward request headers: ${(err as Error).message}`, "bad_request"));
     }
     sess.active++;
+    sess.opened++;
     this.headers = undefined;
     this.up = up;
     (up as AttemptStream)[kAttempt] = this;
@@ -287,6 +288,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
     // spec §10.2 P2. Either way unread DATA is discarded (P7).
     if (this.resetByClose) up.close(NGHTTP2_CANCEL);
     else up.destroy(new AbortErrorClass("dojang cancelled the upstream call"));
+    // (the shared upstream connection's reset budget: session.ts noteReset)
+    this.session?.noteReset();
   }
 
   /**

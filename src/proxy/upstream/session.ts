@@ -10,6 +10,9 @@ import { httpsUrl, isVerificationError, upstreamTlsOptions } from "./tls.js";
 
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
 
+/** Resets dojang may send on one upstream connection before it retires it (UpstreamSession.noteReset). */
+export const RESET_RETIRE_MIN = 200;
+
 /** An attempt waiting for a session's first SETTINGS. */
 export interface SessionWaiter {
   onSessionReady(s: UpstreamSession): void;
@@ -20,6 +23,9 @@ export class UpstreamSession {
   state: SessionState = "connecting";
   /** streams currently open on this session */
   active = 0;
+  /** streams opened on this session, and how many of them dojang reset (RST_STREAM CANCEL) */
+  opened = 0;
+  resetsSent = 0;
   /** attempts waiting for the peer's SETTINGS before they open a stream here */
   waiting: SessionWaiter[] = [];
   /** min(cluster cap, peer's SETTINGS_MAX_CONCURRENT_STREAMS) */
@@ -184,6 +190,22 @@ export class UpstreamSession {
     this.endpoint.cluster.onKeepaliveTimeout(this);
     this.retire();
     this.h2.destroy();
+  }
+
+  /**
+   * dojang reset a stream on this connection (a cancel: the client went away, a deadline, a cut).
+   * The upstream may count them against the connection as dojang counts its own clients'
+   * (Envoy's premature-reset budget: 500 streams, half of them reset; nghttp2-based servers such as
+   * grpc-js: a reset rate limit of 1,000 then ~33 per second) and end it, with every other
+   * client's calls on it: this connection carries everyone's calls, and clients' resets (a rapid
+   * reset attacker before dojang cuts it, many cancels) must not spend it. So once dojang has
+   * reset RESET_RETIRE_MIN streams here and they are a quarter or more of the streams it opened,
+   * the connection is retired (no new streams; those on it finish) and a fresh one takes the new
+   * calls: well inside both budgets, and a client that cancels now and then never gets there.
+   */
+  noteReset(): void {
+    const n = ++this.resetsSent;
+    if (n >= RESET_RETIRE_MIN && 4 * n >= this.opened && this.state !== "draining" && this.state !== "closed") this.retire();
   }
 
   /** Takes the session out of rotation; streams already on it finish. */

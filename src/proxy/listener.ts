@@ -134,6 +134,9 @@ function onCountedStreamClose(this: CountedStream): void {
   const s = this[kCounted];
   if (s === undefined) return;
   if (--s[kOpen]! === 0 && s[kIdleSince] !== undefined) s[kIdleSince] = performance.now();
+  // a stream dojang refused (over maxConcurrentStreams, overload) is not one the client opened
+  // and served: it counts on neither side of the premature-reset ratio
+  if (this.rstCode === NGHTTP2_REFUSED_STREAM) return;
   const closed = (s[kClosed] ?? 0) + 1;
   s[kClosed] = closed;
   // aborted: the stream closed before dojang finished its response (a reset, either side's)

@@ -6,8 +6,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
-import { FLAG_END_HEADERS, FRAME, encodeFrame, encodeHeaderBlock, settingsFrame } from "../helpers/h2-frames.js";
+import { FRAME, encodeFrame } from "../helpers/h2-frames.js";
 import { sleep } from "../helpers/process.js";
+import { NGHTTP2_FLOODS, manyFrames, windowUpdate } from "../helpers/attacks.js";
 import type { DojangHandle } from "../../src/index.js";
 
 const ENHANCE_YOUR_CALM = 0xb;
@@ -29,24 +30,8 @@ afterAll(async () => {
   await upstream.close();
 });
 
-/** n copies of one frame in one buffer (nghttp2 takes them in one read). */
-const many = (frame: Buffer, n: number): Buffer => Buffer.concat(Array.from({ length: n }, () => frame));
-
-const FLOODS: readonly { name: string; bytes: () => Buffer }[] = [
-  { name: "PING", bytes: () => many(encodeFrame(FRAME.PING, 0, 0, Buffer.alloc(8)), 20_000) },
-  { name: "SETTINGS", bytes: () => many(settingsFrame([]), 20_000) },
-  {
-    name: "empty DATA",
-    bytes: () => Buffer.concat([encodeFrame(FRAME.HEADERS, FLAG_END_HEADERS, 1, encodeHeaderBlock(grpcRequestFields("/test.Stream/Flood"))), many(encodeFrame(FRAME.DATA, 0, 1), 20_000)]),
-  },
-  {
-    name: "CONTINUATION without end",
-    bytes: () => Buffer.concat([encodeFrame(FRAME.HEADERS, 0, 1, encodeHeaderBlock(grpcRequestFields("/test.Stream/Flood"))), many(encodeFrame(FRAME.CONTINUATION, 0, 1, Buffer.from([0x40, 0x01, 0x61, 0x01, 0x62])), 20_000)]),
-  },
-];
-
 describe("attack: floods nghttp2 stops", () => {
-  for (const f of FLOODS) {
+  for (const f of NGHTTP2_FLOODS) {
     it(`${f.name} flood: the connection gets GOAWAY and is closed within 5 s; a bystander's calls all succeed`, { timeout: 30_000 }, async () => {
       const by = echoClient(px.address);
       clients.push(by);
@@ -67,11 +52,6 @@ describe("attack: floods nghttp2 stops", () => {
 });
 
 const FLOW_CONTROL_ERROR = 0x3;
-const windowUpdate = (streamId: number, increment: number): Buffer => {
-  const p = Buffer.alloc(4);
-  p.writeUInt32BE(increment);
-  return encodeFrame(FRAME.WINDOW_UPDATE, 0, streamId, p);
-};
 
 // WINDOW_UPDATE floods: node gives JS no hook per WINDOW_UPDATE frame, so dojang cannot count
 // them as Envoy does (max_inbound_window_update_frames_per_data_frame_sent). What bounds them:
@@ -86,7 +66,7 @@ describe("attack: WINDOW_UPDATE floods", () => {
     raws.push(atk);
     atk.headers(1, grpcRequestFields("/test.Stream/Held"));
     const t0 = performance.now();
-    for (let i = 0; i < 3; i++) atk.write(Buffer.concat([many(windowUpdate(0, 1), 10_000), many(windowUpdate(1, 1), 10_000)]));
+    for (let i = 0; i < 3; i++) atk.write(Buffer.concat([manyFrames(windowUpdate(0, 1), 10_000), manyFrames(windowUpdate(1, 1), 10_000)]));
     atk.write(encodeFrame(FRAME.PING, 0, 0, Buffer.from("wuflood!")));
     const pingAck = (): boolean => atk.on(0).some((f) => f.type === FRAME.PING && (f.flags & 0x1) !== 0);
     while (performance.now() - t0 < 5000 && !pingAck() && !atk.closed) await sleep(5);
@@ -105,7 +85,7 @@ describe("attack: WINDOW_UPDATE floods", () => {
     const atk = await connectRawH2(px.address);
     raws.push(atk);
     const t0 = performance.now();
-    atk.write(many(windowUpdate(0, 0x7fffffff), 20_000));
+    atk.write(manyFrames(windowUpdate(0, 0x7fffffff), 20_000));
     while (performance.now() - t0 < 5000 && !atk.closed) await sleep(10);
     const ms = performance.now() - t0;
     const r = await bystander;

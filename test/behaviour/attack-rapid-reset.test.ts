@@ -9,12 +9,12 @@ import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpst
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME } from "../helpers/h2-frames.js";
+import { CANCEL, resetFlood } from "../helpers/attacks.js";
 import { readFileSync } from "node:fs";
 import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
 import { PREMATURE_RESET_MIN } from "../../src/proxy/listener.js";
 import type { DojangHandle } from "../../src/index.js";
 
-const CANCEL = 0x8;
 const ENHANCE_YOUR_CALM = 0xb;
 /** connections the attacker opens, and streams it opens and resets on each (bounded) */
 const CONNECTIONS = 5;
@@ -47,21 +47,6 @@ function rssMiB(pid: number): number {
 /** The RSS bound stated in the README's protections table (3 rounds of 10 connections × 1,000 reset streams). */
 const PROCESS_RSS_BOUND_MIB = 96;
 
-/**
- * HEADERS then RST_STREAM(code) on `n` streams, as fast as the socket takes them; stops once
- * closed (and, with `untilGoaway`, once a GOAWAY arrived: how many it sent before says when the cut came).
- */
-async function resetFlood(c: RawH2Client, n: number, code: number, untilGoaway = false): Promise<number> {
-  let sent = 0;
-  for (let i = 0; i < n && !c.closed && !(untilGoaway && c.goaway() !== undefined); i++) {
-    const id = 1 + 2 * i;
-    c.headers(id, grpcRequestFields("/test.Stream/Reset"));
-    c.rst(id, code);
-    sent++;
-    if (i % 50 === 49) await sleep(1); // let dojang's replies in (GOAWAY) between bursts
-  }
-  return sent;
-}
 
 describe("attack: rapid reset", () => {
   it(`${CONNECTIONS} connections opening and resetting ${STREAMS} streams each get GOAWAY ENHANCE_YOUR_CALM; a bystander's calls all succeed`, { timeout: 60_000 }, async () => {

@@ -7,13 +7,19 @@ import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, scrape, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { echoOr, runBystander } from "../helpers/bystander.js";
-import { PREFACE, settingsFrame } from "../helpers/h2-frames.js";
+import { idleConnection, type IdleConnection } from "../helpers/attacks.js";
 import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady, type DojangProcess } from "../helpers/process.js";
 
 const tmp = tempDir();
 let upstream: RawUpstream;
 const clients: EchoClient[] = [];
 const sockets: net.Socket[] = [];
+/** An idle connection (attacks.ts) whose socket the afterEach destroys. */
+async function idleConn(port: number, preface: boolean): Promise<IdleConnection> {
+  const c = await idleConnection(`127.0.0.1:${port}`, preface);
+  sockets.push(c.sock);
+  return c;
+}
 
 beforeAll(async () => {
   assertDistBuilt();
@@ -44,21 +50,6 @@ async function start(listenerExtra: string): Promise<{ p: DojangProcess; address
   return { p, address: `127.0.0.1:${port}`, admin: `127.0.0.1:${admin}` };
 }
 
-/** Opens a TCP connection to port; with `preface`, sends the HTTP/2 preface and an empty SETTINGS, then nothing. Resolves once connected. */
-function idleConnection(port: number, preface: boolean): Promise<{ sock: net.Socket; closedAt: () => number | undefined }> {
-  return new Promise((resolve, reject) => {
-    let closedAt: number | undefined;
-    const sock = net.connect(port, "127.0.0.1", () => {
-      if (preface) sock.write(Buffer.concat([PREFACE, settingsFrame([])]));
-      resolve({ sock, closedAt: () => closedAt });
-    });
-    sock.on("data", () => {}); // the server's SETTINGS, GOAWAY
-    sock.on("error", () => {});
-    sock.on("close", () => (closedAt ??= performance.now()));
-    sock.once("error", reject);
-    sockets.push(sock);
-  });
-}
 
 const SLOW = 1000;
 const TIMEOUT_S = 2;
@@ -77,9 +68,9 @@ describe("attack: slowloris (real dojang process)", () => {
     await sleep(200);
     const before = rssMiB(p.pid);
     const t0 = performance.now();
-    const conns: Awaited<ReturnType<typeof idleConnection>>[] = [];
+    const conns: IdleConnection[] = [];
     for (let i = 0; i < SLOW; i += 100) {
-      conns.push(...(await Promise.all(Array.from({ length: 100 }, (_, j) => idleConnection(port, (i + j) % 2 === 1)))));
+      conns.push(...(await Promise.all(Array.from({ length: 100 }, (_, j) => idleConn(port, (i + j) % 2 === 1)))));
     }
     let peak = rssMiB(p.pid);
     const r = await runBystander(by, 200, 10);
@@ -110,7 +101,7 @@ describe("attack: slowloris (real dojang process)", () => {
     const bystander = runBystander(by, 300, 5);
     for (let round = 0; round < 3; round++) {
       for (let i = 0; i < 2000; i += 200) {
-        const batch = await Promise.all(Array.from({ length: 200 }, (_, j) => idleConnection(port, j % 2 === 0)));
+        const batch = await Promise.all(Array.from({ length: 200 }, (_, j) => idleConn(port, j % 2 === 0)));
         for (const c of batch) c.sock.destroy();
       }
     }
@@ -137,7 +128,7 @@ describe("maxConnections", () => {
     try {
       const port = Number(px.address.split(":")[1]);
       const conns = [];
-      for (let i = 0; i < 10; i++) conns.push(await idleConnection(port, true));
+      for (let i = 0; i < 10; i++) conns.push(await idleConn(port, true));
       await sleep(500);
       expect(conns.filter((c) => c.closedAt() !== undefined).length).toBe(5);
       // the first five are the ones kept

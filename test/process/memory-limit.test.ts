@@ -3,11 +3,10 @@
 // and, where this machine lets the test make a memory cgroup (root, cgroup v1 or v2 with the
 // memory controller), a dojang started inside a 128 MiB cgroup picks that limit up by itself and
 // serves 50 connections × 20 streams of unary calls for 5 s without being OOM-killed.
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { makeCgroup, cgroupEntry } from "../helpers/cgroup.js";
 import { CLI, assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, logLines, runCli, sleep, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
 import { echoClient, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 
@@ -118,80 +117,6 @@ describe("memory.limit (no cgroup needed)", () => {
 
 // === a real memory cgroup ===
 
-interface TestCgroup {
-  readonly version: 1 | 2;
-  readonly dir: string;
-  readonly procs: string;
-  read(file: string): string;
-  remove(): void;
-}
-
-/** A fresh memory cgroup limited to `bytes` (swap too), or why not. */
-function makeCgroup(bytes: number): TestCgroup | string {
-  const name = `dojang-test-${process.pid}-${Date.now()}`;
-  const tryMake = (version: 1 | 2, parent: string, limitFile: string, swapFile: string): TestCgroup | string => {
-    const dir = join(parent, name);
-    try {
-      mkdirSync(dir);
-    } catch (err) {
-      return `cannot create a cgroup under ${parent}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
-    }
-    const cg: TestCgroup = {
-      version,
-      dir,
-      procs: join(dir, "cgroup.procs"),
-      read: (f) => readFileSync(join(dir, f), "utf8"),
-      remove: () => {
-        try {
-          rmdirSync(dir);
-        } catch {
-          /* still has a process (the afterEach kills it first); nothing else to do */
-        }
-      },
-    };
-    try {
-      writeFileSync(join(dir, limitFile), String(bytes));
-    } catch (err) {
-      cg.remove();
-      return `cannot set ${limitFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
-    }
-    try {
-      // without swap accounting there is no such file: the memory limit alone then
-      writeFileSync(join(dir, swapFile), version === 1 ? String(bytes) : "0");
-    } catch {
-      /* no swap limit available */
-    }
-    return cg;
-  };
-  let v2Reason = "cgroup v2 without the memory controller";
-  try {
-    const controllers = readFileSync("/sys/fs/cgroup/cgroup.controllers", "utf8");
-    if (controllers.split(/\s+/).includes("memory")) {
-      const own = /^0::(\/.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1] ?? "/";
-      const r = tryMake(2, join("/sys/fs/cgroup", own), "memory.max", "memory.swap.max");
-      if (typeof r !== "string") return r;
-      v2Reason = r;
-    }
-  } catch {
-    /* not v2 */
-  }
-  try {
-    readFileSync("/sys/fs/cgroup/memory/memory.limit_in_bytes", "utf8");
-  } catch {
-    return `no writable memory cgroup (${v2Reason}; no cgroup v1 memory hierarchy)`;
-  }
-  // under this process's own memory cgroup where it exists (the test's processes stay inside
-  // whatever holds the test runner), else under the hierarchy's root
-  const ownV1 = /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(\/.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1] ?? "/";
-  let parent = join("/sys/fs/cgroup/memory", ownV1);
-  try {
-    readFileSync(join(parent, "memory.limit_in_bytes"), "utf8");
-  } catch {
-    parent = "/sys/fs/cgroup/memory";
-  }
-  return tryMake(1, parent, "memory.limit_in_bytes", "memory.memsw.limit_in_bytes");
-}
-
 describe("under a real 128 MiB memory cgroup", () => {
   it("picks the cgroup's limit up, serves 50 connections × 20 streams for 5 s, is not OOM-killed", { timeout: 60_000 }, async (ctx) => {
     const cg = makeCgroup(128 * MiB);
@@ -207,10 +132,7 @@ describe("under a real 128 MiB memory cgroup", () => {
       const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream, extraTop: "accessLog: false" }));
       // the process joins the cgroup before anything else runs (the launcher reads the limit
       // right after): a small entry that writes its pid into cgroup.procs, then loads the CLI
-      const entry = dir.write(
-        "in-cgroup.mjs",
-        `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(cg.procs)}, String(process.pid));\nawait import(${JSON.stringify(pathToFileURL(CLI).href)});\n`,
-      );
+      const entry = cgroupEntry(dir, cg);
       const p = spawnDojang(["--config", file], childEnv(), entry);
       const admin = `127.0.0.1:${adminPort}`;
       await waitReady(p, admin);

@@ -9,9 +9,8 @@ import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpst
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME } from "../helpers/h2-frames.js";
-import { CANCEL, resetFlood } from "../helpers/attacks.js";
-import { readFileSync } from "node:fs";
-import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
+import { CANCEL, resetFlood, rssMiB, startTarget } from "../helpers/attacks.js";
+import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 import { PREMATURE_RESET_MIN } from "../../src/proxy/listener.js";
 import type { DojangHandle } from "../../src/index.js";
 
@@ -39,10 +38,6 @@ afterAll(async () => {
 });
 const tmp = tempDir();
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m === null ? NaN : Number(m[1]) / 1024;
-}
 
 /** The RSS bound stated in the README's protections table (3 rounds of 10 connections × 1,000 reset streams). */
 const PROCESS_RSS_BOUND_MIB = 96;
@@ -99,13 +94,7 @@ describe("attack: rapid reset", () => {
 describe("attack: rapid reset against a real dojang process", () => {
   it(`3 rounds of 10 connections × ${STREAMS} reset streams: every connection gets GOAWAY ENHANCE_YOUR_CALM, the process lives, RSS grows under ${PROCESS_RSS_BOUND_MIB} MiB, a bystander's calls all succeed`, { timeout: 90_000 }, async () => {
     assertDistBuilt();
-    const port = await freePort();
-    const admin = await freePort();
-    const cfg = tmp.write("rapid-reset.yaml", configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" }));
-    // ATTACK_CLI: another build's dist/cli.js, to measure the figure before
-    const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
-    await waitReady(p, `127.0.0.1:${admin}`);
-    const address = `127.0.0.1:${port}`;
+    const { p, address } = await startTarget(tmp, upstream.address);
     const by = echoClient(address);
     clients.push(by);
     await runBystander(by, 50, 5);

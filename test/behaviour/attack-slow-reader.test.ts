@@ -4,7 +4,6 @@
 // as fast as dojang reads, a raw-frame attacker, and a grpc-js bystander on the same dojang.
 import http2 from "node:http2";
 import net from "node:net";
-import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AddressInfo } from "node:net";
 import { echoClient, startProxy, type EchoClient } from "../helpers/peers.js";
@@ -14,8 +13,8 @@ import type { DojangHandle } from "../../src/index.js";
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { SETTING } from "../helpers/h2-frames.js";
-import { openStalledStreams, streamFlood } from "../helpers/attacks.js";
-import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
+import { openStalledStreams, rssMiB, startTarget, streamFlood } from "../helpers/attacks.js";
+import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 
 const tmp = tempDir();
 let upstream: { address: string; server: http2.Http2Server; flood: number; bystander: number };
@@ -41,10 +40,6 @@ function webUnaryHttp1(address: string): Promise<string> {
   });
 }
 
-export function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m === null ? NaN : Number(m[1]) / 1024;
-}
 
 const clients: EchoClient[] = [];
 const proxies: DojangHandle[] = [];
@@ -98,13 +93,7 @@ const CASES = [
 
 describe("attack: a client that never opens its window (zero-window stall), real dojang process", () => {
   it.each(CASES)(`${STREAMS} stalled server streams with upstream window $window cost dojang under $boundMiB MiB of RSS; a bystander's calls all succeed`, { timeout: 60_000 }, async ({ window, boundMiB }) => {
-    const port = await freePort();
-    const admin = await freePort();
-    const yaml = configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" });
-    const cfg = tmp.write("slow-reader.yaml", yaml.replace(/( {4}endpoints: .*\n)/, `$1    initialWindowSize: ${window}\n`));
-    const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
-    await waitReady(p, `127.0.0.1:${admin}`);
-    const address = `127.0.0.1:${port}`;
+    const { p, address } = await startTarget(tmp, upstream.address, (y) => y.replace(/( {4}endpoints: .*\n)/, `$1    initialWindowSize: ${window}\n`));
     const by = echoClient(address);
     clients.push(by);
     // warm up (code paths, buffers) so the baseline is the steady process, not its start

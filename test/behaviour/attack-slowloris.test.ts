@@ -3,12 +3,11 @@
 // within requestHeadersTimeout (+ slack), and connections opened and closed by the thousand must
 // leave nothing behind; a grpc-js bystander's calls on the same dojang all succeed meanwhile.
 import net from "node:net";
-import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, scrape, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { echoOr, runBystander } from "../helpers/bystander.js";
-import { idleConnection, type IdleConnection } from "../helpers/attacks.js";
-import { assertDistBuilt, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady, type DojangProcess } from "../helpers/process.js";
+import { idleConnection, rssMiB, startTarget, type IdleConnection, type Target } from "../helpers/attacks.js";
+import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 
 const tmp = tempDir();
 let upstream: RawUpstream;
@@ -35,19 +34,8 @@ afterAll(async () => {
   tmp.remove();
 });
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return m === null ? NaN : Number(m[1]) / 1024;
-}
-
-async function start(listenerExtra: string): Promise<{ p: DojangProcess; address: string; admin: string }> {
-  const port = await freePort();
-  const admin = await freePort();
-  const yaml = configYaml({ listenPort: port, adminPort: admin, upstream: upstream.address, logLevel: "warn" });
-  const cfg = tmp.write(`slowloris-${port}.yaml`, yaml.replace(/( {4}address: 127\.0\.0\.1:\d+\n)/, `$1${listenerExtra}`));
-  const p = spawnDojang(["--config", cfg]);
-  await waitReady(p, `127.0.0.1:${admin}`);
-  return { p, address: `127.0.0.1:${port}`, admin: `127.0.0.1:${admin}` };
+function start(listenerExtra: string): Promise<Target> {
+  return startTarget(tmp, upstream.address, (y) => y.replace(/( {4}address: 127\.0\.0\.1:\d+\n)/, `$1${listenerExtra}`));
 }
 
 

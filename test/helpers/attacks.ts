@@ -2,11 +2,47 @@
 // by the per-attack tests (test/behaviour/attack-*.test.ts) and the battery that fires them all at
 // one real dojang process under a memory budget (test/process/attack-battery.test.ts). Test-only;
 // imports nothing from src.
+import { readFileSync } from "node:fs";
 import type http2 from "node:http2";
 import net from "node:net";
 import { FRAME, PREFACE, encodeFrame, encodeHeaderBlock, FLAG_END_HEADERS, settingsFrame } from "./h2-frames.js";
 import { grpcRequestFields, type RawH2Client } from "./raw-h2-client.js";
-import { sleep } from "./process.js";
+import { configYaml, freePort, sleep, spawnDojang, waitReady, type DojangProcess } from "./process.js";
+
+/** A process's VmRSS and RssAnon (heap, buffers: what a container is charged for beyond shared code), MiB. */
+export function memMiB(pid: number): { rss: number; anon: number } {
+  const st = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(st)?.[1] ?? NaN);
+  return { rss: kib("VmRSS") / 1024, anon: kib("RssAnon") / 1024 };
+}
+
+/** A process's VmRSS, MiB. */
+export function rssMiB(pid: number): number {
+  return memMiB(pid).rss;
+}
+
+export interface Target {
+  readonly p: DojangProcess;
+  /** the listener, host:port */
+  readonly address: string;
+  /** the admin listener, host:port */
+  readonly admin: string;
+}
+
+/**
+ * A real dojang process to attack (dist/cli.js, or ATTACK_CLI: another build's, to measure the
+ * figure before), on the process helpers' config for `upstream`; `edit` changes its YAML (a
+ * listener or cluster key, a top-level key). Resolves once /ready answers.
+ */
+export async function startTarget(dir: { write(name: string, text: string): string }, upstream: string, edit: (yaml: string) => string = (y) => y, extraTop?: string): Promise<Target> {
+  const port = await freePort();
+  const admin = await freePort();
+  const yaml = configYaml({ listenPort: port, adminPort: admin, upstream, logLevel: "warn", ...(extraTop === undefined ? {} : { extraTop }) });
+  const cfg = dir.write(`target-${port}.yaml`, edit(yaml));
+  const p = spawnDojang(["--config", cfg], undefined, process.env["ATTACK_CLI"]);
+  await waitReady(p, `127.0.0.1:${admin}`);
+  return { p, address: `127.0.0.1:${port}`, admin: `127.0.0.1:${admin}` };
+}
 
 export const CANCEL = 0x8;
 

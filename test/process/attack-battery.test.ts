@@ -10,14 +10,13 @@
 // pages are file-backed and shared) never crosses the budget. The edge settings are config/edge.yaml's (small upstream window, a short
 // requestHeadersTimeout for the test).
 import http2 from "node:http2";
-import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, type EchoClient } from "../helpers/peers.js";
 import { echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME, SETTING } from "../helpers/h2-frames.js";
-import { CANCEL, NGHTTP2_FLOODS, churn, idleConnection, manyFrames, openStalledStreams, resetFlood, streamFlood, windowUpdate, type IdleConnection } from "../helpers/attacks.js";
+import { CANCEL, NGHTTP2_FLOODS, memMiB, churn, idleConnection, manyFrames, openStalledStreams, resetFlood, streamFlood, windowUpdate, type IdleConnection } from "../helpers/attacks.js";
 import { cgroupEntry, cgroupPeak, makeCgroup, oomKills, type TestCgroup } from "../helpers/cgroup.js";
 import { assertDistBuilt, childEnv, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady, type DojangProcess } from "../helpers/process.js";
 
@@ -39,15 +38,9 @@ const upstreamErrors: string[] = [];
 let cg: TestCgroup | string;
 let sampler: NodeJS.Timeout | undefined;
 
-/** VmRSS and RssAnon of a process, MiB */
-function rssMiB(pid: number): { rss: number; anon: number } {
-  const st = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(st)?.[1] ?? NaN);
-  return { rss: kib("VmRSS") / 1024, anon: kib("RssAnon") / 1024 };
-}
 function sample(): void {
   if (p.hasExited) return;
-  const m = rssMiB(p.pid);
+  const m = memMiB(p.pid);
   peak = Math.max(peak, m.rss);
   peakAnon = Math.max(peakAnon, m.anon);
 }

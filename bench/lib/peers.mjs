@@ -236,7 +236,9 @@ class DojangPeer extends Peer {
       logLevel,
       accessLog,
       listeners: [{ name: "main", address: `127.0.0.1:${this.port}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
-      clusters: [{ name: "backend", endpoints: [`127.0.0.1:${this.env.upstreamPort}`] }],
+      // held-10k opens 10,000 calls at once: above the default circuit breaker (1,024 calls per
+      // cluster), which nginx and HAProxy do not have
+      clusters: [{ name: "backend", endpoints: [`127.0.0.1:${this.env.upstreamPort}`], circuitBreaker: { maxCalls: 20000, maxPendingCalls: 20000 } }],
     };
     if (workers !== undefined) cfg.workers = workers;
     if (extra !== undefined && extra !== null) cfg = deepMerge(cfg, extra);
@@ -282,7 +284,7 @@ class DojangPeer extends Peer {
     if (extra) parts.push(`+ ${this.env.extraFile}`);
     if (this.opts.nodeArgs.length > 0) parts.push(`node ${this.opts.nodeArgs.join(" ")}`);
     if (this.opts.dist !== undefined) parts.push(`build ${this.env.altDistLabel}`);
-    return `dojang (node ${process.version}), ${parts.join(", ")}, other keys default`;
+    return `dojang (node ${process.version}), ${parts.join(", ")}, circuitBreaker 20,000 calls, other keys default`;
   }
 }
 

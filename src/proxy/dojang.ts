@@ -13,8 +13,8 @@ import type { CallContext } from "./call/call.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
-import { HeapShrinker, MarkingTuner, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
-import { responseBuffers } from "./observe/overload.js";
+import { HeapShrinker, MarkingTuner, exposeGc, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
+import { heapPressure, responseBuffers } from "./observe/overload.js";
 import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
 import type { FaultCounter } from "./filters/fault-exec/filter.js";
@@ -573,6 +573,8 @@ export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrin
   marking.start();
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();
+  // the overload manager's heap trigger (observe/overload.ts): new streams refused near V8's heap limit
+  heapPressure.start(exposeGc());
   return { shrinker, marking };
 }
 

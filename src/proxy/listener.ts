@@ -16,7 +16,7 @@ import { ListenError } from "../errors.js";
 import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, ServingStatus, decodeHealthRequest, encodeHealthResponse } from "../translate/health.js";
 import { handleStream, type CallContext } from "./call/call.js";
-import { responseBuffers } from "./observe/overload.js";
+import { heapPressure, responseBuffers } from "./observe/overload.js";
 import type { Cluster } from "./upstream/cluster.js";
 
 /**
@@ -415,7 +415,7 @@ export class Listener {
         stream.on("close", onCountedStreamClose);
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.
-        const overloaded = responseBuffers.overloaded;
+        const overloaded = responseBuffers.overloaded || heapPressure.pressed;
         if (overloaded || open > (sess[kLimit] ?? this.cfg.maxConcurrentStreams)) {
           if (overloaded) responseBuffers.refused++;
           ctx.metrics.refusedStreams.inc();
@@ -505,10 +505,10 @@ export class Listener {
     }
     // Past the process's response-buffer budget no call is taken (the native port's
     // REFUSED_STREAM): 14 UNAVAILABLE, safe for the client to retry, and never sent upstream.
-    if (responseBuffers.overloaded) {
+    if (responseBuffers.overloaded || heapPressure.pressed) {
       responseBuffers.refused++;
       this.ctx.metrics.refusedStreams.inc();
-      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, "dojang is overloaded (response-buffer budget): call not started, retry later");
+      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, "dojang is overloaded (response-buffer budget or heap): call not started, retry later");
       return;
     }
     handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));

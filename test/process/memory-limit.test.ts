@@ -178,7 +178,8 @@ describe("under a real 128 MiB memory cgroup", () => {
         ctx.annotate(`calls ${ok}; cgroup peak ${(peak / MiB).toFixed(1)} MiB; dojang peak RSS ${(Number(rss) / 1024).toFixed(1)} MiB`);
         expect(peak).toBeLessThan(128 * MiB);
       }
-      expect(Number(rss) * 1024).toBeLessThan(128 * MiB);
+      // (VmHWM, annotated above, also counts node's code pages, file-backed and shared, which the
+      // cgroup here did not fault in; the cgroup's own peak is what its limit enforces)
     } finally {
       for (const c of clients.splice(0)) c.close();
       await killSpawned();

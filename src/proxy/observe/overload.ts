@@ -24,6 +24,8 @@
 // Cutting a stalled call also resets its upstream stream, which gives its window back to the
 // shared upstream connection (other calls on it were starved while it was held).
 
+import { PerformanceObserver, constants as perfConstants, type PerformanceObserverEntryList } from "node:perf_hooks";
+import v8 from "node:v8";
 import { DEFAULT_BUFFERS } from "../../config/memory.js";
 
 /** What the guard needs of a call (call.ts's Call); structural, so this layer imports no call code. */
@@ -177,3 +179,101 @@ function sweepGuard(g: ResponseBufferGuard): void {
 
 /** The process's one guard (every listener's calls count against the same process budget). */
 export const responseBuffers = new ResponseBufferGuard();
+
+// === heap pressure: refuse new streams before V8 runs out of heap ===
+//
+// Under a memory budget (memory.limit, or the container's cgroup limit) V8's old space is capped,
+// and calls held open cost heap (~5 KiB each, node:http2's stream state and the call): 10,000 of
+// them in a 128 MiB plan (42 MiB old space) ended with V8 aborting the process, every call lost.
+// The overload manager's second trigger is therefore the heap itself: after each major GC (when
+// the heap holds little garbage) dojang compares what is in use with V8's heap limit; past
+// HEAP_PRESSED_ABOVE of it, every listener refuses new streams (REFUSED_STREAM, as for the
+// response-buffer budget) until a later measure is back under HEAP_RELIEVED_BELOW. While pressed,
+// a major GC is asked for every HEAP_RECHECK_MS, so that pressure ends once the calls do even if
+// nothing else runs. Nothing runs per call; node reports GCs to the observer in batches.
+
+/** In-use heap over V8's heap limit past which new streams are refused. */
+export const HEAP_PRESSED_ABOVE = 0.7;
+/** ... and under which they are taken again. */
+export const HEAP_RELIEVED_BELOW = 0.5;
+const HEAP_RECHECK_MS = 1000;
+
+/** Pure: the pressure after a measure of the heap in use (hysteresis between the two thresholds). */
+export function nextHeapPressure(pressed: boolean, usedBytes: number, limitBytes: number): boolean {
+  if (!(limitBytes > 0)) return false;
+  const f = usedBytes / limitBytes;
+  return pressed ? f > HEAP_RELIEVED_BELOW : f > HEAP_PRESSED_ABOVE;
+}
+
+type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async" }) => void;
+
+export class HeapPressureGuard {
+  /** new streams are refused */
+  pressed = false;
+  /** times it went from relieved to pressed */
+  episodes = 0;
+  /** the heap in use at the last measure, bytes */
+  lastUsedBytes = 0;
+  private observer: PerformanceObserver | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private gc: GcFn | undefined;
+
+  /** Watches major GCs (the CLI and cluster workers; a library host owns its own heap). */
+  start(gc: GcFn | undefined): void {
+    if (this.observer !== undefined) return;
+    this.gc = gc;
+    const obs = new PerformanceObserver(onGcEntries);
+    obs.observe({ entryTypes: ["gc"] });
+    this.observer = obs;
+  }
+
+  stop(): void {
+    this.observer?.disconnect();
+    this.observer = undefined;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.pressed = false;
+  }
+
+  measure(): void {
+    const h = v8.getHeapStatistics();
+    this.lastUsedBytes = h.used_heap_size;
+    const was = this.pressed;
+    this.pressed = nextHeapPressure(was, h.used_heap_size, h.heap_size_limit);
+    if (this.pressed && !was) {
+      this.episodes++;
+      if (this.timer === undefined) {
+        this.timer = setInterval(recheckHeap, HEAP_RECHECK_MS, this);
+        this.timer.unref();
+      }
+    } else if (!this.pressed && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  recheck(): void {
+    try {
+      this.gc?.({ type: "major", execution: "sync" });
+    } catch {
+      /* no gc: the next GC's measure decides */
+    }
+    this.measure();
+  }
+}
+
+function recheckHeap(g: HeapPressureGuard): void {
+  g.recheck();
+}
+
+function onGcEntries(list: PerformanceObserverEntryList): void {
+  for (const e of list.getEntries()) {
+    if (((e as { detail?: { kind?: number } }).detail)?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+      heapPressure.measure();
+      return;
+    }
+  }
+}
+
+/** The process's heap-pressure guard (listeners read `pressed`). */
+export const heapPressure = new HeapPressureGuard();

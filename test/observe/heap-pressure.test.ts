@@ -1,0 +1,29 @@
+// The overload manager's heap trigger (observe/overload.ts): the pure decision, property-tested.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { HEAP_PRESSED_ABOVE, HEAP_RELIEVED_BELOW, nextHeapPressure } from "../../src/proxy/observe/overload.js";
+
+const MiB = 1_048_576;
+
+describe("nextHeapPressure", () => {
+  it("presses past 70 % of the heap limit and relieves only under 50 % (hysteresis)", () => {
+    const limit = 48 * MiB;
+    expect(nextHeapPressure(false, 0.69 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(false, 0.71 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.6 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.49 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(true, 10, 0)).toBe(false);
+  });
+
+  it("is monotone in the heap in use, and never presses below the relief threshold or relieves above the press one", () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.double({ min: 0, max: 2, noNaN: true }), fc.double({ min: 0, max: 2, noNaN: true }), fc.integer({ min: 1, max: 2 ** 40 }), (pressed, a, b, limit) => {
+        const [lo, hi] = a <= b ? [a, b] : [b, a];
+        // more heap in use never relieves what less heap in use presses
+        if (nextHeapPressure(pressed, lo * limit, limit)) expect(nextHeapPressure(pressed, hi * limit, limit)).toBe(true);
+        if (lo <= HEAP_RELIEVED_BELOW) expect(nextHeapPressure(pressed, lo * limit, limit)).toBe(false);
+        if (hi > HEAP_PRESSED_ABOVE) expect(nextHeapPressure(pressed, hi * limit, limit)).toBe(true);
+      }),
+    );
+  });
+});

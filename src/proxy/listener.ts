@@ -5,7 +5,7 @@
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { ListenerTls, xfccOf } from "./downstream/tls.js";
-import { kClientCert, type ClientCertSession } from "./call/headers.js";
+import { kClientCert, kRequestBytes, type ClientCertSession, type RequestBytesSession } from "./call/headers.js";
 import type { AddressInfo, Socket } from "node:net";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
@@ -186,6 +186,11 @@ function countPrematureReset(s: CountedSession, stream: CountedStream, closed: n
 }
 
 function cutForResets(s: CountedSession, lastStreamId: number): void {
+  cutCalm(s, lastStreamId, `rapid reset: ${PREMATURE_RESET_MIN} or more streams reset by the client within ${PREMATURE_RESET_MS} ms of their start`);
+}
+
+/** GOAWAY ENHANCE_YOUR_CALM, no new stream taken, destroyed CALM_GOAWAY_FLUSH_MS later. */
+function cutCalm(s: CountedSession, lastStreamId: number, why: string): void {
   // from now on every new stream is over the connection's limit: refused at once, no call made
   s[kLimit] = 0;
   try {
@@ -193,11 +198,65 @@ function cutForResets(s: CountedSession, lastStreamId: number): void {
   } catch {
     /* already closing */
   }
-  setTimeout(destroyCalm, CALM_GOAWAY_FLUSH_MS, s).unref();
+  setTimeout(destroyCalm, CALM_GOAWAY_FLUSH_MS, s, why).unref();
 }
 
-function destroyCalm(s: ServerHttp2Session): void {
-  if (!s.destroyed) s.destroy(new Error(`rapid reset: ${PREMATURE_RESET_MIN} or more streams reset by the client within ${PREMATURE_RESET_MS} ms of their start`), ENHANCE_YOUR_CALM);
+function destroyCalm(s: ServerHttp2Session, why: string): void {
+  if (!s.destroyed) s.destroy(new Error(why), ENHANCE_YOUR_CALM);
+}
+
+/**
+ * Floods nghttp2 does not stop and node gives JS no event for (WINDOW_UPDATE, PRIORITY, frames
+ * on closed streams): once a second each client connection's socket is measured, and the bytes
+ * it read that were neither request bodies (counted by the calls, kRequestBytes) nor new streams
+ * (UNPRODUCTIVE_PER_STREAM each, for their headers) are *unproductive*. A connection may send
+ * UNPRODUCTIVE_BASE of them per second plus a share of what dojang sent it (a fast download
+ * brings WINDOW_UPDATEs and PINGs in proportion; Envoy allows 10 WINDOW_UPDATEs per DATA frame
+ * sent, far less than this share); past that it is cut as for rapid reset (GOAWAY
+ * ENHANCE_YOUR_CALM, destroyed 1 s later). One timer per listener, four numbers per connection.
+ */
+export const UNPRODUCTIVE_BASE = 1_048_576;
+export const UNPRODUCTIVE_PER_STREAM = 16_384;
+/** a quarter of the bytes dojang sent the connection in the same second */
+const UNPRODUCTIVE_WRITTEN_SHARE = 4;
+const UNPRODUCTIVE_SWEEP_MS = 1000;
+const kMeter = Symbol("dojang.meter");
+interface Meter {
+  read: number;
+  written: number;
+  requested: number;
+  opened: number;
+}
+type MeteredSession = CountedSession & RequestBytesSession & { [kMeter]?: Meter };
+
+/** Pure: whether one second of a connection's traffic is over its unproductive-bytes allowance. */
+export function overUnproductive(readBytes: number, requestBytes: number, streamsOpened: number, writtenBytes: number): boolean {
+  const unproductive = readBytes - requestBytes - UNPRODUCTIVE_PER_STREAM * streamsOpened;
+  return unproductive > UNPRODUCTIVE_BASE + writtenBytes / UNPRODUCTIVE_WRITTEN_SHARE;
+}
+
+function meterSession(s: MeteredSession): void {
+  const sock = s.socket as { bytesRead?: number; bytesWritten?: number } | undefined;
+  if (sock === undefined || s.destroyed || s[kLimit] === 0) return;
+  const read = sock.bytesRead ?? 0;
+  const written = sock.bytesWritten ?? 0;
+  const requested = s[kRequestBytes] ?? 0;
+  const opened = (s[kClosed] ?? 0) + (s[kOpen] ?? 0);
+  const m = s[kMeter];
+  if (m === undefined) {
+    s[kMeter] = { read, written, requested, opened };
+    return;
+  }
+  const over = overUnproductive(read - m.read, requested - m.requested, opened - m.opened, written - m.written);
+  m.read = read;
+  m.written = written;
+  m.requested = requested;
+  m.opened = opened;
+  if (over) cutCalm(s, Math.max(0, opened * 2 - 1), "unproductive bytes: the connection sent more than its allowance of frames that are neither requests nor their bodies (a WINDOW_UPDATE, PRIORITY or similar flood)");
+}
+
+function sweepUnproductive(l: { readonly sessions: ReadonlySet<ServerHttp2Session> }): void {
+  for (const s of l.sessions) meterSession(s as MeteredSession);
 }
 
 /** A session's timers (maxConnectionAge, its grace, idleTimeout); all cleared when it closes. */
@@ -275,6 +334,8 @@ export class Listener {
   private draining = false;
   private readonly watchers = new Set<Watcher>();
   private watchTimer: NodeJS.Timeout | undefined = undefined;
+  /** the unproductive-bytes sweep (sweepUnproductive), from the first connection on */
+  private meterTimer: NodeJS.Timeout | undefined = undefined;
   /** gRPC-Web: the HTTP/1.1 server on http1Address (null when not configured), its sockets, and the CORS policy */
   readonly http1: http.Server | null = null;
   private http1Bound: AddressInfo | undefined;
@@ -374,6 +435,10 @@ export class Listener {
         if (xfcc !== undefined) (s as ClientCertSession)[kClientCert] = xfcc;
       }
       this.sessions.add(s);
+      if (this.meterTimer === undefined) {
+        this.meterTimer = setInterval(sweepUnproductive, UNPRODUCTIVE_SWEEP_MS, this);
+        this.meterTimer.unref();
+      }
       live.downstreamSessions++;
       // A reload changes these for connections made after it (this.cfg is the current config).
       const lc = this.cfg;
@@ -719,6 +784,7 @@ export class Listener {
     if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();
     if (this.watchTimer !== undefined) clearInterval(this.watchTimer);
+    clearInterval(this.meterTimer);
     if (this.http1 !== null) this.http1.closeAllConnections();
     for (const sock of this.tlsHttp1Sockets) sock.destroy();
   }

@@ -3,7 +3,7 @@
 // whose code says why (ENHANCE_YOUR_CALM where the cause is abuse: listener.ts guardedDestroy),
 // while a well-behaved grpc-js client on the same dojang is served.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoClient, startProxy, startRawUpstream, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import { echoClient, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
 import { echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME, encodeFrame } from "../helpers/h2-frames.js";
@@ -53,12 +53,14 @@ describe("attack: floods nghttp2 stops", () => {
 
 const FLOW_CONTROL_ERROR = 0x3;
 
-// WINDOW_UPDATE floods: node gives JS no hook per WINDOW_UPDATE frame, so dojang cannot count
-// them as Envoy does (max_inbound_window_update_frames_per_data_frame_sent). What bounds them:
-// they ask for no reply (nothing is queued, unlike PING or SETTINGS) and cost nghttp2's parsing
-// only, and a window pushed past 2^31−1 is a FLOW_CONTROL_ERROR that ends the connection.
+// WINDOW_UPDATE floods: node gives JS no event per WINDOW_UPDATE frame, so dojang cannot count
+// them as Envoy does (max_inbound_window_update_frames_per_data_frame_sent); it measures instead
+// what each connection's socket read that was neither a request nor its body (listener.ts,
+// sweepUnproductive: 1 MiB per second plus a quarter of what dojang sent it). A burst under that
+// asks for no reply and queues nothing; a sustained flood is cut with GOAWAY ENHANCE_YOUR_CALM;
+// a window pushed past 2^31−1 is a FLOW_CONTROL_ERROR.
 describe("attack: WINDOW_UPDATE floods", () => {
-  it("60,000 increments of 1 (connection and stream) queue nothing: dojang still answers the attacker's PING within 1 s and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
+  it("a burst of 60,000 increments of 1 (under the allowance) queues nothing: dojang still answers the attacker's PING within 1 s and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
     const by = echoClient(px.address);
     clients.push(by);
     const bystander = runBystander(by, 100, 10);
@@ -72,10 +74,47 @@ describe("attack: WINDOW_UPDATE floods", () => {
     while (performance.now() - t0 < 5000 && !pingAck() && !atk.closed) await sleep(5);
     const ms = performance.now() - t0;
     const r = await bystander;
-    console.log(`WINDOW_UPDATE flood (60,000 frames): PING answered after ${Math.round(ms)} ms, connection closed ${atk.closed}`);
+    console.log(`WINDOW_UPDATE burst (60,000 frames): PING answered after ${Math.round(ms)} ms, connection closed ${atk.closed}`);
     expect(pingAck()).toBe(true);
     expect(ms).toBeLessThan(1000);
     expect(r.failures).toEqual([]);
+  });
+
+  it("a sustained flood (40,000 increments of 1 every 100 ms, ~5 MB/s, one call held open) is cut with GOAWAY ENHANCE_YOUR_CALM within 8 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {
+    const by = echoClient(px.address);
+    clients.push(by);
+    const bystander = runBystander(by, 200, 10);
+    const atk = await connectRawH2(px.address);
+    raws.push(atk);
+    atk.headers(1, grpcRequestFields("/test.Stream/Held"));
+    const burst = manyFrames(windowUpdate(0, 1), 40_000);
+    const t0 = performance.now();
+    while (performance.now() - t0 < 8000 && !atk.closed) {
+      if (atk.goaway() === undefined) atk.write(burst);
+      await sleep(100);
+    }
+    const ms = performance.now() - t0;
+    const r = await bystander;
+    console.log(`WINDOW_UPDATE sustained flood: closed ${atk.closed} after ${Math.round(ms)} ms, GOAWAY code ${atk.goaway()?.errorCode}`);
+    expect(atk.closed).toBe(true);
+    expect(atk.goaway()?.errorCode).toBe(ENHANCE_YOUR_CALM);
+    expect(r.failures).toEqual([]);
+  });
+
+  it("a client that uploads and downloads megabytes is not cut (request bodies and what dojang sends it count for it)", { timeout: 30_000 }, async () => {
+    const by = echoClient(px.address);
+    clients.push(by);
+    const big = Buffer.alloc(3 * 1_048_576, 7);
+    const t0 = performance.now();
+    let n = 0;
+    while (performance.now() - t0 < 3000) {
+      const res = await unary(by, big, undefined, { deadline: Date.now() + 10_000 });
+      expect(res.err).toBeNull();
+      expect(res.res?.length).toBe(big.length);
+      n++;
+    }
+    console.log(`uploads: ${n} calls of 3 MiB each way in 3 s on one connection, none cut`);
+    expect(n).toBeGreaterThan(2);
   });
 
   it("a window pushed past 2^31−1 ends the connection with GOAWAY FLOW_CONTROL_ERROR within 5 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {

@@ -60,7 +60,7 @@ import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, headerList, kClientCert, type ClientCertSession, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kRequestBytes, type ClientCertSession, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
@@ -1298,6 +1298,9 @@ function onPerTryTimer(c: Call, a: Attempt): void {
   c.onPerTryTimeout(a);
 }
 function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
+  // what the connection delivered as requests (the listener's unproductive-bytes guard)
+  const s = this.session as RequestBytesSession | undefined;
+  if (s !== undefined) s[kRequestBytes] = (s[kRequestBytes] ?? 0) + chunk.length;
   callOf(this).onRequestData(chunk);
 }
 function onDownEnd(this: ServerHttp2Stream): void {

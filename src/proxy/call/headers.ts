@@ -12,6 +12,12 @@ export type OutgoingHeaders = Record<string, string | string[] | number>;
  */
 export const kClientCert = Symbol("dojang.clientCert");
 export type ClientCertSession = { [kClientCert]?: string };
+/**
+ * Request body bytes a downstream connection has delivered to its calls (the listener's
+ * unproductive-bytes guard compares them with what the socket read); counted per chunk.
+ */
+export const kRequestBytes = Symbol("dojang.requestBytes");
+export type RequestBytesSession = { [kRequestBytes]?: number };
 
 // node:http2 throws ERR_HTTP2_HEADER_SINGLE_VALUE when one of these is given as an array
 // (lib/internal/http2/util.js kSingleValueHeaders); keep the first field, as node does on input.

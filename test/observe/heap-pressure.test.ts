@@ -6,12 +6,12 @@ import { HEAP_PRESSED_ABOVE, HEAP_RELIEVED_BELOW, nextHeapPressure } from "../..
 const MiB = 1_048_576;
 
 describe("nextHeapPressure", () => {
-  it("presses past 70 % of the heap limit and relieves only under 50 % (hysteresis)", () => {
+  it("presses past 60 % of the heap limit and relieves only under 45 % (hysteresis)", () => {
     const limit = 48 * MiB;
-    expect(nextHeapPressure(false, 0.69 * limit, limit)).toBe(false);
-    expect(nextHeapPressure(false, 0.71 * limit, limit)).toBe(true);
-    expect(nextHeapPressure(true, 0.6 * limit, limit)).toBe(true);
-    expect(nextHeapPressure(true, 0.49 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(false, 0.59 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(false, 0.61 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.5 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.44 * limit, limit)).toBe(false);
     expect(nextHeapPressure(true, 10, 0)).toBe(false);
   });
 

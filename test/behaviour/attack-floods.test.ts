@@ -30,14 +30,20 @@ afterAll(async () => {
   await upstream.close();
 });
 
+/** A raw-frame attacker on its own connection, and a grpc-js bystander making `calls` calls meanwhile. */
+async function attacker(calls: number): Promise<{ atk: RawH2Client; bystander: ReturnType<typeof runBystander> }> {
+  const by = echoClient(px.address);
+  clients.push(by);
+  const bystander = runBystander(by, calls, 10);
+  const atk = await connectRawH2(px.address);
+  raws.push(atk);
+  return { atk, bystander };
+}
+
 describe("attack: floods nghttp2 stops", () => {
   for (const f of NGHTTP2_FLOODS) {
     it(`${f.name} flood: the connection gets GOAWAY and is closed within 5 s; a bystander's calls all succeed`, { timeout: 30_000 }, async () => {
-      const by = echoClient(px.address);
-      clients.push(by);
-      const bystander = runBystander(by, 100, 10);
-      const atk = await connectRawH2(px.address);
-      raws.push(atk);
+      const { atk, bystander } = await attacker(100);
       const t0 = performance.now();
       atk.write(f.bytes());
       while (performance.now() - t0 < 5000 && !atk.closed) await sleep(10);
@@ -61,11 +67,7 @@ const FLOW_CONTROL_ERROR = 0x3;
 // a window pushed past 2^31−1 is a FLOW_CONTROL_ERROR.
 describe("attack: WINDOW_UPDATE floods", () => {
   it("a burst of 60,000 increments of 1 (under the allowance) queues nothing: dojang still answers the attacker's PING within 1 s and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
-    const by = echoClient(px.address);
-    clients.push(by);
-    const bystander = runBystander(by, 100, 10);
-    const atk = await connectRawH2(px.address);
-    raws.push(atk);
+    const { atk, bystander } = await attacker(100);
     atk.headers(1, grpcRequestFields("/test.Stream/Held"));
     const t0 = performance.now();
     for (let i = 0; i < 3; i++) atk.write(Buffer.concat([manyFrames(windowUpdate(0, 1), 10_000), manyFrames(windowUpdate(1, 1), 10_000)]));
@@ -81,11 +83,7 @@ describe("attack: WINDOW_UPDATE floods", () => {
   });
 
   it("a sustained flood (40,000 increments of 1 every 100 ms, ~5 MB/s, one call held open) is cut with GOAWAY ENHANCE_YOUR_CALM within 8 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {
-    const by = echoClient(px.address);
-    clients.push(by);
-    const bystander = runBystander(by, 200, 10);
-    const atk = await connectRawH2(px.address);
-    raws.push(atk);
+    const { atk, bystander } = await attacker(200);
     atk.headers(1, grpcRequestFields("/test.Stream/Held"));
     const burst = manyFrames(windowUpdate(0, 1), 40_000);
     const t0 = performance.now();
@@ -118,11 +116,7 @@ describe("attack: WINDOW_UPDATE floods", () => {
   });
 
   it("a window pushed past 2^31−1 ends the connection with GOAWAY FLOW_CONTROL_ERROR within 5 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {
-    const by = echoClient(px.address);
-    clients.push(by);
-    const bystander = runBystander(by, 100, 10);
-    const atk = await connectRawH2(px.address);
-    raws.push(atk);
+    const { atk, bystander } = await attacker(100);
     const t0 = performance.now();
     atk.write(manyFrames(windowUpdate(0, 0x7fffffff), 20_000));
     while (performance.now() - t0 < 5000 && !atk.closed) await sleep(10);

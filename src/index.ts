@@ -10,7 +10,7 @@ import { createLogger, type LogLevel } from "./proxy/observe/log.js";
 import type { FaultRule, FaultRuleInput, FaultRuleStatus } from "./proxy/filters/fault/index.js";
 import type { AccessRecord } from "./proxy/observe/log.js";
 
-export const VERSION = "0.1.0";
+export { VERSION } from "./version.js";
 
 export interface StartOptions {
   /** YAML/JSON text, or an already-parsed object in the config file's shape */

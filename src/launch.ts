@@ -1,21 +1,32 @@
 // What the launcher (src/cli.ts) needs before it starts node again: the memory plan of the config
-// the command line names (src/config/memory.ts). Bundled on its own (dist/launch.mjs) and loaded
-// only by the launcher, whose process image execve replaces, so none of it stays in the served
-// process. The config is read with the same loader src/main.ts uses, but only when it can matter:
-// with no cgroup limit and no `memory` key in the file the plan is the no-limit one, and loading
-// the config schema (~0.3 s of start-up on a busy 2-CPU machine) is skipped. Anything wrong with
-// the config (or with the command line) gives no plan here, and src/main.ts reports it as it
-// always did: one place for error messages and exit codes.
+// the command line names (src/config/memory.ts), and that config itself, parsed and checked, to
+// hand to the served process (src/config/handover.ts) so that it never loads the parsers unless
+// something needs them at run time (src/config/parsers.ts). Bundled on its own (dist/launch.mjs)
+// and loaded only by the launcher, whose process image execve replaces, so none of it stays in
+// the served process. The config is read with the same loader src/main.ts uses. Anything wrong
+// with the config (or with the command line, or a TLS file it names) gives no plan and no
+// handover here, and src/main.ts parses the file itself and reports it as it always did: one
+// place for error messages and exit codes. So do `--check`, `--help`, `--version` and `health`.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { memoryPlan, type MemoryPlan } from "./config/memory.js";
-import { planForConfig, readCgroupMemoryLimit } from "./proxy/observe/heap.js";
+import type { MemoryPlan } from "./config/memory.js";
+import { encodeConfigHandover } from "./config/handover.js";
+import { planForConfig } from "./proxy/observe/heap.js";
 
-/** A `memory` key in YAML or JSON text (a comment that says "memory:" only costs the full read). */
-const MEMORY_KEY = /(^|[\s{,"'])memory["']?\s*:/m;
+/** What launchPlan found: the memory plan and, when the config is valid, its handover text. */
+export interface Launch {
+  readonly plan: MemoryPlan;
+  /** CONFIG_HANDOVER_ENV's value; undefined when the config is not handed over (workers, too large) */
+  readonly handover: string | undefined;
+}
 
-/** The plan for the command line `argv` (process.argv.slice(2)), or undefined (no config to size for: health, --help, --version, an invalid config or command line). */
+/** The plan for the command line `argv` (process.argv.slice(2)), or undefined (no config to size for: health, --help, --version, --check, an invalid config or command line). */
 export async function launchPlan(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<MemoryPlan | undefined> {
+  return (await launch(argv, env))?.plan;
+}
+
+/** The plan and the config handover for the command line `argv`, or undefined (as for launchPlan). */
+export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<Launch | undefined> {
   if (argv[0] === "health") return undefined;
   let given: string | undefined;
   try {
@@ -30,7 +41,7 @@ export async function launchPlan(argv: readonly string[], env: NodeJS.ProcessEnv
       },
       strict: true,
     });
-    if (values.help === true || values.version === true) return undefined;
+    if (values.help === true || values.version === true || values.check === true) return undefined;
     const g = values.config ?? env["DOJANG_CONFIG"];
     given = g === undefined || g === "" ? undefined : g;
   } catch {
@@ -44,12 +55,14 @@ export async function launchPlan(argv: readonly string[], env: NodeJS.ProcessEnv
       return undefined;
     }
   }
-  // the embedded default has no memory key
-  if (readCgroupMemoryLimit() === undefined && (text === undefined || !MEMORY_KEY.test(text))) return memoryPlan(null, "none", 1);
   try {
-    const { DEFAULT_CONFIG_YAML, configFromText } = await import("./config/index.js");
+    const { DEFAULT_CONFIG_YAML, configFromText, tlsFileIssues } = await import("./config/index.js");
     const config = configFromText(text ?? DEFAULT_CONFIG_YAML, given ?? "<embedded default>", env);
-    return planForConfig(config.memory.limitBytes, config.workers);
+    if (tlsFileIssues(config).length > 0) return undefined;
+    const plan = planForConfig(config.memory.limitBytes, config.workers);
+    // cluster workers take the config text from their primary (src/proxy/workers.ts), which
+    // parses it anyway
+    return { plan, handover: config.workers > 1 ? undefined : encodeConfigHandover(config, given) };
   } catch {
     return undefined;
   }

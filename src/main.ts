@@ -1,12 +1,15 @@
 // dojang's command line (after src/cli.ts, the launcher): argv and env, --check, and the signals that drain the proxy.
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. cannot listen), 2 invalid config or usage.
 import { parseArgs } from "node:util";
-import { DEFAULT_CONFIG_YAML, LOG_LEVELS, configFromText, loadConfigFile, tlsFileIssues, type Config } from "./config/index.js";
+import type { Config } from "./config/schema.js";
+import { takeConfigHandover } from "./config/handover.js";
+import { LOG_LEVELS } from "./config/levels.js";
+import { loadConfigParsers } from "./config/parsers.js";
+import { tlsFileIssues } from "./config/tls-files.js";
 import { ConfigError } from "./errors.js";
-import { runHealth } from "./health.js";
 import { Dojang, applyMemoryPlan, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
-import { VERSION } from "./index.js";
+import { VERSION } from "./version.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
@@ -27,6 +30,7 @@ async function main(): Promise<void> {
   // `dojang health`: a probe for HEALTHCHECK / exec probes; it reads the config and asks /ready,
   // and never starts the proxy (src/health.ts).
   if (process.argv[2] === "health") {
+    const { runHealth } = await import("./health.js");
     const r = await runHealth(process.argv.slice(3));
     (r.code === 0 ? process.stdout : process.stderr).write(`dojang health: ${r.line}\n`);
     process.exit(r.code);
@@ -54,16 +58,26 @@ async function main(): Promise<void> {
   const given = args.config ?? process.env["DOJANG_CONFIG"];
   const file = given === undefined || given === "" ? undefined : given;
   let config: Config;
+  // The launcher (src/cli.ts) parsed and checked this very config before it started this process
+  // and handed it over (src/config/handover.ts): then the parsers stay unloaded.
+  const handed = takeConfigHandover(process.env, file);
+  let lazyParsers = false;
   try {
     // A cluster worker runs the config text its primary read, not the file as it is now (a
     // replacement forked after an edit must match the other workers: src/proxy/workers.ts).
     const fromPrimary = configTextFromPrimary();
-    config =
-      fromPrimary !== undefined
-        ? configFromText(fromPrimary, file ?? "<embedded default>")
-        : file === undefined
-          ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>")
-          : loadConfigFile(file);
+    if (handed !== undefined && fromPrimary === undefined && !args.check) {
+      config = handed;
+      lazyParsers = true;
+    } else {
+      const { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile } = await loadConfigParsers();
+      config =
+        fromPrimary !== undefined
+          ? configFromText(fromPrimary, file ?? "<embedded default>")
+          : file === undefined
+            ? configFromText(DEFAULT_CONFIG_YAML, "<embedded default>")
+            : loadConfigFile(file);
+    }
   } catch (err) {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;
@@ -94,6 +108,7 @@ async function main(): Promise<void> {
     reloadLogLevel: level === undefined,
     ...(file === undefined ? {} : { configFile: file }),
     onDrainRequest: () => stop("POST /drain"),
+    lazyConfigParsers: lazyParsers,
   });
   let watcher: { close(): void } | undefined;
   const stop = (signal: string): void => {

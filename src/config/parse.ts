@@ -13,6 +13,7 @@ import { formatHostPort, parseHostPort } from "./units.js";
 import type { HostPort } from "./schema.js";
 import { parseFaultList, parseFaultSetSettings } from "./faults/parse.js";
 import type { FaultRule } from "./faults/model.js";
+import { deepFreeze } from "./freeze.js";
 
 export type ParseResult =
   | { readonly ok: true; readonly config: Config }
@@ -383,11 +384,4 @@ function dedupe(issues: readonly ConfigIssue[]): ConfigIssue[] {
   });
 }
 
-/** Recursively freezes plain objects and arrays; the returned Config can be shared across the process. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}
+export { deepFreeze };

@@ -11,6 +11,7 @@ import { MIN_PROCESS_BYTES, minimumLimitBytes } from "./memory.js";
 import { CODE_NAMES } from "../translate/codes.js";
 import type { FaultRule } from "./faults/model.js";
 import type { FaultSetSettings } from "./faults/parse.js";
+import { LOG_LEVELS, type LogLevel } from "./levels.js";
 
 // === normalized types (what the proxy is coded against) ===
 
@@ -228,8 +229,7 @@ export interface AdminConfig {
   readonly readyClusters: readonly string[];
 }
 
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+export { LOG_LEVELS, type LogLevel };
 /** `concurrentMarking`: V8's old-generation marking on a helper thread (src/proxy/observe/heap.ts). */
 export const CONCURRENT_MARKING_MODES = ["auto", "on", "off"] as const;
 export type ConcurrentMarkingMode = (typeof CONCURRENT_MARKING_MODES)[number];

@@ -5,7 +5,9 @@ import { readFileSync, watch } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
-import { configFromText, formatHostPort, loadConfigFile, type Config, type ListenerConfig } from "../config/index.js";
+import type { Config, ListenerConfig } from "../config/schema.js";
+import { formatHostPort } from "../config/units.js";
+import { configParsersLoaded, faultParsers, loadConfigParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
@@ -16,7 +18,9 @@ import { Metrics } from "./observe/metrics.js";
 import { HeapShrinker, MarkingTuner, exposeGc, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
 import { heapPressure, responseBuffers } from "./observe/overload.js";
 import { Cluster } from "./upstream/cluster.js";
-import { FaultSet, handleFaultsApi, parseFaultRule, type FaultRule, type FaultRuleStatus } from "./filters/fault/index.js";
+import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
+import { handleFaultsApi } from "./filters/fault/admin-api.js";
+import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault-exec/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
@@ -36,6 +40,19 @@ export interface DojangOptions {
   readonly reloadLogLevel?: boolean;
   /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
   readonly onDrainRequest?: () => void;
+  /**
+   * the config came parsed from elsewhere (the CLI's launcher: src/config/handover.ts) and the
+   * config parsers (zod, YAML) are loaded only when something needs them: at start() when the
+   * config has fault rules, header faults or admin mutations, else at the first reload. Default
+   * false: start() loads them.
+   */
+  readonly lazyConfigParsers?: boolean;
+}
+
+/** Whether `config` parses fault rules at run time (config rules, header faults, the fault API). */
+export function needsConfigParsers(config: Config): boolean {
+  if (config.admin !== null && config.admin.mutations) return true;
+  return config.listeners.some((l) => l.faultHeaders || l.faults.length > 0 || l.routes.some((r) => r.faults.length > 0));
 }
 
 /** What a reload did (the admin's /reload answers with it; the log line carries it). */
@@ -277,7 +294,8 @@ export class Dojang {
   /** Reloads from `file` (SIGHUP, POST /reload, a watched change): reload() with the file's config. */
   reloadFile(file: string, trigger: string): Promise<ReloadResult> {
     let text: string | undefined;
-    const r = this.reload(
+    const r = loadConfigParsers().then(({ configFromText, loadConfigFile }) =>
+      this.reload(
       () => {
         try {
           text = readFileSync(file, "utf8");
@@ -288,6 +306,7 @@ export class Dojang {
       },
       trigger,
       { file },
+      ),
     );
     return r.then((x) => {
       if (x.ok && text !== undefined) this.loadedText = text;
@@ -449,7 +468,7 @@ export class Dojang {
 
   /** Library: add a rule given in the config/API shape; throws with the reasons when invalid. */
   addFault(value: unknown): FaultRule {
-    const r = parseFaultRule(value, "fault", { source: "api" });
+    const r = faultParsers().parseFaultRule(value, "fault", { source: "api" });
     if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
     const a = this.faults.add(r.rule, performance.now());
     if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
@@ -461,6 +480,7 @@ export class Dojang {
   }
 
   async start(): Promise<void> {
+    if (this.opts.lazyConfigParsers !== true || needsConfigParsers(this.cfg)) await loadConfigParsers();
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();
@@ -476,6 +496,8 @@ export class Dojang {
         clusters: this.config.clusters.map((c) => ({ name: c.name, endpoints: c.endpoints.map(formatHostPort) })),
         admin: this.adminAddress,
         ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),
+        // "on first use": the config came from the launcher and nothing needs the parsers yet
+        config_parsers: configParsersLoaded() ? "loaded" : "on first use",
       },
       "dojang started",
     );

@@ -11,7 +11,7 @@ import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
-import type { FaultSet } from "./filters/fault/index.js";
+import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
 import type { HealthTargets } from "./listener.js";
 import { compileRoutes } from "./router.js";

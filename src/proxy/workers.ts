@@ -15,12 +15,13 @@ import cluster, { type Worker } from "node:cluster";
 import { readFileSync } from "node:fs";
 import client, { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
-import { configFromText, type Config } from "../config/index.js";
+import type { Config } from "../config/schema.js";
+import { loadConfigParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
-import { handleFaultsApi } from "./filters/fault/index.js";
+import { handleFaultsApi } from "./filters/fault/admin-api.js";
 import { Dojang, configAsApplied, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
 import { processMemoryPlan } from "./observe/heap.js";
 import { createAccessLogger } from "./observe/log.js";
@@ -31,6 +32,11 @@ const READY = "dojang:ready";
 const OP_TIMEOUT_MS = 5000;
 /** How long a starting worker waits for the mutation log before it serves without it. */
 const SYNC_TIMEOUT_MS = 5000;
+
+/** The config parser, loaded by runPrimary / runWorker (src/config/parsers.ts: the single-process CLI does without it). */
+let configFromText: Awaited<ReturnType<typeof loadConfigParsers>>["configFromText"] = () => {
+  throw new Error("dojang: workers: the config parser is not loaded");
+};
 
 export function isWorkerProcess(): boolean {
   return cluster.isWorker;
@@ -77,6 +83,7 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
 
 /** In a worker: the proxy without its own admin listener; metrics and admin requests go through the primary. */
 export async function runWorker(config: Config, log: Logger, logLevelFixed = false): Promise<Dojang> {
+  configFromText = (await loadConfigParsers()).configFromText;
   const wlog = log.child({ worker: cluster.worker?.id });
   const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
@@ -180,6 +187,7 @@ class Fanout {
 
 /** In the primary: fork, supervise, aggregate, answer the admin, reload, drain. Resolves when all workers have exited. */
 export async function runPrimary(startConfig: Config, log: Logger, file?: string, logLevelFixed = false): Promise<number> {
+  configFromText = (await loadConfigParsers()).configFromText;
   let config = startConfig;
   const n = config.workers;
   // The primary counts each reload once (the workers' counters are left out of the sum).

@@ -16,6 +16,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["translate/", "translate"],
   // errors.ts imports nothing; config's issues name it, so it sits at the bottom with translate.
   ["errors.ts", "translate"],
+  // the version string, which imports nothing (src/main.ts's --version, the library entry)
+  ["version.ts", "translate"],
   ["config/", "config"],
   ["proxy/observe/", "observe"],
   ["proxy/upstream/", "upstream"],

@@ -197,7 +197,7 @@ describe("the launcher's plan (src/launch.ts)", () => {
     expect(p).toMatchObject({ source: "config", limitBytes: 512 * MiB, workers: 2, perProcessBytes: (512 - 80) * 2 ** 19 });
   });
 
-  it("no memory key: the cgroup's limit, else the no-limit plan without loading the config", async () => {
+  it("no memory key: the cgroup's limit, else the no-limit plan", async () => {
     const p = await launchPlan(["--config", file("b.yaml", yaml("workers: 1"))], {});
     if (cgroup === undefined) expect(p).toEqual(memoryPlan(null, "none", 1));
     else expect(p).toMatchObject({ source: "cgroup", limitBytes: cgroup.bytes });

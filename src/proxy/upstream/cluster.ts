@@ -5,7 +5,8 @@
 //
 // Time and randomness are arguments (ClusterOptions.now / rand), so tests can fix them.
 import type { Logger } from "pino";
-import { formatHostPort, type ClusterConfig, type HostPort } from "../../config/index.js";
+import type { ClusterConfig, HostPort } from "../../config/schema.js";
+import { formatHostPort } from "../../config/units.js";
 import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
 import { buildPicker, type Picker } from "./balancer.js";

@@ -11,7 +11,8 @@ import { frameMessage } from "../../translate/framing.js";
 import { healthStep, newHealthState, type HealthState } from "../../translate/outlier.js";
 import { codeName, parseGrpcStatus } from "../../translate/codes.js";
 import { decodeGrpcMessage } from "../../translate/grpc-message.js";
-import { formatHostPort, type HostPort } from "../../config/index.js";
+import type { HostPort } from "../../config/schema.js";
+import { formatHostPort } from "../../config/units.js";
 
 /** `healthCheck` on a cluster, normalized. */
 export interface HealthCheckConfig {

@@ -11,7 +11,8 @@
 // (send it as the Allow header). Read-only fields (source, matched, fired) in a body are ignored,
 // so a GET result can be edited and sent back.
 
-import { formatFaultRule, parseFaultRule, type FaultIssue } from "../../../config/faults/parse.js";
+import type { FaultIssue } from "../../../config/faults/parse.js";
+import { faultParsers } from "../../../config/parsers.js";
 import type { FaultRuleStatus, FaultSet } from "./select.js";
 
 export interface FaultsApiResponse {
@@ -63,12 +64,12 @@ export function handleFaultsApi(method: string, path: string, body: string, set:
 function create(text: string, set: FaultSet, nowMs: number): FaultsApiResponse {
   const parsed = parseJson(text);
   if (!parsed.ok) return parsed.response;
-  const r = parseFaultRule(withoutReadOnly(parsed.value), "", { source: "api" });
+  const r = faultParsers().parseFaultRule(withoutReadOnly(parsed.value), "", { source: "api" });
   if (!r.ok) return invalid(r.issues);
   const added = set.add(r.rule, nowMs);
   if (!added.ok) return { status: 409, body: { error: added.message } };
   const s = set.get(added.rule.id);
-  return { status: 201, body: s === undefined ? formatFaultRule(added.rule) : view(s) };
+  return { status: 201, body: s === undefined ? faultParsers().formatFaultRule(added.rule) : view(s) };
 }
 
 function patch(id: string, text: string, set: FaultSet): FaultsApiResponse {
@@ -78,13 +79,13 @@ function patch(id: string, text: string, set: FaultSet): FaultsApiResponse {
   const r = set.update(id, withoutReadOnly(parsed.value));
   if (!r.ok) return r.notFound ? unknownId(id) : invalid(r.issues);
   const s = set.get(id);
-  return { status: 200, body: s === undefined ? formatFaultRule(r.rule) : view(s) };
+  return { status: 200, body: s === undefined ? faultParsers().formatFaultRule(r.rule) : view(s) };
 }
 
 // === bodies ===
 
 function view(s: FaultRuleStatus): Record<string, unknown> {
-  return { ...formatFaultRule(s.rule), source: s.rule.source, matched: s.matched, fired: s.fired };
+  return { ...faultParsers().formatFaultRule(s.rule), source: s.rule.source, matched: s.matched, fired: s.fired };
 }
 
 function listBody(set: FaultSet): Record<string, unknown> {

@@ -18,7 +18,8 @@
 import { didYouMean } from "../../../config/issues.js";
 import { MAX_DURATION_MS } from "../../../config/units.js";
 import { codeFromHttpStatus } from "../../../translate/http-status.js";
-import { parseFaultAction, parsePercentage, type FaultIssue } from "../../../config/faults/parse.js";
+import type { FaultIssue } from "../../../config/faults/parse.js";
+import { faultParsers } from "../../../config/parsers.js";
 import { FAULT_KINDS, isTerminalFault, type FaultAction } from "../../../config/faults/model.js";
 import { seedFromDraw } from "./prng.js";
 import { stackFaults } from "./select.js";
@@ -293,7 +294,7 @@ function parseToken(token: string): DojangFaultItem {
     const val = decodeValue(p.slice(pe + 1).trim());
     if (val === null) return fail(`bad percent-encoding in parameter ${JSON.stringify(rawKey)}`);
     if (rawKey === "pct" || rawKey === "percentage") {
-      const r = parsePercentage(val, rawKey);
+      const r = faultParsers().parsePercentage(val, rawKey);
       if (!r.ok) return fail(describeIssues(r.issues));
       percentage = r.value;
       continue;
@@ -302,7 +303,7 @@ function parseToken(token: string): DojangFaultItem {
     if (key === "kind" || Object.hasOwn(fields, key)) return fail(`${JSON.stringify(key)} is given twice`);
     fields[key] = val;
   }
-  const r = parseFaultAction(fields, "");
+  const r = faultParsers().parseFaultAction(fields, "");
   if (!r.ok) return fail(describeIssues(r.issues));
   return { ok: true, token, action: r.action, percentage };
 }
@@ -341,7 +342,7 @@ function ignored(header: string, value: string, why: string): string {
 function drawn(header: string, get: (name: string) => string | undefined, rand: () => number, errors: string[]): boolean {
   const v = get(header);
   if (v === undefined) return true;
-  const r = parsePercentage(v, "");
+  const r = faultParsers().parsePercentage(v, "");
   if (!r.ok) {
     errors.push(ignored(header, v, `${describeIssues(r.issues)}; the fault it controls is not applied`));
     return false;

@@ -13,7 +13,8 @@
 //      hold their slots before any rule.
 //   4. The returned array is in that order (preset, then rules in set order).
 
-import { parseFaultRule, formatFaultRule, type FaultIssue, type FaultSetSettings } from "../../../config/faults/parse.js";
+import type { FaultIssue, FaultSetSettings } from "../../../config/faults/parse.js";
+import { faultParsers } from "../../../config/parsers.js";
 import type { FaultAction, FaultRule } from "../../../config/faults/model.js";
 import { mulberry32, ruleSeed, seedFromDraw } from "./prng.js";
 
@@ -179,14 +180,14 @@ export class FaultSet {
     if (!isPlainObject(patch)) {
       return { ok: false, notFound: false, issues: [{ path: "", message: "expected a JSON object (a merge patch of the rule)" }] };
     }
-    const base = formatFaultRule(entry.rule) as Record<string, unknown>;
+    const base = faultParsers().formatFaultRule(entry.rule) as Record<string, unknown>;
     const patchAction = patch["action"];
     const baseAction = base["action"] as Record<string, unknown>;
     if (isPlainObject(patchAction) && patchAction["kind"] !== undefined && patchAction["kind"] !== baseAction["kind"]) {
       base["action"] = {};
     }
     const merged = mergePatch(base, patch);
-    const r = parseFaultRule(merged, "", { source: entry.rule.source });
+    const r = faultParsers().parseFaultRule(merged, "", { source: entry.rule.source });
     if (!r.ok) return { ok: false, notFound: false, issues: r.issues };
     if (r.rule.id !== id) {
       return { ok: false, notFound: false, issues: [{ path: "id", message: `cannot be changed (it is ${JSON.stringify(id)}; DELETE and POST to rename)` }] };

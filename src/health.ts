@@ -5,7 +5,7 @@
 //
 // Exit codes: 0 ready (200), 1 not ready (503 while draining, refused, timed out: one line on
 // stderr says which), 2 the config is invalid or has no admin address to ask.
-import http from "node:http";
+import { http } from "./proxy/downstream/node-http.js";
 import { parseArgs } from "node:util";
 import { DEFAULT_CONFIG_YAML, configFromText, formatHostPort, loadConfigFile, parseDuration, type Config, type HostPort } from "./config/index.js";
 import { ConfigError } from "./errors.js";

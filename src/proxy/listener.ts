@@ -7,7 +7,8 @@ import type { TLSSocket } from "node:tls";
 import { ListenerTls, xfccOf } from "./downstream/tls.js";
 import { kClientCert, kRequestBytes, type ClientCertSession, type RequestBytesSession } from "./call/headers.js";
 import type { AddressInfo, Socket } from "node:net";
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
+import { http } from "./downstream/node-http.js";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
@@ -337,7 +338,7 @@ export class Listener {
   /** the unproductive-bytes sweep (sweepUnproductive), from the first connection on */
   private meterTimer: NodeJS.Timeout | undefined = undefined;
   /** gRPC-Web: the HTTP/1.1 server on http1Address (null when not configured), its sockets, and the CORS policy */
-  readonly http1: http.Server | null = null;
+  readonly http1: HttpServer | null = null;
   private http1Bound: AddressInfo | undefined;
   private cors: CorsPolicy | null = null;
   /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */

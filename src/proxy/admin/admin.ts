@@ -4,7 +4,8 @@
 // the config says `admin.mutations: true`, and with `admin.token` set they also need
 // `Authorization: Bearer <token>` (401 otherwise). Nothing here runs per proxied call.
 import { createHash, timingSafeEqual } from "node:crypto";
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
+import { http } from "../downstream/node-http.js";
 import type { AddressInfo } from "node:net";
 import type { AdminConfig, HostPort } from "../../config/index.js";
 import { redactSecrets } from "../../config/redact.js";
@@ -104,7 +105,7 @@ function sha256(s: string): Buffer {
 }
 
 export class AdminServer {
-  readonly server: http.Server;
+  readonly server: HttpServer;
   readonly address: HostPort;
   private bound: AddressInfo | undefined;
 

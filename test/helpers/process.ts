@@ -7,7 +7,9 @@ import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
+import { afterEach, beforeAll } from "vitest";
 import { echoClient, type EchoClient } from "./peers.js";
+import { startBackend, type Backend } from "./backends.js";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "..", "..");
 export const CLI = join(REPO_ROOT, "dist", "cli.js");
@@ -268,4 +270,42 @@ export function ownConnectionClient(address: string, clients: EchoClient[]): Ech
   const c = echoClient(address, { "grpc.use_local_subchannel_pool": 1 });
   clients.push(c);
   return c;
+}
+
+/**
+ * What a process test starts besides dojang, closed after each test together with the spawned
+ * dojang processes: Echo backends (`backend(name)`), clients (push to `clients`) and temp dirs
+ * (`dir()`). Registers the vitest hooks (and checks that dist is built) when called at the top of
+ * a test file.
+ */
+export function processTestKit(): {
+  readonly clients: EchoClient[];
+  readonly dirs: { remove(): void }[];
+  backend(name: string): Promise<Backend>;
+  dir(): ReturnType<typeof tempDir>;
+} {
+  const backends: Backend[] = [];
+  const clients: EchoClient[] = [];
+  const dirs: { remove(): void }[] = [];
+  beforeAll(() => assertDistBuilt());
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await killSpawned();
+    for (const b of backends.splice(0)) await b.close();
+    for (const d of dirs.splice(0)) d.remove();
+  });
+  return {
+    clients,
+    dirs,
+    backend: async (name) => {
+      const b = await startBackend(name);
+      backends.push(b);
+      return b;
+    },
+    dir: () => {
+      const d = tempDir();
+      dirs.push(d);
+      return d;
+    },
+  };
 }

@@ -4,30 +4,14 @@
 // it is; a SIGHUP reload (the first use) still parses and applies the file; a config whose header
 // faults need the parsers has them from the start; a handover variable left in the environment by
 // whatever started dojang is never taken for the config.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
-import { assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, logLines, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { childEnv, configYaml, freePort, httpGet, logLines, processTestKit, spawnDojang, waitFor, waitReady } from "../helpers/process.js";
 import { echoClient, unary, type EchoClient } from "../helpers/peers.js";
-import { startBackend, type Backend } from "../helpers/backends.js";
 import { configFromText } from "../../src/config/index.js";
 import { CONFIG_HANDOVER_ENV, encodeConfigHandover } from "../../src/config/handover.js";
 
-const backends: Backend[] = [];
-const clients: EchoClient[] = [];
-const dirs: { remove(): void }[] = [];
-beforeAll(() => assertDistBuilt());
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await killSpawned();
-  for (const b of backends.splice(0)) await b.close();
-  for (const d of dirs.splice(0)) d.remove();
-});
-
-async function backend(name: string): Promise<Backend> {
-  const b = await startBackend(name);
-  backends.push(b);
-  return b;
-}
+const { clients, backend, dir: tempDirFor } = processTestKit();
 
 function client(port: number): EchoClient {
   const c = echoClient(`127.0.0.1:${port}`);
@@ -46,8 +30,7 @@ describe("the served process takes the launcher's config", () => {
   it("starts with the parsers unloaded, serves, and a SIGHUP reload loads them and applies the file", async () => {
     const [a, b] = [await backend("a"), await backend("b")];
     const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
+    const dir = tempDirFor();
     const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream: a.address }));
     const p = spawnDojang(["--config", file]);
     await waitReady(p, `127.0.0.1:${adminPort}`);
@@ -75,8 +58,7 @@ describe("the served process takes the launcher's config", () => {
   it("loads them at start when the config needs them: header faults on a listener", async () => {
     const a = await backend("a");
     const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
+    const dir = tempDirFor();
     const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream: a.address }).replace("  - name: main\n", "  - name: main\n    faultHeaders: true\n"));
     const p = spawnDojang(["--config", file]);
     await waitReady(p, `127.0.0.1:${adminPort}`);
@@ -91,8 +73,7 @@ describe("the served process takes the launcher's config", () => {
   it("never takes a handover it did not make: one in the environment that started dojang is dropped", async () => {
     const [a, b] = [await backend("a"), await backend("b")];
     const [listenPort, adminPort] = [await freePort(), await freePort()];
-    const dir = tempDir();
-    dirs.push(dir);
+    const dir = tempDirFor();
     // two workers: the launcher hands no config over (the primary parses it for them), so a
     // variable that survived the launcher would be taken
     const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, upstream: a.address, extraTop: "workers: 2" }));

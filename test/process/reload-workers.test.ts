@@ -3,38 +3,11 @@
 // POST /reload when all have answered, and logs and counts once. Real processes; calls over
 // several fresh connections reach both workers.
 import * as grpc from "@grpc/grpc-js";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startBackend, type Backend } from "../helpers/backends.js";
-import { sample, unary, type EchoClient } from "../helpers/peers.js";
-import {
-  assertDistBuilt,
-  freePort,
-  httpGet,
-  killSpawned,
-  logLines,
-  ownConnectionClient,
-  spawnDojang,
-  tempDir,
-  waitFor,
-  waitReady,
-} from "../helpers/process.js";
+import { describe, expect, it } from "vitest";
+import { sample, unary } from "../helpers/peers.js";
+import { freePort, httpGet, logLines, ownConnectionClient, processTestKit, spawnDojang, waitFor, waitReady } from "../helpers/process.js";
 
-const backends: Backend[] = [];
-const clients: EchoClient[] = [];
-const dirs: { remove(): void }[] = [];
-beforeAll(() => assertDistBuilt());
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await killSpawned();
-  for (const b of backends.splice(0)) await b.close();
-  for (const d of dirs.splice(0)) d.remove();
-});
-
-async function backend(name: string): Promise<Backend> {
-  const b = await startBackend(name);
-  backends.push(b);
-  return b;
-}
+const { clients, backend, dir: tempDir } = processTestKit();
 
 function config(listenPort: number, adminPort: number, upstream: string, extra = ""): string {
   return [
@@ -69,7 +42,6 @@ async function namesOver(listen: string, k: number): Promise<string[]> {
 async function startOn(upstream: string) {
   const [listenPort, adminPort] = [await freePort(), await freePort()];
   const dir = tempDir();
-  dirs.push(dir);
   const admin = `127.0.0.1:${adminPort}`;
   const file = dir.write("dojang.yaml", config(listenPort, adminPort, upstream));
   const p = spawnDojang(["--config", file]);
@@ -143,7 +115,6 @@ describe("workers: 2 and admin.readyClusters", () => {
     a.serving = false;
     const [listenPort, adminPort] = [await freePort(), await freePort()];
     const dir = tempDir();
-    dirs.push(dir);
     const admin = `127.0.0.1:${adminPort}`;
     const text = config(listenPort, adminPort, a.address, ", healthCheck: { interval: 100ms, timeout: 1s, unhealthyThreshold: 1, healthyThreshold: 1 }").replace(
       "  mutations: true\n",

@@ -22,10 +22,11 @@ RUN ./node_modules/.bin/tsc -p tsconfig.json && node scripts/bundle.mjs
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-# What the `dojang` command runs: the launcher (cli.js, and launch.mjs, which reads the memory
-# budget, the container's cgroup limit by default, and picks V8's sizes before node restarts
-# itself with them) and the bundle (no node_modules: the bundle carries pino, prom-client, yaml
-# and zod). The source map is read only with --enable-source-maps.
+# What the `dojang` command runs: the launcher (cli.js, and launch.mjs, which parses the config,
+# reads the memory budget, the container's cgroup limit by default, and picks V8's sizes before
+# node restarts itself with them, handing the parsed config over) and the bundle (no node_modules:
+# the bundle carries pino, prom-client, yaml and zod). The source map is read only with
+# --enable-source-maps.
 # package.json says "type": "module" for dist/cli.js.
 COPY --from=build /app/dist/cli.js /app/dist/launch.mjs /app/dist/dojang.mjs /app/dist/dojang.mjs.map ./dist/
 COPY package.json ./

@@ -13,19 +13,18 @@ import type { MemoryPlan } from "./config/memory.js";
 import { encodeConfigHandover } from "./config/handover.js";
 import { planForConfig } from "./proxy/observe/heap.js";
 
-/** What launchPlan found: the memory plan and, when the config is valid, its handover text. */
+/** What launch() found: the memory plan and, when the config is valid, its handover text. */
 export interface Launch {
   readonly plan: MemoryPlan;
   /** CONFIG_HANDOVER_ENV's value; undefined when the config is not handed over (workers, too large) */
   readonly handover: string | undefined;
 }
 
-/** The plan for the command line `argv` (process.argv.slice(2)), or undefined (no config to size for: health, --help, --version, --check, an invalid config or command line). */
-export async function launchPlan(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<MemoryPlan | undefined> {
-  return (await launch(argv, env))?.plan;
-}
-
-/** The plan and the config handover for the command line `argv`, or undefined (as for launchPlan). */
+/**
+ * The plan and the config handover for the command line `argv` (process.argv.slice(2)), or
+ * undefined (no config to size for: health, --help, --version, --check, an invalid config or
+ * command line).
+ */
 export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<Launch | undefined> {
   if (argv[0] === "health") return undefined;
   let given: string | undefined;

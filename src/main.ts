@@ -61,14 +61,12 @@ async function main(): Promise<void> {
   // The launcher (src/cli.ts) parsed and checked this very config before it started this process
   // and handed it over (src/config/handover.ts): then the parsers stay unloaded.
   const handed = takeConfigHandover(process.env, file);
-  let lazyParsers = false;
   try {
     // A cluster worker runs the config text its primary read, not the file as it is now (a
     // replacement forked after an edit must match the other workers: src/proxy/workers.ts).
     const fromPrimary = configTextFromPrimary();
     if (handed !== undefined && fromPrimary === undefined && !args.check) {
       config = handed;
-      lazyParsers = true;
     } else {
       const { DEFAULT_CONFIG_YAML, configFromText, loadConfigFile } = await loadConfigParsers();
       config =
@@ -108,7 +106,6 @@ async function main(): Promise<void> {
     reloadLogLevel: level === undefined,
     ...(file === undefined ? {} : { configFile: file }),
     onDrainRequest: () => stop("POST /drain"),
-    lazyConfigParsers: lazyParsers,
   });
   let watcher: { close(): void } | undefined;
   const stop = (signal: string): void => {

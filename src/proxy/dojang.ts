@@ -40,17 +40,15 @@ export interface DojangOptions {
   readonly reloadLogLevel?: boolean;
   /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
   readonly onDrainRequest?: () => void;
-  /**
-   * the config came parsed from elsewhere (the CLI's launcher: src/config/handover.ts) and the
-   * config parsers (zod, YAML) are loaded only when something needs them: at start() when the
-   * config has fault rules, header faults or admin mutations, else at the first reload. Default
-   * false: start() loads them.
-   */
-  readonly lazyConfigParsers?: boolean;
 }
 
-/** Whether `config` parses fault rules at run time (config rules, header faults, the fault API). */
-export function needsConfigParsers(config: Config): boolean {
+/**
+ * Whether `config` parses fault rules at run time (config rules, header faults, the fault API):
+ * then start() loads the config parsers (src/config/parsers.ts) unless something already has
+ * (any static import of the config module does; the CLI's served process, handed its config by
+ * the launcher, has not).
+ */
+function needsConfigParsers(config: Config): boolean {
   if (config.admin !== null && config.admin.mutations) return true;
   return config.listeners.some((l) => l.faultHeaders || l.faults.length > 0 || l.routes.some((r) => r.faults.length > 0));
 }
@@ -296,16 +294,16 @@ export class Dojang {
     let text: string | undefined;
     const r = loadConfigParsers().then(({ configFromText, loadConfigFile }) =>
       this.reload(
-      () => {
-        try {
-          text = readFileSync(file, "utf8");
-        } catch {
-          return loadConfigFile(file); // throws the ConfigError that names the errno
-        }
-        return configFromText(text, file);
-      },
-      trigger,
-      { file },
+        () => {
+          try {
+            text = readFileSync(file, "utf8");
+          } catch {
+            return loadConfigFile(file); // throws the ConfigError that names the errno
+          }
+          return configFromText(text, file);
+        },
+        trigger,
+        { file },
       ),
     );
     return r.then((x) => {
@@ -480,7 +478,7 @@ export class Dojang {
   }
 
   async start(): Promise<void> {
-    if (this.opts.lazyConfigParsers !== true || needsConfigParsers(this.cfg)) await loadConfigParsers();
+    if (needsConfigParsers(this.cfg)) await loadConfigParsers();
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();

@@ -16,9 +16,11 @@ import {
   planFromEnv,
 } from "../../src/config/memory.js";
 import { parseConfigText } from "../../src/config/parse.js";
-import { launchPlan } from "../../src/launch.js";
+import { launch } from "../../src/launch.js";
 import { readCgroupMemoryLimit } from "../../src/proxy/observe/heap.js";
 
+/** The memory plan launch() derives for a command line (src/cli.ts uses it with the handover). */
+const launchPlan = async (argv: readonly string[], env: NodeJS.ProcessEnv) => (await launch(argv, env))?.plan;
 const MiB = 1_048_576;
 /** What a plan reserves in one process: node itself, the young generation (3 × semi), the old generation, the buffers. */
 const planned = (p: ReturnType<typeof memoryPlan>): number => NATIVE_RESERVE_BYTES + 3 * p.semiSpaceMiB * MiB + (p.oldSpaceMiB ?? 0) * MiB + p.buffers.processBytes;

@@ -9,6 +9,7 @@ import { describeValue, didYouMean, formatPath, invalidTypeMessage, type PathSeg
 import { formatDuration, parseDuration, parseSize } from "../units.js";
 import { CODE_NAMES } from "../../translate/codes.js";
 import { rstCodeName } from "../../translate/rst-code.js";
+import { deepFreeze } from "../freeze.js";
 import { registerFaultParsers } from "../parsers.js";
 import {
   DEADLINE_MODES,
@@ -788,14 +789,6 @@ export function formatFaultRule(rule: FaultRule): Record<string, Json> {
   out["fire"] = fire;
   out["action"] = formatFaultAction(rule.action);
   return out;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /** The input side of a fault rule and of `faultInjection`, for the config's JSON Schema (src/config/json-schema.ts). */

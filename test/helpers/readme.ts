@@ -108,3 +108,12 @@ export function alignEllipses(expected: string, actual: string): string {
     })
     .join("\n");
 }
+
+/** The body of the first ```lang block after `<!-- marker -->` in `text` (without its last newline). */
+export function blockAfterMarker(text: string, marker: string, lang: string): string {
+  const at = text.indexOf(`<!-- ${marker} -->`);
+  if (at < 0) throw new Error(`no <!-- ${marker} --> in the text`);
+  const f = fencesOf(text.slice(at))[0];
+  if (f === undefined || f.lang !== lang) throw new Error(`no \`\`\`${lang} block right after <!-- ${marker} -->`);
+  return f.body;
+}

@@ -3,7 +3,7 @@
 // or a terminal block of `$ command` lines and their output (test/helpers/readme.ts), is compared
 // with what COMMAND prints now, run with sh in the repository, `dojang` being `node
 // dist/cli.js` and `npm run X` the script's command after its build step (this test never
-// builds; the suite builds first). Ports, pids, times and fractional durations are normalized; a
+// builds; the suite builds first). Ports, pids, times and measured milliseconds are normalized; a
 // shown line ending in "..." stands for any line that starts the same. Output is stdout and
 // stderr together, as a terminal shows it (so --help compares the same whichever stream it uses).
 // And no command output goes unchecked: every untyped block in the docs is one of the two forms,
@@ -118,7 +118,8 @@ describe("the output comparison", () => {
       { where: "x.md:6", command: "echo one", cwd: "", expected: "one" },
       { where: "x.md:8", command: "echo two", cwd: "", expected: "two" },
     ]);
-    expect(normalizeOutput("a on 127.0.0.1:4242, took 1.5 ms  \n\n")).toBe(normalizeOutput("a on 127.0.0.1:39001, took 0.25 ms"));
+    expect(normalizeOutput("a on 127.0.0.1:4242, took 1.5 ms  \n\n")).toBe(normalizeOutput("a on 127.0.0.1:39001, took 0.25ms"));
+    expect(normalizeOutput('timeout "1.5s"')).not.toBe(normalizeOutput('timeout "2.5s"'));
     expect(alignEllipses("x: invalid ...\ny", "x: invalid duration\ny")).toBe("x: invalid ...\ny");
     expect(alignEllipses("x: invalid ...\ny", "x: valid\ny")).toBe("x: valid\ny");
     expect(alignEllipses("a\nb", "a\nb\nc")).toBe("a\nb\nc");

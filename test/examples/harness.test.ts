@@ -1,6 +1,6 @@
 // harness.test.ts: a @grpc/grpc-js client's retry policy and deadline handling, tested against
 // faults that dojang injects. Needs only `dojang`, `@grpc/grpc-js` and vitest.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import { startDojang, type DojangHandle } from "dojang";
 
@@ -47,6 +47,9 @@ afterAll(async () => {
   await dojang?.close(0);
   server?.forceShutdown();
 });
+// Every test's fault rules end with the test, also when it fails halfway: a rule left behind
+// would fire on the next test's calls and fail that test too.
+afterEach(() => dojang?.faults.reset());
 
 it("retries UNAVAILABLE twice and then succeeds", async () => {
   dojang.faults.add({ id: "flaky", fire: { calls: "1-2" }, action: { kind: "abort", code: "UNAVAILABLE", message: "try again" } });
@@ -73,7 +76,6 @@ it("retries UNAVAILABLE twice and then succeeds", async () => {
     [3, "OK", "upstream"],
   ]);
   expect(dojang.faults.list().find((f) => f.rule.id === "flaky")).toMatchObject({ matched: 3, fired: 2 });
-  dojang.faults.remove("flaky");
 });
 
 it("gives up at the client's deadline when the upstream never answers", async () => {
@@ -88,5 +90,4 @@ it("gives up at the client's deadline when the upstream never answers", async ()
 
   expect(err).toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
   expect(spared).toBe("still here");
-  dojang.faults.remove("hole");
 });

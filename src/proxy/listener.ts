@@ -344,6 +344,8 @@ export class Listener {
    * rule) on a TLS listener, so no socket of a listener is weaker than its TLS port.
    */
   readonly http1: HttpServer | HttpsServer | null = null;
+  /** ALPN protocols of the listener's own port as its server was made (h2c: none, "h2c" here) */
+  private readonly protocols: readonly string[];
   /** refused handshakes on the TLS port and the HTTPS/1.1 socket (null = h2c) */
   readonly handshakeErrors: HandshakeErrors | null = null;
   private http1Bound: AddressInfo | undefined;
@@ -399,6 +401,7 @@ export class Listener {
       server.on("connection", notePeer);
     }
     this.server = server;
+    this.protocols = cfg.tls === null ? ["h2c"] : tlsAllowsHttp1(cfg) ? ["h2", "http/1.1"] : ["h2"];
     // maxConnections: node's net.Server closes a connection over the limit as it is accepted
     server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
@@ -613,9 +616,10 @@ export class Listener {
    * TLS mode: what the start-up line lists.
    */
   sockets(): { address: AddressInfo; protocols: string[]; tls: TlsMode }[] {
-    const mode = tlsModeOf(this.cfg.tls);
+    // what the servers were made with (a reload of tls keys needs a restart)
+    const mode = tlsModeOf(this.tls?.cfg ?? null);
     const out: { address: AddressInfo; protocols: string[]; tls: TlsMode }[] = [];
-    if (this.bound !== undefined) out.push({ address: this.bound, protocols: this.tls === null ? ["h2c"] : tlsAllowsHttp1(this.cfg) ? ["h2", "http/1.1"] : ["h2"], tls: mode });
+    if (this.bound !== undefined) out.push({ address: this.bound, protocols: [...this.protocols], tls: mode });
     if (this.http1Bound !== undefined) out.push({ address: this.http1Bound, protocols: ["http/1.1"], tls: mode });
     return out;
   }

@@ -273,7 +273,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   "listeners[].cors.allowOrigins": { description: 'Origins allowed: exact ("https://app.example.com"), wildcard ("https://*.example.com" or "*.example.com", any scheme), or "*". A refused origin gets no CORS headers.' },
   "listeners[].cors.allowOrigins[]": { description: "An origin, a wildcard origin, or \"*\".", kind: { type: "string", minLength: 1 } },
   "listeners[].http1Address": {
-    description: '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the h2c one (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb.',
+    description:
+      '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
     kind: { type: ["string", "null"], pattern: withEnv(HOST_PORT_RE) },
     default: null,
   },

@@ -135,7 +135,11 @@ export interface ListenerConfig {
   readonly grpcWeb: boolean;
   /** `cors`: the origins a browser page may call this listener from (gRPC-Web); null = no CORS headers */
   readonly cors: { readonly allowOrigins: readonly string[] } | null;
-  /** `http1Address`: an HTTP/1.1 socket for gRPC-Web beside the h2c one (node's h2c server speaks only HTTP/2) */
+  /**
+   * `http1Address`: an HTTP/1.1 socket for gRPC-Web beside the listener's own (node's h2c server
+   * speaks only HTTP/2); on a listener with `tls`, HTTPS/1.1 with the listener's TLS (certificates,
+   * client-certificate rule)
+   */
   readonly http1Address: HostPort | null;
   /** `tls`: serve TLS (ALPN h2) with these certificates; null = h2c (plaintext) */
   readonly tls: ListenerTlsConfig | null;

@@ -490,7 +490,13 @@ export class Dojang {
     // Each cluster's endpoints, so a wrong UPSTREAM is visible here, before the first call fails.
     this.log.info(
       {
-        listeners: this.listeners.map((l) => ({ name: l.cfg.name, address: this.addressOf(l) })),
+        // every socket each listener opened, with its protocols and TLS mode (plaintext, tls,
+        // mtls-required, mtls-optional): an http1Address is as visible as the main port
+        listeners: this.listeners.map((l) => ({
+          name: l.cfg.name,
+          address: this.addressOf(l),
+          sockets: l.sockets().map((k) => ({ address: formatAddress(k.address), protocols: k.protocols, tls: k.tls })),
+        })),
         clusters: this.config.clusters.map((c) => ({ name: c.name, endpoints: c.endpoints.map(formatHostPort) })),
         admin: this.adminAddress,
         ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),

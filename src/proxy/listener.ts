@@ -4,11 +4,12 @@
 // opt-in grpc.health.v1 service answered from the listener's clusters (healthService).
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { TLSSocket } from "node:tls";
-import { ListenerTls, xfccOf } from "./downstream/tls.js";
+import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
 import { kClientCert, kRequestBytes, type ClientCertSession, type RequestBytesSession } from "./call/headers.js";
 import type { AddressInfo, Socket } from "node:net";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
-import { http } from "./downstream/node-http.js";
+import type { Server as HttpsServer } from "node:https";
+import { http, https } from "./downstream/node-http.js";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
@@ -337,8 +338,16 @@ export class Listener {
   private watchTimer: NodeJS.Timeout | undefined = undefined;
   /** the unproductive-bytes sweep (sweepUnproductive), from the first connection on */
   private meterTimer: NodeJS.Timeout | undefined = undefined;
-  /** gRPC-Web: the HTTP/1.1 server on http1Address (null when not configured), its sockets, and the CORS policy */
-  readonly http1: HttpServer | null = null;
+  /**
+   * gRPC-Web: the HTTP/1.1 server on http1Address (null when not configured): plain HTTP/1.1 on
+   * an h2c listener, HTTPS/1.1 with the listener's own TLS (certificates, client-certificate
+   * rule) on a TLS listener, so no socket of a listener is weaker than its TLS port.
+   */
+  readonly http1: HttpServer | HttpsServer | null = null;
+  /** ALPN protocols of the listener's own port as its server was made (h2c: none, "h2c" here) */
+  private readonly protocols: readonly string[];
+  /** refused handshakes on the TLS port and the HTTPS/1.1 socket (null = h2c) */
+  readonly handshakeErrors: HandshakeErrors | null = null;
   private http1Bound: AddressInfo | undefined;
   private cors: CorsPolicy | null = null;
   /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
@@ -373,20 +382,26 @@ export class Listener {
     // key) and watched: new handshakes get renewed certificates, open connections keep theirs.
     // (typed as the h2c server below: both emit the same session and stream events)
     let server: Http2Server;
+    let secure: Http2SecureServer | undefined;
     if (cfg.tls === null) {
       this.tls = null;
       server = http2.createServer(serverOptions);
     } else {
       const t = new ListenerTls(cfg.tls, `listener ${JSON.stringify(cfg.name)}`, ctx.log);
       this.tls = t;
-      const secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)) });
-      t.watch(secure);
+      secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)) });
       server = secure as unknown as Http2Server;
-      // a failed handshake (no client certificate under requireClientCert, no common ALPN
-      // protocol, not TLS at all) is the client's problem: logged at debug, never thrown
-      server.on("tlsClientError", (err: Error) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client TLS handshake failed"));
+      // A failed handshake (no client certificate under requireClientCert, one the CA does not
+      // verify, no common ALPN protocol, not TLS at all) is the client's problem: counted by
+      // reason and logged rate-limited (downstream/tls.ts HandshakeErrors), never thrown.
+      const name = cfg.name;
+      const errors = new HandshakeErrors(name, (reason) => ctx.metrics.tlsHandshakeErrors.labels(name, reason), ctx.log);
+      this.handshakeErrors = errors;
+      server.on("tlsClientError", (err: Error, sock: TLSSocket) => errors.record(err, sock, "address"));
+      server.on("connection", notePeer);
     }
     this.server = server;
+    this.protocols = cfg.tls === null ? ["h2c"] : tlsAllowsHttp1(cfg) ? ["h2", "http/1.1"] : ["h2"];
     // maxConnections: node's net.Server closes a connection over the limit as it is accepted
     server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
@@ -396,18 +411,34 @@ export class Listener {
     // The HTTP/2 listener's limits hold here too: requestHeadersTimeout (slowloris: node's
     // headersTimeout, checked every HTTP1_CHECK_MS instead of node's 30 s), maxHeaderListSize
     // and maxConnections.
+    // On a TLS listener that socket is HTTPS/1.1 (node:https) with the listener's own TLS: the
+    // same certificates (SNI, reloads), the same client-certificate rule, and the verified
+    // identity goes upstream as x-forwarded-client-cert as on the TLS port (grpc-web.ts reads it
+    // from the socket). A plain-text socket beside an mTLS port would let any client past
+    // requireClientCert (issue 18 item 1).
     if (cfg.grpcWeb && cfg.http1Address !== null) {
-      this.http1 = http.createServer(
-        {
-          requestTimeout: 0,
-          keepAliveTimeout: 60_000,
-          headersTimeout: cfg.requestHeadersTimeoutMs ?? 0,
-          connectionsCheckingInterval: HTTP1_CHECK_MS,
-          maxHeaderSize: cfg.maxHeaderListSize,
-        },
-        (req, res) => this.serveHttp1(req, res),
-      );
+      const opts = {
+        requestTimeout: 0,
+        keepAliveTimeout: 60_000,
+        headersTimeout: cfg.requestHeadersTimeoutMs ?? 0,
+        connectionsCheckingInterval: HTTP1_CHECK_MS,
+        maxHeaderSize: cfg.maxHeaderListSize,
+      };
+      const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.serveHttp1(req, res);
+      if (this.tls === null) this.http1 = http.createServer(opts, onRequest);
+      else {
+        const h1s = https().createServer({ ...opts, ...this.tls.http1Options() }, onRequest);
+        const errors = this.handshakeErrors!;
+        h1s.on("tlsClientError", (err: Error, sock: TLSSocket) => errors.record(err, sock, "http1Address"));
+        h1s.on("connection", notePeer);
+        this.http1 = h1s;
+      }
       this.http1.maxConnections = cfg.maxConnections ?? Infinity;
+    }
+    // certificate files watched: new handshakes on every TLS socket of the listener get renewals
+    if (this.tls !== null) {
+      if (this.http1 !== null) this.tls.watch(secure!, this.http1 as HttpsServer);
+      else this.tls.watch(secure!);
     }
     // On a TLS listener with grpcWeb, ALPN also offers http/1.1 (tlsAllowsHttp1) and node hands
     // those connections' requests to the secure server's 'request' event. A 'request' listener
@@ -578,6 +609,19 @@ export class Listener {
       return;
     }
     handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));
+  }
+
+  /**
+   * Every socket the listener has open (after listen()), with the protocols it serves and its
+   * TLS mode: what the start-up line lists.
+   */
+  sockets(): { address: AddressInfo; protocols: string[]; tls: TlsMode }[] {
+    // what the servers were made with (a reload of tls keys needs a restart)
+    const mode = tlsModeOf(this.tls?.cfg ?? null);
+    const out: { address: AddressInfo; protocols: string[]; tls: TlsMode }[] = [];
+    if (this.bound !== undefined) out.push({ address: this.bound, protocols: [...this.protocols], tls: mode });
+    if (this.http1Bound !== undefined) out.push({ address: this.http1Bound, protocols: ["http/1.1"], tls: mode });
+    return out;
   }
 
   /** "host:port" the HTTP/1.1 gRPC-Web socket is bound to (after listen()). */
@@ -803,6 +847,15 @@ export class Listener {
     const h1 = this.http1;
     if (h1 !== null && h1.listening) await new Promise<void>((r) => h1.close(() => r()));
   }
+}
+
+/**
+ * A TLS listener's accepted connection: its peer address read now, so a refused handshake after
+ * which node destroys the socket (a client certificate the CA does not verify) can still be
+ * logged with it (HandshakeErrors.record). One getpeername per TLS connection.
+ */
+function notePeer(raw: Socket): void {
+  void raw.remoteAddress;
 }
 
 function onMaxAge(l: Listener, s: CountedSession, graceMs: number): void {

@@ -31,6 +31,8 @@ export interface LeafOptions {
   readonly dns?: readonly string[];
   readonly ip?: readonly string[];
   readonly uri?: readonly string[];
+  /** already expired: valid until one day before it was made (openssl -days -1) */
+  readonly expired?: boolean;
 }
 
 let serial = 1000;
@@ -76,7 +78,7 @@ export class CertDir {
     ]);
     this.openssl([
       "x509", "-req", "-in", `${base}.csr`, "-CA", `${ca.name}.pem`, "-CAkey", `${ca.name}.key`,
-      "-set_serial", String(serial++), "-days", "1", "-extfile", `${base}.ext`, "-out", `${base}.pem`,
+      "-set_serial", String(serial++), "-days", o.expired === true ? "-1" : "1", "-extfile", `${base}.ext`, "-out", `${base}.pem`,
     ]);
     return this.files(base);
   }

@@ -6,3 +6,10 @@
 import { createRequire } from "node:module";
 
 export const http = createRequire(import.meta.url)("node:http") as typeof import("node:http");
+
+/** node:https the same way, and only when a TLS listener has an http1Address (loaded on first use). */
+let httpsModule: typeof import("node:https") | undefined;
+export function https(): typeof import("node:https") {
+  httpsModule ??= createRequire(import.meta.url)("node:https") as typeof import("node:https");
+  return httpsModule;
+}

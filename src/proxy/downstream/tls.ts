@@ -99,7 +99,7 @@ export interface TlsServer {
  */
 export class ListenerTls {
   private loaded: Loaded;
-  private server: TlsServer | undefined;
+  private servers: readonly TlsServer[] = [];
   private readonly watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** reloads done and refused (tests and logs) */
@@ -147,9 +147,21 @@ export class ListenerTls {
     return dot > 0 ? l.wildcard.get(n.slice(dot + 1)) : undefined;
   }
 
-  /** Starts watching the files; `server` gets the new default context on each reload. */
-  watch(server: TlsServer): void {
-    this.server = server;
+  /**
+   * Options for the HTTPS/1.1 server on `http1Address` (node:https): the same certificates, SNI
+   * choice and client-certificate rule as the TLS port, ALPN http/1.1 only (node:https's own).
+   */
+  http1Options(): tls.TlsOptions {
+    const { allowHTTP1: _, ...o } = this.serverOptions(false);
+    return o;
+  }
+
+  /**
+   * Starts watching the files; each server (the TLS port, and the HTTPS/1.1 server on
+   * http1Address) gets the new default context on each reload.
+   */
+  watch(...servers: TlsServer[]): void {
+    this.servers = servers;
     // Directories are watched, not the files: a renewal usually renames a new file over the old
     // one, which would leave a watch on the old inode deaf. Any change in such a directory
     // schedules a reload, not only one named like a configured file: a Kubernetes secret volume
@@ -192,7 +204,7 @@ export class ListenerTls {
     }
     this.loaded = next;
     const d = next.defaults;
-    this.server?.setSecureContext(d.ca === undefined ? { cert: d.cert, key: d.key } : { cert: d.cert, key: d.key, ca: d.ca });
+    for (const s of this.servers) s.setSecureContext(d.ca === undefined ? { cert: d.cert, key: d.key } : { cert: d.cert, key: d.key, ca: d.ca });
     this.reloads++;
     this.log.info({ where: this.where }, "tls: certificate files reloaded; new connections get them");
     return true;
@@ -260,4 +272,133 @@ function splitSans(s: string | undefined): string[] {
 /** A value with `,`, `;`, `=` or `"` is double-quoted (Envoy's rule for XFCC values). */
 function xfccValue(v: string): string {
   return /[,;="]/.test(v) ? `"${v.replace(/"/g, '\\"')}"` : v;
+}
+
+/** How a socket of a listener treats TLS, as the start-up line names it. */
+export type TlsMode = "plaintext" | "tls" | "mtls-required" | "mtls-optional";
+
+export function tlsModeOf(cfg: ListenerTlsConfig | null): TlsMode {
+  if (cfg === null) return "plaintext";
+  if (cfg.caFile === null) return "tls";
+  return cfg.requireClientCert ? "mtls-required" : "mtls-optional";
+}
+
+// === refused handshakes (dojang_tls_handshake_errors_total, and a rate-limited log line) ===
+
+/**
+ * Why a client's TLS handshake did not complete, as the metric's `reason` label says it (Envoy's
+ * ssl.fail_verify_no_cert, ssl.fail_verify_error, ssl.connection_error split further). Each
+ * reason is documented in the README (TLS and mTLS). `unknown_sni` is not among them: a name no
+ * certificate matches gets the default certificate (dojang has no strict-SNI mode), so an SNI
+ * name never refuses a handshake.
+ */
+export const HANDSHAKE_ERROR_REASONS = ["no_client_cert", "bad_client_cert", "protocol", "server_cert_refused", "timeout", "client_closed", "other"] as const;
+export type HandshakeErrorReason = (typeof HANDSHAKE_ERROR_REASONS)[number];
+
+/**
+ * The alerts a client sends when it does not accept dojang's certificate (OpenSSL-based clients:
+ * curl, grpc-go's, Envoy; node's own client closes without an alert).
+ */
+const SERVER_CERT_ALERT = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(?:UNKNOWN_CA|BAD_CERTIFICATE|UNSUPPORTED_CERTIFICATE|CERTIFICATE_[A-Z_]+)$/;
+
+/**
+ * Pure: the reason for a failed handshake from what node's `tlsClientError` gives: the error's
+ * code and the socket's authorizationError. Probed on Node 24 (OpenSSL 3) with real handshakes:
+ * - no certificate under requireClientCert: ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE (TLS 1.2
+ *   and 1.3);
+ * - a certificate the CA does not verify (another CA's, expired): node finishes the handshake,
+ *   then destroys the socket and reports ECONNRESET "socket hang up" with the verification error
+ *   in authorizationError (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED, ...);
+ * - no common ALPN protocol: ERR_SSL_NO_APPLICATION_PROTOCOL; TLS 1.0/1.1 only:
+ *   ERR_SSL_UNSUPPORTED_PROTOCOL; plain HTTP/1.1: ERR_SSL_HTTP_REQUEST; the h2c preface or other
+ *   bytes that are not TLS: ERR_SSL_WRONG_VERSION_NUMBER; every other ERR_SSL_ code is the same
+ *   kind of mismatch (no shared cipher, a malformed record, an unexpected message);
+ * - the client's alert that it does not accept dojang's certificate: ERR_SSL_*_ALERT_UNKNOWN_CA,
+ *   _BAD_CERTIFICATE, _CERTIFICATE_*;
+ * - node's handshakeTimeout (120 s): ERR_TLS_HANDSHAKE_TIMEOUT;
+ * - a client that connects and closes (a TCP health check, a scanner) or sends half a
+ *   ClientHello: ECONNRESET with no authorizationError.
+ */
+export function classifyHandshakeError(code: string | undefined, authorizationError: string | null | undefined): HandshakeErrorReason {
+  if (code === "ERR_SSL_PEER_DID_NOT_RETURN_A_CERTIFICATE") return "no_client_cert";
+  if (typeof authorizationError === "string" && authorizationError !== "") return "bad_client_cert";
+  if (code === undefined) return "other";
+  if (code === "ERR_TLS_HANDSHAKE_TIMEOUT") return "timeout";
+  if (code === "ECONNRESET" || code === "EPIPE") return "client_closed";
+  if (SERVER_CERT_ALERT.test(code)) return "server_cert_refused";
+  if (code.startsWith("ERR_SSL_")) return "protocol";
+  return "other";
+}
+
+/** At most one log line per listener, reason and this period; the next line says how many were left out. */
+export const HANDSHAKE_LOG_PERIOD_MS = 1000;
+
+/** A counter child (prom-client's Counter.Internal) */
+export interface Inc {
+  inc(): void;
+}
+
+/** What a failed handshake leaves on its socket (a TLSSocket that never became a connection). */
+interface FailedSocket {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+  readonly authorizationError?: unknown;
+  readonly servername?: string | false | null | undefined;
+  /** node's raw socket under the TLS one (internal, read only for the client's address) */
+  readonly _parent?: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined } | null;
+}
+
+/**
+ * One TLS listener's refused handshakes: counted by reason on every event, logged at most once
+ * per reason per HANDSHAKE_LOG_PERIOD_MS (warn; a client that only connected and left: debug)
+ * with the client's address, the reason and node's error code, never certificate bytes.
+ */
+export class HandshakeErrors {
+  private readonly counters: readonly Inc[];
+  private readonly lastLogged: number[];
+  private readonly suppressed: number[];
+
+  constructor(
+    private readonly listener: string,
+    counterFor: (reason: HandshakeErrorReason) => Inc,
+    private readonly log: Logger,
+  ) {
+    this.counters = HANDSHAKE_ERROR_REASONS.map(counterFor);
+    this.lastLogged = HANDSHAKE_ERROR_REASONS.map(() => -Infinity);
+    this.suppressed = HANDSHAKE_ERROR_REASONS.map(() => 0);
+  }
+
+  /** node's `tlsClientError` on a listener's secure server; `port` names which of its sockets. */
+  record(err: Error, socket: FailedSocket, port: "address" | "http1Address"): HandshakeErrorReason {
+    const code = (err as NodeJS.ErrnoException).code;
+    const authz = typeof socket.authorizationError === "string" ? socket.authorizationError : undefined;
+    const reason = classifyHandshakeError(code, authz);
+    const i = HANDSHAKE_ERROR_REASONS.indexOf(reason);
+    this.counters[i]!.inc();
+    const now = performance.now();
+    if (now - this.lastLogged[i]! < HANDSHAKE_LOG_PERIOD_MS) {
+      this.suppressed[i]!++;
+      return reason;
+    }
+    this.lastLogged[i] = now;
+    const suppressed = this.suppressed[i]!;
+    this.suppressed[i] = 0;
+    // A socket node destroyed (a refused client certificate) no longer knows its peer: the raw
+    // socket under it does (the listener reads the address when the connection is accepted).
+    const host = socket.remoteAddress ?? socket._parent?.remoteAddress;
+    const p = socket.remotePort ?? socket._parent?.remotePort;
+    const line = {
+      listener: this.listener,
+      socket: port,
+      reason,
+      client: host === undefined ? undefined : host.includes(":") ? `[${host}]:${p ?? "?"}` : `${host}:${p ?? "?"}`,
+      error: code ?? err.message,
+      ...(authz === undefined ? {} : { certificate_error: authz }),
+      ...(typeof socket.servername === "string" ? { sni: socket.servername } : {}),
+      suppressed,
+    };
+    if (reason === "client_closed") this.log.debug(line, "client closed the connection during the TLS handshake");
+    else this.log.warn(line, "TLS handshake refused");
+    return reason;
+  }
 }

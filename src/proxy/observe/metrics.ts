@@ -247,6 +247,8 @@ export class Metrics {
   readonly clusterSources = new Set<ClusterMetricsSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
   readonly refusedStreams: client.Counter.Internal;
+  /** refused TLS handshakes by listener and reason (downstream/tls.ts HANDSHAKE_ERROR_REASONS); children bound once per TLS listener */
+  readonly tlsHandshakeErrors: client.Counter<string>;
   readonly budgetInNoLabels: HistogramCell;
   readonly budgetOutNoLabels: HistogramCell;
   private readonly methods = new Map<string, MethodSeries>();
@@ -382,6 +384,12 @@ export class Metrics {
       registers: r,
     }).labels();
     liveGauge(r, "dojang_downstream_sessions", "Open client HTTP/2 sessions.", () => live.downstreamSessions);
+    this.tlsHandshakeErrors = new client.Counter({
+      name: "dojang_tls_handshake_errors_total",
+      help: "Client TLS handshakes that did not complete, by listener and reason (no_client_cert, bad_client_cert, protocol, server_cert_refused, timeout, client_closed, other).",
+      labelNames: ["listener", "reason"],
+      registers: r,
+    });
     liveGauge(
       r,
       "dojang_gc_concurrent_marking",

@@ -7,6 +7,8 @@
 //   maxHeaderListPairs: the header fields a request may carry (node's default of 128 resets calls
 //     with much metadata; dojang's default is 2000)
 //   routes[].match.authority: "optional authority": the route matches only calls to that host
+//   maxSessionMemoryMiB: node's maxSessionMemory per client connection; data queued to be sent
+//     counts, and while a connection is over it node refuses its new streams (ENHANCE_YOUR_CALM)
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { describe, expect, it } from "vitest";
@@ -14,6 +16,10 @@ import { startDojang, type DojangHandle } from "../../src/index.js";
 import { echoClient, unary } from "../helpers/peers.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { startBackend } from "../helpers/backends.js";
+import { connectRawH2, grpcRequestFields } from "../helpers/raw-h2-client.js";
+import { FRAME } from "../helpers/h2-frames.js";
+import { frame } from "../helpers/peers.js";
+import { replyGrpc } from "../helpers/scripted-upstream.js";
 
 const fx = useFixtures();
 
@@ -112,5 +118,55 @@ describe("listeners[].routes[].match.authority: a route limited to the calls for
     expect(await answer("other.example.com")).toBe("rest");
     expect(await answer(undefined)).toBe("rest");
     expect({ api: api.calls, rest: rest.calls }).toEqual({ api: 2, rest: 2 });
+  });
+});
+
+describe("listeners[].maxSessionMemoryMiB: the memory one client connection may hold in node's session", () => {
+  /**
+   * A raw client that never sends WINDOW_UPDATE opens 150 server-streaming calls; the upstream
+   * answers each with two 16 KiB messages. Past the first 64 KiB (the client's connection window)
+   * dojang's writes queue in the session, about one 16 KiB chunk per call: over 2 MiB, under the
+   * 8 MiB per-connection response budget (so the overload guard cuts nothing). Then a new stream
+   * is opened every 200 ms, up to `maxProbes`, until one is reset.
+   */
+  async function newStreamWhenFull(maxSessionMemoryMiB: number | undefined, maxProbes: number) {
+    const up = await fx.rawUpstream((st, headers) => {
+      if (headers[":path"] !== "/test.Echo/ServerStream") replyGrpc(st, [Buffer.from("ok")]);
+      else replyGrpc(st, [Buffer.alloc(16 * 1024, 1), Buffer.alloc(16 * 1024, 2)]);
+    });
+    const px = await fx.proxyFor(up.address, maxSessionMemoryMiB === undefined ? {} : { listener: { maxSessionMemoryMiB } });
+    const raw = fx.track(await connectRawH2(px.address), (r) => r.close());
+    const S = 150;
+    for (let i = 0; i < S; i++) {
+      raw.headers(1 + 2 * i, grpcRequestFields("/test.Echo/ServerStream"));
+      raw.data(1 + 2 * i, frame(Buffer.from("x")), true);
+    }
+    await waitFor("the upstream to get the 150 calls", () => up.seen.length === S, 10_000);
+    await waitFor("response HEADERS on the 150 calls", () => Array.from({ length: S }, (_, i) => 1 + 2 * i).every((sid) => raw.on(sid).some((f) => f.type === FRAME.HEADERS)), 10_000);
+    // probes: each answered (reset, or taken: it reaches the upstream) before the next
+    const probes = { refused: undefined as number | undefined, taken: 0 };
+    for (let id = 1 + 2 * S, n = 0; n < maxProbes && probes.refused === undefined; id += 2, n++) {
+      const before = up.seen.length;
+      raw.headers(id, grpcRequestFields("/test.Echo/Unary"));
+      raw.data(id, frame(Buffer.from("x")), true);
+      await waitFor("an answer to the probe", () => raw.on(id).some((f) => f.type === FRAME.RST_STREAM) || up.seen.length > before, 5000);
+      probes.refused = raw.on(id).find((f) => f.type === FRAME.RST_STREAM)?.errorCode;
+      if (probes.refused === undefined) probes.taken++;
+      else expect(up.seen.length, "a refused stream is no upstream call").toBe(before);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return { ...probes, px };
+  }
+
+  it("with maxSessionMemoryMiB 1 a connection holding ~2 MiB of queued response gets its new streams refused (ENHANCE_YOUR_CALM, no upstream call); another connection is unaffected", async () => {
+    const r = await newStreamWhenFull(1, 25);
+    expect(r.refused).toBe(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    const other = await unary(fx.client(r.px.address), Buffer.from("x"));
+    expect(other.err).toBeNull();
+  });
+
+  it("the default (64 MiB), for contrast: new streams are taken and reach the upstream", async () => {
+    const r = await newStreamWhenFull(undefined, 5);
+    expect(r).toMatchObject({ refused: undefined, taken: 5 });
   });
 });

@@ -3,6 +3,9 @@
 // client gets, when the upstream sees the call.
 //   match.direction: "not a filter: the default direction of bandwidth, stall and delay-at-message
 //     actions"
+//   match.metadata[].regex (named before only by a unit test of the selection): "a JavaScript
+//     regular expression that must match the whole value (it is anchored) and never matches an
+//     absent header"
 //   action.jitter.normal { mean, stddev }: a delay drawn from a normal distribution (seeded: a rule
 //     with a `seed` draws the same delays every run, so the test below is deterministic)
 import * as grpc from "@grpc/grpc-js";
@@ -73,5 +76,27 @@ describe("<faultRule>.action.jitter.normal: a delay drawn from normal(mean, stdd
     const above = waits.filter((w) => w > 700).length;
     expect({ below: below > 0, above: above > 0 }, `waits ${waits.map((w) => Math.round(w)).join(", ")} ms`).toEqual({ below: true, above: true });
     expect(Math.min(...waits)).toBeGreaterThan(20);
+  });
+});
+
+describe("<faultRule>.match.metadata[].regex: the rule applies to calls whose metadata value matches the whole regex", () => {
+  it("x-region eu-west-1 and eu-north-2 get the abort; us-east-1, a value with the match inside it, and no header reach the upstream", async () => {
+    const up = await upstream();
+    const px = await fx.proxyFor(up.address);
+    px.faults.add({ id: "eu", match: { metadata: [{ name: "x-region", regex: "eu-(west|north)-[0-9]" }] }, action: { kind: "abort", code: "UNAVAILABLE", message: "eu down" } });
+    const c = fx.client(px.address);
+    const call = async (region: string | undefined): Promise<string> => {
+      const md = new grpc.Metadata();
+      if (region !== undefined) md.set("x-region", region);
+      const r = await unary(c, Buffer.from("x"), md);
+      return r.err === null ? "ok" : `${r.err.code} ${r.err.details}`;
+    };
+    expect(await call("eu-west-1")).toBe("14 eu down");
+    expect(await call("eu-north-2")).toBe("14 eu down");
+    expect(await call("us-east-1")).toBe("ok");
+    expect(await call("xeu-west-1")).toBe("ok");
+    expect(await call("eu-west-12")).toBe("ok");
+    expect(await call(undefined)).toBe("ok");
+    expect(up.arrivals).toHaveLength(4);
   });
 });

@@ -81,6 +81,27 @@ describe("listeners[].maxHeaderListPairs: the header fields a request may carry"
   });
 });
 
+describe("listeners[].maxHeaderListSize on the HTTP/2 listener (test/behaviour/attack-http1.test.ts covers the HTTP/1.1 side)", () => {
+  it("is advertised as SETTINGS_MAX_HEADER_LIST_SIZE, and a call whose metadata is over it is refused before the upstream; a smaller one passes", async () => {
+    const b = fx.track(await startBackend("b"), (x) => x.close());
+    const px = await fx.proxyFor(b.address, { listener: { maxHeaderListSize: "4KiB" } });
+    const s = fx.track(http2.connect(`http://${px.address}`), (x) => x.destroy());
+    s.on("error", () => {});
+    await new Promise<void>((r) => s.once("remoteSettings", () => r()));
+    expect(s.remoteSettings.maxHeaderListSize).toBe(4096);
+    const big = new grpc.Metadata();
+    big.set("x-big", "v".repeat(6000));
+    const r = await unary(fx.client(px.address), Buffer.from("x"), big);
+    // dojang's node resets the stream (ENHANCE_YOUR_CALM): a gRPC client reads 8
+    expect(r.err?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(b.calls).toBe(0);
+    const small = new grpc.Metadata();
+    small.set("x-big", "v".repeat(2000));
+    expect((await unary(fx.client(px.address), Buffer.from("x"), small)).err).toBeNull();
+    expect(b.calls).toBe(1);
+  });
+});
+
 describe("listeners[].routes[].match.authority: a route limited to the calls for one host", () => {
   it("calls to api.example.com (any port, any case) take the authority route; others fall through to the next", async () => {
     const api = fx.track(await startBackend("api"), (x) => x.close());

@@ -31,7 +31,7 @@ async function metric(adminAddress: string | undefined, name: string, labels: Re
 }
 
 describe("clusters[].outlierDetection.maxEjection: the longest ejection (base × times ejected, capped)", () => {
-  it("with baseEjection 30s and maxEjection 300ms an ejected endpoint is back in rotation within seconds, twice", async () => {
+  it("with baseEjection 30s and maxEjection 300ms an ejected endpoint is back in rotation (and ejected again) within seconds, twice", async () => {
     const good = fx.track(await startBackend("good"), (b) => b.close());
     const bad = fx.track(await startBackend("bad"), (b) => b.close());
     bad.failWith = grpc.status.UNAVAILABLE;
@@ -44,29 +44,22 @@ describe("clusters[].outlierDetection.maxEjection: the longest ejection (base ×
     });
     const c = fx.client(px.address);
     const ejections = () => metric(px.adminAddress, "dojang_upstream_ejections_total", { cluster: "backend", endpoint: bad.address });
-    const ejected = () => metric(px.adminAddress, "dojang_upstream_endpoint_ejected", { cluster: "backend", endpoint: bad.address });
 
     // round robin: every other call reaches `bad`, which fails it; two in a row eject it
     const first = await calls(c, 4);
     expect(first.filter((x) => x === "code 14").length).toBe(2);
     expect(await ejections()).toBe(1);
-    expect(await ejected()).toBe(1);
-    const seen = bad.calls;
 
-    // it comes back (the operator sees ejected 0) and gets calls again, so it is ejected again
-    for (const round of [1, 2]) {
-      const end = performance.now() + 8000;
-      while ((await ejected()) === 1) {
-        if (performance.now() > end) expect.fail(`still ejected 8 s after ejection ${round}: maxEjection 300ms not applied`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const before = bad.calls;
-      const got = await calls(c, 4);
-      expect(got.filter((x) => x === "code 14").length, `round ${round}: back in rotation`).toBe(2);
-      expect(bad.calls).toBe(before + 2);
-      expect(await ejections()).toBe(round + 1);
+    // An ejection of 300 ms is too short to assert on a loaded machine (a scrape may outlast it),
+    // so count instead: calls keep coming, and each time `bad` is back it fails two more and is
+    // ejected again. Two more ejections within 15 s need the cap (uncapped: 30 s, then 60 s).
+    const end = performance.now() + 15_000;
+    while ((await ejections()) < 3) {
+      if (performance.now() > end) expect.fail(`${await ejections()} ejections in 15 s: maxEjection 300ms not applied`);
+      await calls(c, 2);
+      await new Promise((r) => setTimeout(r, 50));
     }
-    expect(bad.calls).toBe(seen + 4);
+    expect(bad.calls).toBeGreaterThanOrEqual(6);
   });
 });
 

@@ -36,7 +36,7 @@ describe("<faultRule>.match.direction: the default direction of a stall (or band
     const px = await fx.proxyFor(up.address);
     px.faults.add({ id: "stuck", match: { direction: "response" }, action: { kind: "stall" } });
     const c = fx.client(px.address);
-    const r = await unary(c, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 500 });
+    const r = await unary(c, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 2000 });
     expect(r.err?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     // a stall's own default is the request: then the upstream would never have seen the call
     expect(up.arrivals).toHaveLength(1);
@@ -56,10 +56,10 @@ describe("<faultRule>.match.direction: the default direction of a stall (or band
 });
 
 describe("<faultRule>.action.jitter.normal: a delay drawn from normal(mean, stddev)", () => {
-  it("with mean 600ms and stddev 300ms (seeded) the waits spread on both sides of the mean", async () => {
+  it("with mean 800ms and stddev 400ms (seeded) the waits spread on both sides of the mean", async () => {
     const up = await upstream();
     const px = await fx.proxyFor(up.address);
-    px.faults.add({ id: "jitter", seed: 7, action: { kind: "delay", at: "request", jitter: { normal: { mean: "600ms", stddev: "300ms" } } } });
+    px.faults.add({ id: "jitter", seed: 7, action: { kind: "delay", at: "request", jitter: { normal: { mean: "800ms", stddev: "400ms" } } } });
     const c = fx.client(px.address);
     const waits: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -69,11 +69,11 @@ describe("<faultRule>.action.jitter.normal: a delay drawn from normal(mean, stdd
       waits.push(up.arrivals[i]! - t0);
     }
     // A loaded machine only adds to a wait. Seed 7's draws are about mean + (0.05, 0.8, 1.75,
-    // 1.65, 1.4, 0.5, 0.65, -0.5, -1, -0.15) × stddev: the lowest (300 ms) is 200 ms below the
-    // "below" bound, so stddev is used (with none every wait would be at least 600 ms), and several
-    // are far above 700 ms, so the mean is (around 0 the draws would be clamped to 0 and ≤ 525 ms).
-    const below = waits.filter((w) => w < 500).length;
-    const above = waits.filter((w) => w > 700).length;
+    // 1.65, 1.4, 0.5, 0.65, -0.5, -1, -0.15) × stddev: the lowest (400 ms) is 300 ms below the
+    // "below" bound, so stddev is used (with none every wait would be at least 800 ms), and several
+    // are far above 900 ms, so the mean is (around 0 the draws would be clamped to 0 and ≤ 700 ms).
+    const below = waits.filter((w) => w < 700).length;
+    const above = waits.filter((w) => w > 900).length;
     expect({ below: below > 0, above: above > 0 }, `waits ${waits.map((w) => Math.round(w)).join(", ")} ms`).toEqual({ below: true, above: true });
     expect(Math.min(...waits)).toBeGreaterThan(20);
   });

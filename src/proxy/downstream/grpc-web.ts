@@ -26,7 +26,8 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { xfccOf } from "./tls.js";
-import { kClientCert } from "../call/headers.js";
+import { kClientCert, kPeer, type ClientPeer } from "../call/headers.js";
+import { clientPeer } from "./peer.js";
 import { Code, encodeGrpcMessage, outcome } from "../../translate/index.js";
 import {
   decodeBase64Chunk,
@@ -63,6 +64,8 @@ interface Http1Session {
   readonly socket: Socket;
   destroy(): void;
   [kClientCert]?: string;
+  /** who the client is (the access record's client_address, tls_*), read once per socket */
+  [kPeer]?: ClientPeer;
 }
 const kHttp1Session = Symbol("dojang.http1Session");
 type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
@@ -71,7 +74,7 @@ function http1Session(socket: Socket): Http1Session {
   const c = socket as SessionCarrier;
   let s = c[kHttp1Session];
   if (s === undefined) {
-    s = { socket, destroy: () => socket.destroy() };
+    s = { socket, destroy: () => socket.destroy(), [kPeer]: clientPeer(socket) };
     // a TLS socket (ALPN http/1.1 on a TLS listener) with a client certificate the CA verified
     if ((socket as TLSSocket).encrypted === true) {
       const xfcc = xfccOf(socket as TLSSocket);

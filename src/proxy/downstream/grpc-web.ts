@@ -45,8 +45,14 @@ import {
 import { Call, type CallContext } from "../call/call.js";
 import type { OutgoingHeaders } from "../call/headers.js";
 
-/** The fields of a Trailers-Only status that are repeated as its trailer frame. */
-const STATUS_FIELDS = new Set(["grpc-status", "grpc-message", "grpc-status-details-bin"]);
+/**
+ * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
+ * rate-limit refusal's hint (src/proxy/filters/rate-limit), which gRPC reads from trailers.
+ */
+const STATUS_FIELDS = new Set([
+  "grpc-status", "grpc-message", "grpc-status-details-bin",
+  "grpc-retry-pushback-ms", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
+]);
 /** HTTP/1.1 connection-level fields and the gRPC-Web request markers: never forwarded upstream. */
 const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "x-grpc-web", "te"]);
 /** Response fields HTTP/1.1 must not carry from an HTTP/2 head (and our own content type). */

@@ -151,6 +151,12 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: { type: "string", pattern: "^(route|client_address|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$" },
     default: "route",
   },
+  "listeners[].routes[].rateLimit.responseHeaders": {
+    description:
+      "A refused call's status carries x-ratelimit-limit (the bucket's size), x-ratelimit-remaining (0), x-ratelimit-reset (whole seconds until a call would be admitted) and grpc-retry-pushback-ms (the milliseconds until then: a gRPC client whose retry policy retries RESOURCE_EXHAUSTED waits that long). Admitted calls carry none. false = none.",
+    kind: FLAG,
+    default: true,
+  },
   "listeners[].routes[].headers": { description: "Header rules: fields added (set, replacing) and removed on the request sent upstream and on the response head sent to the client. null = none.", default: null },
   "listeners[].routes[].headers.request": { description: "Rules for the request head every attempt starts from." },
   "listeners[].routes[].headers.response": { description: "Rules for the upstream's response head (and Trailers-Only answer) going to the client." },

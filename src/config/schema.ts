@@ -71,6 +71,8 @@ export interface RateLimitConfig {
   readonly burst: number;
   /** "route" (one bucket), "client_address", or "metadata:<name>" (one bucket per value; calls without it share one) */
   readonly key: string;
+  /** a refusal carries x-ratelimit-limit/-remaining/-reset and grpc-retry-pushback-ms (default true) */
+  readonly responseHeaders: boolean;
 }
 
 /** A route's `retry` block, normalized (see src/translate/retry.ts for the decision). */
@@ -625,10 +627,11 @@ const rateLimit = z
         .string({ error: expected('"route", "client_address" or "metadata:<name>"') })
         .regex(RATE_LIMIT_KEY_RE, 'must be "route", "client_address" or "metadata:<lower-case header name>"')
         .default("route"),
+      responseHeaders: flag.default(true),
     },
     { error: expected("a rateLimit mapping") },
   )
-  .transform((r) => ({ callsPerSecond: r.callsPerSecond, burst: r.burst ?? Math.max(1, Math.ceil(r.callsPerSecond)), key: r.key }));
+  .transform((r) => ({ callsPerSecond: r.callsPerSecond, burst: r.burst ?? Math.max(1, Math.ceil(r.callsPerSecond)), key: r.key, responseHeaders: r.responseHeaders }));
 
 /** A header name a rule may touch: lower-case token; not a pseudo-header, nor one HTTP/2 or gRPC framing owns. */
 const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;

@@ -5,7 +5,8 @@
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
-import { kClientCert, kRequestBytes, type ClientCertSession, type RequestBytesSession } from "./call/headers.js";
+import { kClientCert, kPeer, kRequestBytes, type ClientCertSession, type PeerSession, type RequestBytesSession } from "./call/headers.js";
+import { clientPeer } from "./downstream/peer.js";
 import type { AddressInfo, Socket } from "node:net";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
 import type { Server as HttpsServer } from "node:https";
@@ -461,6 +462,8 @@ export class Listener {
     server.on("session", (s: CountedSession) => {
       sessionDestroy ??= (Object.getPrototypeOf(s) as { destroy: Destroy }).destroy;
       s.destroy = guardedDestroy;
+      // who the client is (the access record's client_address, tls_*): once per connection
+      (s as PeerSession)[kPeer] = clientPeer(s.socket);
       // mTLS: the verified client certificate, once per connection, for every call on it
       if (this.tls !== null && this.tls.cfg.caFile !== null) {
         const xfcc = xfccOf(s.socket as TLSSocket);

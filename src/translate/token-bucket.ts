@@ -40,6 +40,26 @@ export function msUntilToken(b: Bucket, cfg: BucketConfig): number {
   return Math.ceil(((1 - b.tokens) * 1000) / cfg.ratePerSecond);
 }
 
+/**
+ * What a refused call is told (issue 18 item 8): Envoy's local rate limit headers (draft RFC
+ * RateLimit headers, version 03) and gRPC's retry pushback, from the key's bucket as the refusal
+ * left it. `limit` is the bucket's size; `remaining` the whole tokens left (0 on a refusal);
+ * `resetSeconds` the whole seconds until a call would be admitted again (at least 1 while none
+ * would be); `pushbackMs` the same in milliseconds, rounded up, so a client that waits it finds a
+ * token (unless another caller of the same key took it first).
+ */
+export interface RateLimitHint {
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetSeconds: number;
+  readonly pushbackMs: number;
+}
+
+export function rateLimitHint(b: Bucket, cfg: BucketConfig): RateLimitHint {
+  const ms = msUntilToken(b, cfg);
+  return { limit: cfg.burst, remaining: Math.floor(b.tokens), resetSeconds: Math.ceil(ms / 1000), pushbackMs: ms };
+}
+
 /** Buckets by key, at most `maxKeys` (least recently used evicted: a Map keeps insertion order). */
 export class KeyedBuckets {
   private readonly buckets = new Map<string, Bucket>();
@@ -51,6 +71,11 @@ export class KeyedBuckets {
 
   get size(): number {
     return this.buckets.size;
+  }
+
+  /** The bucket of `key` as it is (no refill, no use: the least-recently-used order is left as it is). */
+  peek(key: string): Bucket | undefined {
+    return this.buckets.get(key);
   }
 
   take(key: string, nowMs: number): boolean {

@@ -85,7 +85,7 @@ describe("attack: slowloris (real dojang process)", () => {
     await runBystander(by, 50, 5);
     await sleep(200);
     const before = rssMiB(p.pid);
-    const heapUsedBefore = sample(await scrape(admin), "dojang_process_nodejs_heap_size_used_bytes") / 1_048_576;
+    const heapUsedBefore = sample(await scrape(admin), "nodejs_heap_size_used_bytes") / 1_048_576;
     const bystander = runBystander(by, 300, 5);
     for (let round = 0; round < 3; round++) {
       for (let i = 0; i < 2000; i += 200) {
@@ -97,7 +97,7 @@ describe("attack: slowloris (real dojang process)", () => {
     await sleep(1000);
     const after = rssMiB(p.pid);
     const m = await scrape(admin);
-    const heapUsedAfter = sample(m, "dojang_process_nodejs_heap_size_used_bytes") / 1_048_576;
+    const heapUsedAfter = sample(m, "nodejs_heap_size_used_bytes") / 1_048_576;
     console.log(
       `churn: 3 × 2,000 connections; rss before ${before.toFixed(1)} MiB, after ${after.toFixed(1)} (+${(after - before).toFixed(1)}); V8 heap used before ${heapUsedBefore.toFixed(1)} MiB, after ${heapUsedAfter.toFixed(1)}`,
     );

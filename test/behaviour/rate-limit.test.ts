@@ -4,7 +4,8 @@
 import * as grpc from "@grpc/grpc-js";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { echoClient, startProxy, startRawUpstream, unary, type EchoClient, type RawUpstream } from "../helpers/peers.js";
+import http2 from "node:http2";
+import { echoClient, frame, rawCall, startProxy, startRawUpstream, statusOf, unary, type EchoClient, type RawResult, type RawUpstream } from "../helpers/peers.js";
 import { echoOr } from "../helpers/bystander.js";
 import { sleep } from "../helpers/process.js";
 import { parseConfigText } from "../../src/config/parse.js";
@@ -24,10 +25,10 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function proxy(rateLimit: Record<string, unknown>): Promise<{ px: DojangHandle; c: EchoClient }> {
+async function proxy(rateLimit: Record<string, unknown>, clientOpts: grpc.ClientOptions = {}): Promise<{ px: DojangHandle; c: EchoClient }> {
   const px = await startProxy(upstream.address, { route: { rateLimit } });
   proxies.push(px);
-  const c = echoClient(px.address);
+  const c = echoClient(px.address, clientOpts);
   clients.push(c);
   return { px, c };
 }
@@ -125,6 +126,130 @@ describe("route rateLimit", () => {
     expect(issues("{ callsPerSecond: 0 }")).toEqual(["listeners[0].routes[0].rateLimit.callsPerSecond: must be more than 0"]);
     expect(issues("{ callsPerSecond: 10 }")).toEqual([]);
     const ok = parseConfigText(base("{ callsPerSecond: 2.5 }"), {});
-    expect(ok.ok && ok.config.listeners[0]!.routes[0]!.rateLimit).toEqual({ callsPerSecond: 2.5, burst: 3, key: "route" });
+    expect(ok.ok && ok.config.listeners[0]!.routes[0]!.rateLimit).toEqual({ callsPerSecond: 2.5, burst: 3, key: "route", responseHeaders: true });
+    expect(issues("{ callsPerSecond: 10, responseHeaders: maybe }")).toEqual(["listeners[0].routes[0].rateLimit.responseHeaders: expected true or false, got \"maybe\""]);
   });
 });
+
+// Issue 18 item 8: a refused client is told when to come back (Envoy's x-ratelimit-* headers,
+// draft RFC RateLimit headers version 03, and gRPC's grpc-retry-pushback-ms).
+const HINTS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "grpc-retry-pushback-ms"];
+const hintsOf = (h: http2.IncomingHttpHeaders | undefined): Record<string, unknown> => Object.fromEntries(HINTS.filter((k) => h?.[k] !== undefined).map((k) => [k, h![k]]));
+
+describe("route rateLimit: the refusal's hint", () => {
+  it("a refusal's Trailers-Only status carries x-ratelimit-limit/-remaining/-reset and grpc-retry-pushback-ms (the wait until the key has a token); admitted calls carry none", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, { route: { rateLimit: { callsPerSecond: 0.1, burst: 2 } } });
+    proxies.push(px);
+    const t0 = performance.now();
+    const admitted: RawResult[] = [];
+    for (let i = 0; i < 2; i++) admitted.push(await rawCall(px.address, {}, frame(Buffer.from("a"))));
+    const refused = await rawCall(px.address, {}, frame(Buffer.from("a")));
+    const elapsed = performance.now() - t0;
+    for (const r of admitted) {
+      expect(statusOf(r)).toBe("0");
+      expect(hintsOf(r.headers)).toEqual({});
+      expect(hintsOf(r.trailers)).toEqual({});
+    }
+    expect(statusOf(refused)).toBe("8");
+    expect(refused.headersFlags! & http2.constants.NGHTTP2_FLAG_END_STREAM).toBeTruthy(); // Trailers-Only
+    const h = refused.headers!;
+    expect(h["x-ratelimit-limit"]).toBe("2");
+    expect(h["x-ratelimit-remaining"]).toBe("0");
+    // 0.1 per second: a token 10 s after the bucket emptied, less what has passed since
+    const pushback = Number(h["grpc-retry-pushback-ms"]);
+    expect(Number.isInteger(pushback)).toBe(true);
+    expect(pushback).toBeLessThanOrEqual(10_000);
+    expect(pushback).toBeGreaterThanOrEqual(10_000 - elapsed - 1);
+    expect(h["x-ratelimit-reset"]).toBe(String(Math.ceil(pushback / 1000)));
+  });
+
+  it("responseHeaders: false leaves them all out", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, { route: { rateLimit: { callsPerSecond: 0.1, burst: 1, responseHeaders: false } } });
+    proxies.push(px);
+    expect(statusOf(await rawCall(px.address, {}, frame(Buffer.from("a"))))).toBe("0");
+    const refused = await rawCall(px.address, {}, frame(Buffer.from("a")));
+    expect(statusOf(refused)).toBe("8");
+    expect(hintsOf(refused.headers)).toEqual({});
+  });
+
+  // grpc-js honours grpc-retry-pushback-ms only for a status its retry policy retries (gRFC A6).
+  // Its own back-off here is 10 ms, far shorter than the 2 s until a token: without the pushback
+  // its retry is refused again.
+  const retrying = {
+    "grpc.enable_retries": 1,
+    "grpc.service_config": JSON.stringify({
+      methodConfig: [
+        {
+          name: [{ service: "test.Echo" }],
+          retryPolicy: { maxAttempts: 2, initialBackoff: "0.01s", maxBackoff: "0.01s", backoffMultiplier: 1, retryableStatusCodes: ["RESOURCE_EXHAUSTED"] },
+        },
+      ],
+    }),
+  };
+
+  it("a grpc-js client whose retry policy retries RESOURCE_EXHAUSTED waits the pushback and then succeeds", { timeout: 30_000 }, async () => {
+    const { px, c } = await proxy({ callsPerSecond: 0.5, burst: 1 }, retrying);
+    expect((await unary(c, Buffer.from("first"))).err).toBeNull();
+    const r = await unary(c, Buffer.from("second"));
+    expect(r.err).toBeNull();
+    expect(r.res?.toString()).toBe("second");
+    // dojang saw: the first call, the refused attempt, then the client's retry (attempt 2) admitted
+    expect(px.calls.map((x) => [x.decided_by, x.grpc_code, x.attempt])).toEqual([
+      ["upstream", 0, 1],
+      ["rate_limited", 8, 1],
+      ["upstream", 0, 2],
+    ]);
+  });
+
+  it("without the pushback (responseHeaders: false) the same client's retry comes after its own 10 ms back-off and is refused again", { timeout: 30_000 }, async () => {
+    const { px, c } = await proxy({ callsPerSecond: 0.5, burst: 1, responseHeaders: false }, retrying);
+    expect((await unary(c, Buffer.from("first"))).err).toBeNull();
+    const r = await unary(c, Buffer.from("second"));
+    expect(r.err?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(px.calls.map((x) => [x.decided_by, x.attempt])).toEqual([
+      ["upstream", 1],
+      ["rate_limited", 1],
+      ["rate_limited", 2],
+    ]);
+  });
+
+  it("gRPC-Web over HTTP/1.1: the hint in the response head and again in the trailer frame, with CORS exposing it", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address, {
+      route: { match: { service: "test.Echo" }, rateLimit: { callsPerSecond: 0.1, burst: 1 } },
+      listener: { grpcWeb: true, http1Address: "127.0.0.1:0", cors: { allowOrigins: ["https://app.test"] } },
+    });
+    proxies.push(px);
+    const h1 = px.instance.http1Address();
+    expect(await webUnary(h1, "127.0.0.1")).toBe("0");
+    const res = await webRaw(h1);
+    const split = res.indexOf("\r\n\r\n");
+    const head = res.slice(0, split).toLowerCase();
+    const body = res.slice(split + 4);
+    expect(head).toMatch(/\r\ngrpc-status: 8\r\n/);
+    for (const [k, v] of [["x-ratelimit-limit", "1"], ["x-ratelimit-remaining", "0"]]) {
+      expect(head).toContain(`\r\n${k}: ${v}\r\n`);
+      expect(body).toContain(`${k}: ${v}\r\n`);
+    }
+    const pb = /\r\ngrpc-retry-pushback-ms: (\d+)\r\n/.exec(head)?.[1];
+    expect(Number(pb)).toBeGreaterThan(0);
+    expect(body).toContain(`grpc-retry-pushback-ms: ${pb}\r\n`);
+    expect(body).toMatch(/x-ratelimit-reset: \d+\r\n/);
+    const expose = /\r\naccess-control-expose-headers: ([^\r]*)\r\n/.exec(head)?.[1]?.split(",") ?? [];
+    for (const k of HINTS) expect(expose).toContain(k);
+  });
+});
+
+/** One gRPC-Web unary call over HTTP/1.1 with an Origin; the whole response as text. */
+function webRaw(address: string): Promise<string> {
+  const [host, port] = address.split(":") as [string, string];
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host, port: Number(port) });
+    let got = "";
+    sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+    sock.on("error", reject);
+    sock.on("close", () => resolve(got));
+    const body = Buffer.from([0, 0, 0, 0, 1, 0x61]);
+    sock.write(`POST /test.Echo/Unary HTTP/1.1\r\nhost: localhost\r\norigin: https://app.test\r\ncontent-type: application/grpc-web+proto\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n`);
+    sock.write(body);
+  });
+}

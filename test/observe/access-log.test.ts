@@ -1,11 +1,15 @@
 // The access log: dojang in-process with a pino logger writing into a stream the test owns;
 // exactly one JSON line per finished call, with the documented fields.
 import { Writable } from "node:stream";
+import http2 from "node:http2";
+import net from "node:net";
+import tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
-import { echoClient, frame, rawCall, startGrpcServer, statusOf, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
+import { echoClient, frame, rawCall, sample, startGrpcServer, statusOf, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
+import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 
 type Line = Record<string, unknown>;
 
@@ -64,14 +68,14 @@ async function upstream(): Promise<GrpcServer> {
   });
 }
 
-async function start(o: { accessLog?: boolean; level?: string; route?: Record<string, unknown> } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
+async function start(o: { accessLog?: boolean; level?: string; route?: Record<string, unknown>; listener?: Record<string, unknown> } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
   up = await upstream();
   const s = sink();
   const logger = pino({ level: o.level ?? "info" }, s.stream);
   px = await startDojang({
     logger,
     config: {
-      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s", ...o.route }] }],
+      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s", ...o.route }], ...o.listener }],
       clusters: [{ name: "backend", endpoints: [up.address] }],
       accessLog: o.accessLog ?? true,
     },
@@ -287,5 +291,165 @@ describe("access log", () => {
     expect((await unary(client(s.px.address), Buffer.from("x"), md("req-quiet"))).err).toBeNull();
     await new Promise((r) => setTimeout(r, 200));
     expect(accessLines(s.lines)).toEqual([]);
+  });
+});
+
+// Issue 18 item 5: who the client was. Real plaintext, TLS and mTLS clients (certificates made by
+// openssl at test time), native gRPC over h2 and gRPC-Web over HTTP/1.1; the fields asserted on
+// the line pino wrote.
+describe("access log: who the client was", () => {
+  let certs: CertDir;
+  let ca: Ca;
+  let clientCa: Ca;
+  let server: CertFiles;
+  let spiffe: CertFiles;
+  let plainCert: CertFiles;
+  beforeAll(() => {
+    certs = new CertDir();
+    ca = certs.ca("server-ca");
+    clientCa = certs.ca("client-ca");
+    server = certs.leaf(ca, "server", { cn: "default.test", dns: ["default.test", "api.example.com"], ip: ["127.0.0.1"] });
+    spiffe = certs.leaf(clientCa, "spiffe", { cn: "client-one", o: "Acme", uri: ["spiffe://acme.test/ns/web/sa/client-one"], dns: ["client-one.acme.test"] });
+    plainCert = certs.leaf(clientCa, "plain", { cn: "client-two" });
+  });
+  afterAll(() => certs.remove());
+  const tlsListener = (mtls: boolean): Record<string, unknown> => ({
+    tls: { certFile: server.certFile, keyFile: server.keyFile, ...(mtls ? { caFile: clientCa.certFile, requireClientCert: true } : {}) },
+  });
+
+  /** One unary call over a connection of its own from `localAddress`; the connection's local port. */
+  function h2Call(address: string, id: string, o: { localAddress?: string; tls?: tls.ConnectionOptions } = {}): Promise<{ port: number; status: string | undefined }> {
+    const [host, port] = address.split(":") as [string, string];
+    return new Promise((resolve, reject) => {
+      const session =
+        o.tls === undefined
+          ? http2.connect(`http://${address}`, { createConnection: () => net.connect({ host, port: Number(port), localAddress: o.localAddress ?? "127.0.0.1" }) })
+          : http2.connect(`https://${address}`, { ...o.tls, ALPNProtocols: ["h2"] } as http2.SecureClientSessionOptions);
+      session.on("error", reject);
+      const req = session.request({ ":method": "POST", ":path": "/test.Echo/Unary", "content-type": "application/grpc", te: "trailers", "x-request-id": id });
+      let status: string | undefined;
+      req.on("response", (h) => (status ??= h["grpc-status"] as string | undefined));
+      req.on("trailers", (t) => (status = t["grpc-status"] as string | undefined));
+      req.on("error", reject);
+      req.resume();
+      req.on("close", () => {
+        const localPort = session.socket?.localPort ?? -1;
+        session.close();
+        resolve({ port: localPort, status });
+      });
+      req.end(frame(Buffer.from("hi")));
+    });
+  }
+
+  /** One gRPC-Web call over HTTP/1.1 (plaintext, or TLS with ALPN http/1.1); its local port and grpc-status. */
+  function webCall(address: string, id: string, o: { localAddress?: string; tls?: tls.ConnectionOptions } = {}): Promise<{ port: number; status: string }> {
+    const [host, port] = address.split(":") as [string, string];
+    return new Promise((resolve, reject) => {
+      const sock: net.Socket =
+        o.tls === undefined
+          ? net.connect({ host, port: Number(port), localAddress: o.localAddress ?? "127.0.0.1" })
+          : tls.connect({ host, port: Number(port), ALPNProtocols: ["http/1.1"], ...o.tls });
+      let got = "";
+      let localPort = -1;
+      sock.on(o.tls === undefined ? "connect" : "secureConnect", () => {
+        localPort = sock.localPort ?? -1;
+        const body = frame(Buffer.from("hi"));
+        sock.write(`POST /test.Echo/Unary HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/grpc-web+proto\r\nx-request-id: ${id}\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n`);
+        sock.write(body);
+      });
+      sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+      sock.on("error", reject);
+      sock.on("close", () => resolve({ port: localPort, status: /grpc-status:\s*(\d+)/.exec(got)?.[1] ?? got }));
+    });
+  }
+
+  const lineOf = async (lines: Line[], id: string): Promise<Line> => {
+    const until = Date.now() + 5000;
+    for (;;) {
+      const l = accessLines(lines).find((x) => x["request_id"] === id);
+      if (l !== undefined) return l;
+      if (Date.now() > until) throw new Error(`no access line for ${id}: ${JSON.stringify(lines)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+
+  it("plaintext: the client's address and port, and no tls_* field, for native gRPC and gRPC-Web over HTTP/1.1", async () => {
+    const s = await start({ listener: { grpcWeb: true, http1Address: "127.0.0.1:0" } });
+    const h2 = await h2Call(s.px.address, "who-plain-h2", { localAddress: "127.0.0.2" });
+    expect(h2.status).toBe("0");
+    const web = await webCall(s.px.instance.http1Address(), "who-plain-web", { localAddress: "127.0.0.3" });
+    expect(web.status).toBe("0");
+    const a = await lineOf(s.lines, "who-plain-h2");
+    expect(a).toMatchObject({ client_address: "127.0.0.2", client_port: h2.port, decided_by: "upstream" });
+    const b = await lineOf(s.lines, "who-plain-web");
+    expect(b).toMatchObject({ client_address: "127.0.0.3", client_port: web.port, protocol: "grpc-web", decided_by: "upstream" });
+    for (const l of [a, b]) for (const k of ["tls_identity", "tls_sni", "tls_version"]) expect(l).not.toHaveProperty(k);
+  });
+
+  it("TLS: SNI and version with a grpc-js client; no tls_identity without client certificates", async () => {
+    const s = await start({ listener: tlsListener(false) });
+    const creds = grpc.credentials.createSsl(ca.cert);
+    const c = new (grpc.makeGenericClientConstructor({}, "X"))(s.px.address, creds, { "grpc.ssl_target_name_override": "api.example.com", "grpc.default_authority": "api.example.com" });
+    try {
+      const got = await new Promise<grpc.ServiceError | null>((resolve) =>
+        c.makeUnaryRequest("/test.Echo/Unary", (b: Buffer) => b, (b: Buffer) => b, Buffer.from("x"), md("who-tls"), {}, (e) => resolve(e)),
+      );
+      expect(got).toBeNull();
+    } finally {
+      c.close();
+    }
+    const l = await lineOf(s.lines, "who-tls");
+    expect(l).toMatchObject({ client_address: "127.0.0.1", tls_sni: "api.example.com", tls_version: "TLSv1.3", decided_by: "upstream" });
+    expect(typeof l["client_port"]).toBe("number");
+    expect(l).not.toHaveProperty("tls_identity");
+  });
+
+  it("mTLS: the verified identity (URI SAN, else the subject), SNI and version, over h2 and over HTTPS/1.1 gRPC-Web; TLSv1.2 when the client caps it", async () => {
+    const s = await start({ listener: { ...tlsListener(true), grpcWeb: true } });
+    const base = { ca: ca.cert, servername: "default.test" };
+    const a = await h2Call(s.px.address, "who-mtls-uri", { tls: { ...base, cert: spiffe.cert, key: spiffe.key } });
+    expect(a.status).toBe("0");
+    const b = await h2Call(s.px.address, "who-mtls-subject", { tls: { ...base, cert: plainCert.cert, key: plainCert.key, maxVersion: "TLSv1.2" } });
+    expect(b.status).toBe("0");
+    const w = await webCall(s.px.address, "who-mtls-web", { tls: { ...base, cert: spiffe.cert, key: spiffe.key } });
+    expect(w.status).toBe("0");
+    expect(await lineOf(s.lines, "who-mtls-uri")).toMatchObject({
+      client_address: "127.0.0.1",
+      client_port: a.port,
+      tls_identity: "spiffe://acme.test/ns/web/sa/client-one",
+      tls_sni: "default.test",
+      tls_version: "TLSv1.3",
+    });
+    expect(await lineOf(s.lines, "who-mtls-subject")).toMatchObject({ client_port: b.port, tls_identity: "CN=client-two,O=dojang test", tls_version: "TLSv1.2" });
+    expect(await lineOf(s.lines, "who-mtls-web")).toMatchObject({
+      protocol: "grpc-web",
+      client_port: w.port,
+      tls_identity: "spiffe://acme.test/ns/web/sa/client-one",
+      tls_sni: "default.test",
+      tls_version: "TLSv1.3",
+    });
+  });
+
+  it("a rate-limited call names its client and has no budget_out_ms (it never went upstream); nor has a call with no route", async () => {
+    const s = await start({ route: { rateLimit: { callsPerSecond: 0.1, burst: 1 } } });
+    const c = client(s.px.address);
+    const deadline = (): grpc.CallOptions => ({ deadline: Date.now() + 10_000 });
+    expect((await unary(c, Buffer.from("x"), md("who-admitted"), deadline())).err).toBeNull();
+    expect((await unary(c, Buffer.from("x"), md("who-limited"), deadline())).err?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const nr = await rawCall(s.px.address, { ":path": "/other.Svc/Nope", "x-request-id": "who-noroute", "grpc-timeout": "10S" }, frame(Buffer.from("abc")));
+    expect(statusOf(nr)).toBe("12");
+    const ok = await lineOf(s.lines, "who-admitted");
+    expect(ok["budget_out_ms"]).toBeGreaterThan(5000);
+    const limited = await lineOf(s.lines, "who-limited");
+    expect(limited).toMatchObject({ decided_by: "rate_limited", grpc_code: 8, client_address: "127.0.0.1", attempts: 0 });
+    expect(typeof limited["client_port"]).toBe("number");
+    expect(limited["budget_in_ms"]).toBeGreaterThan(5000);
+    expect(limited).not.toHaveProperty("budget_out_ms");
+    const noRoute = await lineOf(s.lines, "who-noroute");
+    expect(noRoute).toMatchObject({ decided_by: "no_route", client_address: "127.0.0.1" });
+    expect(noRoute["budget_in_ms"]).toBeGreaterThan(5000);
+    expect(noRoute).not.toHaveProperty("budget_out_ms");
+    // the budget-out histogram counts only what went upstream, as the line does
+    expect(sample(await s.px.instance.metrics.registry.metrics(), "dojang_budget_out_seconds_count")).toBe(1);
   });
 });

@@ -143,6 +143,15 @@ describe("/metrics", () => {
       expect(r.body).toContain(`# TYPE ${name} ${type}`);
       expect(r.body).toMatch(new RegExp(`^# HELP ${name} \\S`, "m"));
     }
+    // prom-client's defaults under the standard names stock dashboards query (issue 18 item 7)
+    for (const [name, type] of [
+      ["process_cpu_seconds_total", "counter"],
+      ["process_resident_memory_bytes", "gauge"],
+      ["nodejs_eventloop_lag_seconds", "gauge"],
+      ["nodejs_heap_size_used_bytes", "gauge"],
+    ]) expect(r.body).toContain(`# TYPE ${name} ${type}`);
+    expect(sample(r.body, "process_resident_memory_bytes")).toBeGreaterThan(1_000_000);
+    expect(r.body).not.toContain("dojang_process_");
   });
 
   it("counts calls by service, method, code and decided_by, with durations and messages by direction", async () => {

@@ -22,7 +22,7 @@ async function metric(admin: string, name: string): Promise<number> {
   if (line === undefined) throw new Error(`${name} not in /metrics`);
   return Number(line.slice(line.lastIndexOf(" ") + 1));
 }
-const NEW_SPACE = 'dojang_process_nodejs_heap_space_size_total_bytes{space="new"}';
+const NEW_SPACE = 'nodejs_heap_space_size_total_bytes{space="new"}';
 
 async function start(shrink: string, extraTop = ""): Promise<{ admin: string; target: string }> {
   up = await startGrpcServer({ Unary: (c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, c.request) });

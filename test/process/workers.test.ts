@@ -56,6 +56,11 @@ describe("workers: 2", () => {
       return sample(body, "dojang_calls_total", { grpc_code: "OK", grpc_method: "Unary" }) === 8 ? body : undefined;
     }, 5000);
     expect(sample(m, "dojang_active_calls")).toBe(0);
+    // the process metrics under their standard names, merged over the workers (issue 18 item 7)
+    expect(sample(m, "process_cpu_seconds_total")).toBeGreaterThan(0);
+    expect(sample(m, "process_resident_memory_bytes")).toBeGreaterThan(1_000_000);
+    expect(m).toContain("# TYPE nodejs_eventloop_lag_seconds gauge");
+    expect(m).not.toContain("dojang_process_");
 
     const slow = unary(client(listen), Buffer.from("800"), new grpc.Metadata(), { deadline: Date.now() + 10_000 });
     await waitFor("the slow call in flight", async () => {

@@ -44,10 +44,10 @@ describe("preflightCors() and responseCors()", () => {
     expect(responseCors(p, "https://evil.test")).toBeNull();
     expect(responseCors(p, undefined)).toBeNull();
   });
-  it("exposes the status fields on the actual response", () => {
+  it("exposes the status fields and a rate-limit refusal's hint on the actual response", () => {
     expect(responseCors(p, "https://app.example.com")).toEqual({
       "access-control-allow-origin": "https://app.example.com",
-      "access-control-expose-headers": "grpc-status,grpc-message,grpc-status-details-bin",
+      "access-control-expose-headers": "grpc-status,grpc-message,grpc-status-details-bin,grpc-retry-pushback-ms,x-ratelimit-limit,x-ratelimit-remaining,x-ratelimit-reset",
       vary: "Origin",
     });
   });

@@ -60,7 +60,7 @@ import type { AccessRecord, Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kRequestBytes, type ClientCertSession, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
+import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kPeer, kRequestBytes, type ClientCertSession, type ClientPeer, type OutgoingHeaders, type PeerSession, type RequestBytesSession } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
@@ -141,6 +141,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly series: MethodSeries;
   readonly path: string;
   readonly authority: string | undefined;
+  /** who the client is (its connection's facts, read once per connection: headers.ts kPeer) */
+  readonly peer: ClientPeer | undefined;
   requestId = "";
   prevAttempts: string | undefined = undefined;
   route: CompiledRoute<Cluster> | undefined = undefined;
@@ -246,6 +248,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.path = typeof p === "string" ? p : "";
     const a = headers[":authority"] ?? headers["host"];
     this.authority = typeof a === "string" ? a : undefined;
+    // (a reference: node has let go of down.session by the time the access record is made)
+    this.peer = (down.session as PeerSession | undefined)?.[kPeer];
     this.series = ctx.metrics.seriesFor(this.path);
     (down as DownStream)[kCall] = this;
     down.on("close", onDownClose);
@@ -323,7 +327,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const ns = left * 1e6;
       timeoutHeader = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.ceil(ns)));
       this.budgetOutMs = left;
-      this.ctx.metrics.budgetOutNoLabels.observe(left / 1000);
       this.armTimer(left);
     }
     const idle = route.streamIdleTimeoutMs ?? this.ctx.streamIdleTimeoutMs ?? 0;
@@ -395,6 +398,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (n === 0) {
       head = this.upHeaders!;
       this.upHeaders = undefined;
+      // budget out: the grpc-timeout the upstream gets (a call refused before this sends none)
+      if (this.budgetOutMs !== undefined) this.ctx.metrics.budgetOutNoLabels.observe(this.budgetOutMs / 1000);
     } else {
       head = { ...this.headBase! };
       head["grpc-previous-rpc-attempts"] = String(n);
@@ -1207,10 +1212,16 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
     if (logIt || ctx.journal.size > 0) {
       const prev = this.prevAttempts;
+      const peer = this.peer;
       const rec: AccessRecord = {
         request_id: this.requestId,
         path: this.path,
         authority: this.authority,
+        client_address: peer?.address,
+        client_port: peer?.port,
+        tls_identity: peer?.tlsIdentity,
+        tls_sni: peer?.tlsSni,
+        tls_version: peer?.tlsVersion,
         grpc_code: code,
         grpc_status: codeName(code),
         decided_by: this.decidedBy,
@@ -1218,7 +1229,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         route: this.route?.label,
         upstream: this.attempt?.session?.endpoint.label ?? this.lastUpstream,
         budget_in_ms: this.budgetInMs,
-        budget_out_ms: this.budgetOutMs,
+        budget_out_ms: attempts > 0 ? this.budgetOutMs : undefined,
         duration_ms: Math.round(dur * 1000) / 1000,
         req_messages: reqMessages,
         req_bytes: forwardedBytes(this.reqScan, false),

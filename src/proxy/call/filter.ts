@@ -9,7 +9,7 @@ import type { AccessRecord } from "../observe/log.js";
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
-import type { OutgoingHeaders } from "./headers.js";
+import type { ClientPeer, OutgoingHeaders } from "./headers.js";
 
 /**
  * What a filter sees of its call and may ask of it (implemented by Call). A hook that returned
@@ -20,6 +20,8 @@ export interface FilterCall {
   /** the call's status is fixed: nothing more goes out */
   readonly done: boolean;
   readonly requestId: string;
+  /** who the client is (its connection's facts: address, TLS identity, SNI, version) */
+  readonly peer: ClientPeer | undefined;
   readonly series: { readonly service: string; readonly method: string };
   /** the current attempt (null before the first one starts) */
   readonly attempt: Attempt | null;

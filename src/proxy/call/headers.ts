@@ -13,6 +13,27 @@ export type OutgoingHeaders = Record<string, string | string[] | number>;
 export const kClientCert = Symbol("dojang.clientCert");
 export type ClientCertSession = { [kClientCert]?: string };
 /**
+ * Who the client is, per connection (issue 18 item 5): what the access record names as
+ * client_address / client_port / tls_identity / tls_sni / tls_version. Read once when the
+ * connection arrives (src/proxy/downstream/peer.ts) and kept on the session (an HTTP/2 session,
+ * or an HTTP/1.1 socket's stand-in for gRPC-Web); a call keeps a reference, and nothing is
+ * formatted per call. The fields are absent when they do not apply (no TLS, no SNI sent, no
+ * client certificate the CA verified).
+ */
+export interface ClientPeer {
+  /** the downstream socket's remote address, as node reports it (an IPv4 client of a dual-stack listener shows as ::ffff:a.b.c.d) */
+  readonly address: string | undefined;
+  readonly port: number | undefined;
+  /** the verified client certificate's first URI SAN (a SPIFFE id, say), else its subject (RFC 2253) */
+  readonly tlsIdentity: string | undefined;
+  /** the server name the client asked for (SNI) */
+  readonly tlsSni: string | undefined;
+  /** the negotiated protocol version, "TLSv1.3" or "TLSv1.2" */
+  readonly tlsVersion: string | undefined;
+}
+export const kPeer = Symbol("dojang.clientPeer");
+export type PeerSession = { [kPeer]?: ClientPeer };
+/**
  * Request body bytes a downstream connection has delivered to its calls (the listener's
  * unproductive-bytes guard compares them with what the socket read); counted per chunk.
  */

@@ -8,7 +8,8 @@
 
 /** The request headers a gRPC-Web client sends (always allowed in a preflight). */
 const WEB_REQUEST_HEADERS = ["content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"];
-const EXPOSE = "grpc-status,grpc-message,grpc-status-details-bin";
+// (and a rate-limit refusal's hint: grpc-retry-pushback-ms and x-ratelimit-*)
+const EXPOSE = "grpc-status,grpc-message,grpc-status-details-bin,grpc-retry-pushback-ms,x-ratelimit-limit,x-ratelimit-remaining,x-ratelimit-reset";
 /** How long a browser may cache the preflight answer (seconds). */
 const MAX_AGE = "600";
 

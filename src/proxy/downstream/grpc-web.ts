@@ -26,7 +26,8 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { xfccOf } from "./tls.js";
-import { kClientCert } from "../call/headers.js";
+import { kClientCert, kPeer, type ClientPeer } from "../call/headers.js";
+import { clientPeer } from "./peer.js";
 import { Code, encodeGrpcMessage, outcome } from "../../translate/index.js";
 import {
   decodeBase64Chunk,
@@ -44,8 +45,14 @@ import {
 import { Call, type CallContext } from "../call/call.js";
 import type { OutgoingHeaders } from "../call/headers.js";
 
-/** The fields of a Trailers-Only status that are repeated as its trailer frame. */
-const STATUS_FIELDS = new Set(["grpc-status", "grpc-message", "grpc-status-details-bin"]);
+/**
+ * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
+ * rate-limit refusal's hint (src/proxy/filters/rate-limit), which gRPC reads from trailers.
+ */
+const STATUS_FIELDS = new Set([
+  "grpc-status", "grpc-message", "grpc-status-details-bin",
+  "grpc-retry-pushback-ms", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
+]);
 /** HTTP/1.1 connection-level fields and the gRPC-Web request markers: never forwarded upstream. */
 const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "x-grpc-web", "te"]);
 /** Response fields HTTP/1.1 must not carry from an HTTP/2 head (and our own content type). */
@@ -63,6 +70,8 @@ interface Http1Session {
   readonly socket: Socket;
   destroy(): void;
   [kClientCert]?: string;
+  /** who the client is (the access record's client_address, tls_*), read once per socket */
+  [kPeer]?: ClientPeer;
 }
 const kHttp1Session = Symbol("dojang.http1Session");
 type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
@@ -71,7 +80,7 @@ function http1Session(socket: Socket): Http1Session {
   const c = socket as SessionCarrier;
   let s = c[kHttp1Session];
   if (s === undefined) {
-    s = { socket, destroy: () => socket.destroy() };
+    s = { socket, destroy: () => socket.destroy(), [kPeer]: clientPeer(socket) };
     // a TLS socket (ALPN http/1.1 on a TLS listener) with a client certificate the CA verified
     if ((socket as TLSSocket).encrypted === true) {
       const xfcc = xfccOf(socket as TLSSocket);

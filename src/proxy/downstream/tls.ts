@@ -256,7 +256,7 @@ export function rfc2253(subject: string): string {
 }
 
 /** subjectAltName "DNS:a, URI:b" → ["DNS:a", "URI:b"] (node quotes entries holding ", "). */
-function splitSans(s: string | undefined): string[] {
+export function splitSans(s: string | undefined): string[] {
   if (s === undefined || s === "") return [];
   const out: string[] = [];
   const re = /(?:^|, )([A-Za-z ]+:(?:"(?:[^"\\]|\\.)*"|[^,]*))/g;

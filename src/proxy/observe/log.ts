@@ -50,6 +50,14 @@ export interface AccessRecord {
   request_id: string;
   path: string;
   authority: string | undefined;
+  /** the client's address and port (the downstream socket's remote end), as node reports them */
+  client_address: string | undefined;
+  client_port: number | undefined;
+  /** TLS listeners: the verified client certificate's first URI SAN, else its subject (RFC 2253); absent without one */
+  tls_identity: string | undefined;
+  /** TLS listeners: the server name the client sent (SNI), and the negotiated version ("TLSv1.3") */
+  tls_sni: string | undefined;
+  tls_version: string | undefined;
   grpc_code: number;
   grpc_status: string;
   decided_by: string;
@@ -57,6 +65,7 @@ export interface AccessRecord {
   route: string | undefined;
   upstream: string | undefined;
   budget_in_ms: number | undefined;
+  /** the grpc-timeout sent upstream (absent when no attempt was made: the call never went upstream) */
   budget_out_ms: number | undefined;
   duration_ms: number;
   /** messages forwarded to the upstream (one refused at its prefix is not counted) */

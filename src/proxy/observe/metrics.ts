@@ -396,7 +396,10 @@ export class Metrics {
       "1 while V8 marks the old generation on a helper thread (its default), 0 while dojang has turned that off (concurrentMarking: off, or auto on one CPU under a high byte rate).",
       () => live.concurrentMarking,
     );
-    client.collectDefaultMetrics({ register: this.registry, prefix: "dojang_process_" });
+    // prom-client's default metrics under their standard names (process_cpu_seconds_total,
+    // process_resident_memory_bytes, nodejs_eventloop_lag_seconds, nodejs_heap_*...), which
+    // stock Node.js and Prometheus dashboards query; a prefix would hide them (issue 18 item 7).
+    client.collectDefaultMetrics({ register: this.registry });
     this.other = new MethodSeries(this, OTHER, OTHER);
   }
 

@@ -3,14 +3,25 @@
 // with no token left ends at once with 8 RESOURCE_EXHAUSTED, decided_by rate_limited (not 14: a
 // client must not retry it at once), and is never sent upstream.
 //
+// The refusal says when to come back (issue 18 item 8; `responseHeaders: false` turns it off):
+// Envoy's local rate limit headers x-ratelimit-limit / -remaining / -reset (draft RFC RateLimit
+// headers, version 03: the bucket's size, whole tokens left, whole seconds until a call would be
+// admitted) and grpc-retry-pushback-ms (the milliseconds until the key's bucket has a token),
+// which a gRPC client honours when RESOURCE_EXHAUSTED is in its retry policy's
+// retryableStatusCodes (gRFC A6): it waits that long and retries, instead of its own back-off.
+// Admitted calls carry none of them: Envoy (enable_x_ratelimit_headers) adds them to every
+// response of the route, which here would cost each admitted call a filter object and three
+// formatted numbers on the hot path, for a hint only a refused client needs.
+//
 // Cost: a listener none of whose routes has a rateLimit gets no factory at all; otherwise each
 // call pays one array lookup (its route's limiter, null for a route without one) and, on a
-// limited route, one bucket take. Only a refused call gets a filter (one shared object, no
-// allocation per call): it ends the call in its request-head hook.
+// limited route, one bucket take. Only a refused call gets a filter (with its hint's header
+// fields: allocated on refusals only): it ends the call in its request-head hook.
 import type { RouteConfig } from "../../../config/index.js";
 import { Code, outcome } from "../../../translate/index.js";
-import { KeyedBuckets } from "../../../translate/token-bucket.js";
+import { KeyedBuckets, rateLimitHint } from "../../../translate/token-bucket.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
+import type { OutgoingHeaders } from "../../call/headers.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
 
@@ -23,6 +34,10 @@ interface Limiter {
   readonly header: string | null;
   readonly byAddress: boolean;
   readonly message: string;
+  /** rateLimit.responseHeaders: a refusal carries x-ratelimit-* and grpc-retry-pushback-ms */
+  readonly hints: boolean;
+  /** the refusal without hints (one shared object) */
+  readonly refusal: CallFilter;
 }
 
 const kind = (key: string): Pick<Limiter, "header" | "byAddress"> =>
@@ -34,16 +49,31 @@ function rawHeader(raw: readonly string[], name: string): string {
   return "";
 }
 
-/** The one filter a refused call gets: it ends the call before any attempt. */
-function refusing(message: string): CallFilter {
-  return Object.freeze({
-    resetsWithCodes: false,
-    statusExtra: undefined,
-    faultRule: undefined,
-    onRequestHead(c: FilterCall): boolean {
-      c.finishLocal(outcome(Code.RESOURCE_EXHAUSTED, message, "rate_limited"));
-      return false;
-    },
+/** The filter a refused call gets: it ends the call before any attempt, with `extra` on its status. */
+class Refusal implements CallFilter {
+  readonly resetsWithCodes = false;
+  readonly statusExtra = undefined;
+  readonly faultRule = undefined;
+  constructor(
+    private readonly message: string,
+    private readonly extra: OutgoingHeaders | undefined,
+  ) {}
+  onRequestHead(c: FilterCall): boolean {
+    c.finishLocal(outcome(Code.RESOURCE_EXHAUSTED, this.message, "rate_limited"), this.extra);
+    return false;
+  }
+}
+
+/** The refusal's hint for the bucket of `key`, as status fields. */
+function refusalWithHint(l: Limiter, key: string): CallFilter {
+  const b = l.buckets.peek(key);
+  if (b === undefined) return l.refusal;
+  const h = rateLimitHint(b, l.buckets.cfg);
+  return new Refusal(l.message, {
+    "x-ratelimit-limit": String(h.limit),
+    "x-ratelimit-remaining": String(h.remaining),
+    "x-ratelimit-reset": String(h.resetSeconds),
+    "grpc-retry-pushback-ms": String(h.pushbackMs),
   });
 }
 
@@ -53,19 +83,23 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
   const limiters: (Limiter | null)[] = routes.map((r) => {
     const rl = r.rateLimit;
     if (rl === null) return null;
+    const message = `rate limited: more than ${rl.callsPerSecond} calls per second (burst ${rl.burst}) by ${rl.key}`;
     return {
       buckets: new KeyedBuckets({ ratePerSecond: rl.callsPerSecond, burst: rl.burst }, MAX_KEYS),
       ...kind(rl.key),
-      message: `rate limited: more than ${rl.callsPerSecond} calls per second (burst ${rl.burst}) by ${rl.key}`,
+      message,
+      hints: rl.responseHeaders,
+      refusal: Object.freeze(new Refusal(message, undefined)),
     };
   });
-  const refusals = limiters.map((l) => (l === null ? null : refusing(l.message)));
   return {
     forCall(c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
       const l = limiters[route.index];
       if (l === undefined || l === null) return null;
-      const key = l.byAddress ? (c.down.session?.socket?.remoteAddress ?? "") : l.header !== null ? rawHeader(raw, l.header) : "";
-      return l.buckets.take(key, now()) ? null : refusals[route.index]!;
+      // (the address read once per connection: no getpeername per call)
+      const key = l.byAddress ? (c.peer?.address ?? "") : l.header !== null ? rawHeader(raw, l.header) : "";
+      if (l.buckets.take(key, now())) return null;
+      return l.hints ? refusalWithHint(l, key) : l.refusal;
     },
   };
 }

@@ -2,18 +2,18 @@
 // written (issue 18, item 11): docs/examples/grpc-web-browser/index.html served by the README's
 // one-liner (after <!-- grpc-web:page-server -->), dojang started from the example's dojang.yaml,
 // the quick start's echo upstream one-liner, with only their fixed ports moved to free ones; the
-// page loaded in headless Chromium (Debian's chromium via playwright-core, as grpc-web.browser
-// does) on its own origin, so the call is cross-origin and CORS must let it through. With the
-// upstream not yet running the page shows dojang's 14 from the trailer frame; with it, the echo.
+// page loaded in headless Chromium (test/helpers/browser.ts, as grpc-web.browser does) on its
+// own origin, so the call is cross-origin and CORS must let it through. With the upstream not yet
+// running the page shows dojang's 14 from the trailer frame; with it, the echo.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "../helpers/browser.js";
 import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, logLines, spawnDojang, tempDir, waitFor } from "../helpers/process.js";
 import { blockAfterMarker } from "../helpers/readme.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const EXAMPLE = join(REPO_ROOT, "docs", "examples", "grpc-web-browser");
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
 
@@ -43,10 +43,7 @@ describe("the README's gRPC-Web browser example (no bundler)", () => {
 
   beforeAll(async () => {
     assertDistBuilt();
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} not found: this test needs Debian's chromium (CI's .ci/run installs it: apt-get install -y chromium)`);
-    }
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"], timeout: 20_000 });
+    browser = (await launchChromium()).browser;
   }, 60_000);
 
   afterAll(async () => {

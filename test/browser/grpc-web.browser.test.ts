@@ -1,23 +1,23 @@
 // Contract (issue 12): gRPC-Web "tested in a real browser, in npm test and so in CI": headless
-// Chromium (Debian's chromium; .ci/run installs it) driven by playwright-core with executablePath
-// set (no browser download) loads a page served on 127.0.0.1, whose script (bundled here with
-// esbuild) calls a @grpc/grpc-js upstream through dojang with @connectrpc/connect-web's gRPC-Web
-// transport: unary, server streaming, an error status with a non-ASCII message, a deadline, and a
-// CORS-refused origin (the page on one origin, dojang on another) — each result asserted from the
-// page. Not skipped when chromium is missing: it fails, saying how to install it.
+// Chromium (Debian's chromium where the machine has it, else the one an npm devDependency ships:
+// test/helpers/browser.ts) driven by playwright-core with executablePath set (no browser
+// download) loads a page served on 127.0.0.1, whose script (bundled here with esbuild) calls a
+// @grpc/grpc-js upstream through dojang with @connectrpc/connect-web's gRPC-Web transport: unary,
+// server streaming, an error status with a non-ASCII message, a deadline, and a CORS-refused
+// origin (the page on one origin, dojang on another) — each result asserted from the page.
+// Never skipped: when no browser starts, it fails, saying why.
 import * as grpc from "@grpc/grpc-js";
 import { build } from "esbuild";
-import { existsSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
 import { startGrpcServer, startProxy, type GrpcServer } from "../helpers/peers.js";
+import { launchChromium } from "../helpers/browser.js";
 import { waitFor } from "../helpers/fixtures.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const NON_ASCII = "잘못된 요청: ✓ ünïcode";
 
 /** google.protobuf.StringValue on the wire: field 1, length-delimited (the upstream's codec). */
@@ -98,9 +98,6 @@ describe("gRPC-Web from a real browser (headless Chromium, connect-web's gRPC-We
   let dojangUrl = "";
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} not found: this test needs Debian's chromium (CI's .ci/run installs it: apt-get install -y chromium)`);
-    }
     const bundle = await build({
       entryPoints: [fileURLToPath(new URL("./page-client.mjs", import.meta.url))],
       bundle: true,
@@ -119,7 +116,7 @@ describe("gRPC-Web from a real browser (headless Chromium, connect-web's gRPC-We
       route: { match: { service: "test.Echo" } },
     });
     dojangUrl = `http://${px.instance.http1Address()}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"], timeout: 20_000 });
+    browser = (await launchChromium()).browser;
   }, 60_000);
 
   afterAll(async () => {

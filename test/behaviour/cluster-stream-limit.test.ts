@@ -39,9 +39,9 @@ interface CountingUpstream {
  * `messageFirst`: a held stream gets its response head and message at once, only its trailers
  * wait for release() (a call that has its first message is committed: no per-try timeout).
  */
-async function countingUpstream(messageFirst = false): Promise<CountingUpstream> {
+async function countingUpstream(messageFirst = false, settings: http2.Settings = {}): Promise<CountingUpstream> {
   // No settings given: node announces no SETTINGS_MAX_CONCURRENT_STREAMS, nghttp2's peer has no limit.
-  const server = http2.createServer();
+  const server = http2.createServer({ settings });
   const live = new Set<http2.Http2Session>();
   const held: (() => void)[] = [];
   const perSession = new Map<http2.Http2Session, number>();
@@ -319,5 +319,28 @@ describe("issue 23: maxConcurrentStreamsPerSession holds in dojang when the upst
     for (const r of await Promise.all(calls)) expect(r.err).toBeNull();
     expect(up.maxOpen).toBe(5);
     expect(up.arrived).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+  });
+
+  it("an upstream that announces 2: the waiters beyond 2 on a new session go on another (maxSessionsPerEndpoint 2), then wait in dojang", async () => {
+    const up = await countingUpstream(false, { maxConcurrentStreams: 2 });
+    const px = await fx.proxyFor(up.address, { cluster: { ...LIMITS, maxSessionsPerEndpoint: 2, circuitBreaker: { maxPendingCalls: 10 } } });
+    const c = fx.client(px.address);
+    const cluster = px.instance.clusters.get("backend")!;
+    // all 8 before the first session has the peer's SETTINGS: 5 wait for it (dojang's 5), the rest for a second
+    const calls = Array.from({ length: 8 }, (_, i) => call(c, i));
+    await waitFor("4 streams upstream and 4 pending", () => up.open === 4 && cluster.pendingAttempts() === 4);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(up.open).toBe(4);
+    expect(up.sessions).toBe(2);
+    expect(up.maxPerSession).toBe(2);
+    const v = await clustersView(px);
+    expect(v.endpoints[0]!.sessions).toEqual({ open: 2, draining: 0, streams: 4 });
+    expect(v.breaker.maxPendingCalls.current).toBe(4);
+    up.release();
+    for (const r of await Promise.all(calls)) expect(r.err).toBeNull();
+    expect(up.maxPerSession).toBe(2);
+    expect(up.sessions).toBe(2);
+    expect(up.arrived.length).toBe(8);
+    expect(cluster.pendingAttempts()).toBe(0);
   });
 });

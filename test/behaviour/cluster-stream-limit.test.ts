@@ -10,6 +10,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
+import { configFromText } from "../../src/config/index.js";
 import { frame, unary, type EchoClient, type UnaryResult } from "../helpers/peers.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { GRPC_RESPONSE_HEADERS, afterRequest, replyGrpc } from "../helpers/scripted-upstream.js";
@@ -342,5 +343,41 @@ describe("issue 23: maxConcurrentStreamsPerSession holds in dojang when the upst
     expect(up.sessions).toBe(2);
     expect(up.arrived.length).toBe(8);
     expect(cluster.pendingAttempts()).toBe(0);
+  });
+
+  it("the endpoint leaves the cluster (a reload drops it): its waiting calls end there and go to the new endpoint", async () => {
+    const a = await countingUpstream();
+    const b = await countingUpstream();
+    b.hold = false;
+    const px = await fx.proxyFor(a.address, { cluster: LIMITS });
+    const c = fx.client(px.address);
+    const cluster = px.instance.clusters.get("backend")!;
+    const calls = await startInOrder(px, a, c, 0, 8);
+    await waitFor("5 streams on a and 3 pending", () => a.open === 5 && cluster.pendingAttempts() === 3);
+    const cfg = [
+      "admin: { address: 127.0.0.1:0 }",
+      "listeners:",
+      "  - name: main",
+      "    address: 127.0.0.1:0",
+      '    routes: [{ match: { prefix: "/" }, cluster: backend }]',
+      "clusters:",
+      `  - { name: backend, endpoints: ["${b.address}"], maxConcurrentStreamsPerSession: 5, maxSessionsPerEndpoint: 1, circuitBreaker: { maxPendingCalls: 5 } }`,
+    ].join("\n");
+    const r = await px.instance.reload(configFromText(cfg, "<test>"));
+    expect(r.ok, r.message).toBe(true);
+    expect(r.applied).toEqual(["clusters[0].endpoints"]);
+    expect(px.instance.clusters.get("backend")).toBe(cluster); // kept: only its endpoints changed
+    // the 3 waiting ones never reached a, and went to b (a transparent retry: nothing was sent)
+    await waitFor("3 streams on b", () => b.arrived.length === 3);
+    expect(b.arrived).toEqual(["5", "6", "7"]);
+    expect(cluster.pendingAttempts()).toBe(0);
+    a.release(); // the 5 on a's draining session finish there
+    const rs = await Promise.all(calls);
+    for (const [i, x] of rs.entries()) {
+      expect(x.err).toBeNull();
+      expect(x.res!.toString()).toBe(`ok ${i}`);
+    }
+    expect(a.arrived).toEqual(["0", "1", "2", "3", "4"]);
+    expect(a.maxOpen).toBe(5);
   });
 });

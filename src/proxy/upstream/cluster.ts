@@ -141,14 +141,16 @@ export class Cluster implements ClusterMetricsSource {
         next.push(probe);
       }
     }
+    this.endpoints = Object.freeze(next);
+    this.rebuild();
+    // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
+    // must pick among the endpoints that stay)
     for (const gone of old.values()) {
       gone.retire();
       const t = this.ejectionTimers.get(gone);
       if (t !== undefined) clearTimeout(t);
       this.ejectionTimers.delete(gone);
     }
-    this.endpoints = Object.freeze(next);
-    this.rebuild();
   }
 
   /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */

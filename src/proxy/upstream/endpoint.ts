@@ -197,7 +197,6 @@ export class Endpoint {
    * among a connecting session's waiters, or a new session; stops at the first it cannot serve.
    */
   dispatch(): void {
-    if (this.retired) return;
     let w: SlotWaiter | undefined;
     while ((w = this.qHead) !== undefined) {
       const s = this.readyWithRoom() ?? this.connectingWithRoom() ?? this.openIfAllowed();
@@ -268,7 +267,8 @@ export class Endpoint {
     this.retired = true;
     this.checker?.stop();
     this.checker = undefined;
-    for (const s of [...this.sessions]) s.retire();
+    // (first: the sessions' retirement would open new ones for the queue)
     this.failQueue(`upstream ${this.label} left cluster ${this.cluster.name} while the call waited for a stream`);
+    for (const s of [...this.sessions]) s.retire();
   }
 }

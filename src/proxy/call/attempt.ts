@@ -1,8 +1,9 @@
 // One attempt: one upstream stream on one session of one endpoint. It opens the stream (waiting
-// for the session's SETTINGS, or in the endpoint's queue for a stream slot, if need be), writes the request corked per loop turn, and reports
-// facts to its owner (the Call): the response head, data, trailers, how the stream ended and
-// closed, and whether the upstream can have processed the request. It decides no status: the
-// call does, with src/translate. It reports its result to its endpoint exactly once.
+// for the session's SETTINGS, or in the endpoint's queue for a stream slot, if need be), writes
+// the request corked per loop turn, and reports facts to its owner (the Call): the response
+// head, data, trailers, how the stream ended and closed, and whether the upstream can have
+// processed the request. It decides no status: the call does, with src/translate. It reports its
+// result to its endpoint exactly once.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // attempt in one symbol slot on the stream; 'drain' is listened to only after a first write()

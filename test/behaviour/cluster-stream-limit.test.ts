@@ -13,6 +13,7 @@ import type { DojangHandle } from "../../src/index.js";
 import { configFromText } from "../../src/config/index.js";
 import { frame, unary, type EchoClient, type UnaryResult } from "../helpers/peers.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
+import { runCalls } from "../helpers/backends.js";
 import { GRPC_RESPONSE_HEADERS, afterRequest, replyGrpc } from "../helpers/scripted-upstream.js";
 
 const fx = useFixtures();
@@ -379,5 +380,37 @@ describe("issue 23: maxConcurrentStreamsPerSession holds in dojang when the upst
     }
     expect(a.arrived).toEqual(["0", "1", "2", "3", "4"]);
     expect(a.maxOpen).toBe(5);
+  });
+
+  it("churn: 200 calls, 50 at a time, a third with a short deadline and some cancelled: never above 5, and every count back to 0", async () => {
+    const up = await countingUpstream();
+    up.hold = false;
+    const px = await fx.proxyFor(up.address, { cluster: { ...LIMITS, circuitBreaker: { maxPendingCalls: 100 } } });
+    const c = fx.client(px.address);
+    const cluster = px.instance.clusters.get("backend")!;
+    const codes = await runCalls(200, 50, (i) => {
+      if (i % 7 === 0) {
+        return new Promise<number>((resolve) => {
+          const md = new grpc.Metadata();
+          md.set("x-i", String(i));
+          const cc = c.Unary(Buffer.from("x"), md, { deadline: Date.now() + 20_000 }, (err: grpc.ServiceError | null) => resolve(err?.code ?? 0));
+          setTimeout(() => cc.cancel(), i % 3);
+        });
+      }
+      return call(c, i, i % 3 === 0 ? { deadline: Date.now() + 20 } : {}).then((r) => r.err?.code ?? 0);
+    });
+    for (const [i, code] of codes.entries()) {
+      if (i % 7 === 0) expect([0, grpc.status.CANCELLED]).toContain(code);
+      else if (i % 3 === 0) expect([0, grpc.status.DEADLINE_EXCEEDED]).toContain(code);
+      else expect(code).toBe(0);
+    }
+    expect(up.maxOpen).toBeLessThanOrEqual(5);
+    expect(up.sessions).toBe(1);
+    await waitFor("every stream closed", () => up.open === 0 && cluster.endpoints[0]!.active === 0);
+    expect(cluster.pendingAttempts()).toBe(0);
+    expect(cluster.endpoints[0]!.queued).toBe(0);
+    const v = await clustersView(px);
+    expect(v.endpoints[0]!.sessions).toEqual({ open: 1, draining: 0, streams: 0 });
+    expect(v.breaker.maxPendingCalls.current).toBe(0);
   });
 });

@@ -78,6 +78,10 @@ describe('"Circuit breakers per cluster … overflow answers 14 at once with dec
     expect(r.err?.details).toBe("cluster backend: maxPendingCalls 2 reached");
     expect(sample(await scrape(px.adminAddress), "dojang_calls_total", { decided_by: "overflow" })).toBe(1);
     expect(sample(await scrape(px.adminAddress), "dojang_upstream_overflow_total", { cluster: "backend", limit: "maxPendingCalls" })).toBe(1);
+    // no attempt was made (issue 23: it was recorded as 1)
+    await waitFor("the overflow's record", () => px.calls.length === 1);
+    expect(px.calls[0]).toMatchObject({ decided_by: "overflow", attempts: 0 });
+    expect(px.calls[0]!.upstream).toBeUndefined();
     // the two waiting ones were not disturbed: they end by their own deadline
     for (const w of await Promise.all(waiting)) expect(w.err?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     // and with nothing pending, a new attempt may wait again

@@ -1,8 +1,9 @@
 // One attempt: one upstream stream on one session of one endpoint. It opens the stream (waiting
-// for the session's SETTINGS if need be), writes the request corked per loop turn, and reports
-// facts to its owner (the Call): the response head, data, trailers, how the stream ended and
-// closed, and whether the upstream can have processed the request. It decides no status: the
-// call does, with src/translate. It reports its result to its endpoint exactly once.
+// for the session's SETTINGS, or in the endpoint's queue for a stream slot, if need be), writes
+// the request corked per loop turn, and reports facts to its owner (the Call): the response
+// head, data, trailers, how the stream ended and closed, and whether the upstream can have
+// processed the request. It decides no status: the call does, with src/translate. It reports its
+// result to its endpoint exactly once.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // attempt in one symbol slot on the stream; 'drain' is listened to only after a first write()
@@ -11,7 +12,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:ht
 import { Readable, addAbortSignal } from "node:stream";
 import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/index.js";
 import type { AttemptResult, Endpoint } from "../upstream/endpoint.js";
-import { describeConnectError, type SessionWaiter, type UpstreamSession } from "../upstream/session.js";
+import { describeConnectError, type SlotWaiter, type UpstreamSession } from "../upstream/session.js";
 import { headerList, type OutgoingHeaders } from "./headers.js";
 import type { ReplaySink } from "./retry-buffer.js";
 
@@ -65,9 +66,12 @@ export interface AttemptOwner {
   mayEndRequest(): boolean;
 }
 
-export class Attempt implements SessionWaiter, ReplaySink {
-  /** the session this attempt rides on (or waits for) */
+export class Attempt implements SlotWaiter, ReplaySink {
+  /** the session this attempt rides on (or waits for); undefined while it waits in the endpoint's queue */
   session: UpstreamSession | undefined = undefined;
+  /** SlotWaiter: the endpoint queue's links */
+  qPrev: SlotWaiter | undefined = undefined;
+  qNext: SlotWaiter | undefined = undefined;
   /** the upstream stream, once opened */
   up: ClientHttp2Stream | undefined = undefined;
   /** the readable side ended */
@@ -115,14 +119,18 @@ export class Attempt implements SessionWaiter, ReplaySink {
     readonly resetByClose: boolean,
   ) {}
 
-  /** Takes a stream slot on the endpoint (opening a session if need be). */
+  /**
+   * Takes a stream slot on the endpoint: a free one at once, or it waits (for a session's
+   * SETTINGS, or in the endpoint's queue until a stream there ends) while the call's deadline
+   * runs. A full circuit breaker (maxConnections, maxPendingCalls) refuses at once with a message
+   * naming the limit; the call ends 14 decided_by overflow, and does not count this attempt (no
+   * stream was opened, nothing waited; the endpoint hears "local").
+   */
   start(): void {
     this.started = true;
     this.endpoint.attemptStarted();
-    // (CLUSTER, #11) slot(), not acquire(): a full circuit breaker (maxConnections,
-    // maxPendingCalls) refuses at once with a message naming the limit; the call ends 14
-    // decided_by overflow. No stream was opened, so the endpoint hears "local".
-    const s = this.endpoint.slot();
+    const s = this.endpoint.slot(this);
+    if (s === undefined) return; // queued at the endpoint: onSlot, or cancel()
     if (typeof s === "string") {
       this.report("local");
       return this.owner.onAttemptFailed(this, outcome(Code.UNAVAILABLE, s, "overflow"));
@@ -138,7 +146,7 @@ export class Attempt implements SessionWaiter, ReplaySink {
   private use(sess: UpstreamSession): void {
     this.session = sess;
     if (!sess.connected) {
-      sess.waiting.push(this);
+      sess.addWaiter(this);
       return;
     }
     let up: ClientHttp2Stream;
@@ -170,18 +178,29 @@ export class Attempt implements SessionWaiter, ReplaySink {
     this.owner.onAttemptOpen(this);
   }
 
-  /** SessionWaiter: the session this attempt waited for has the peer's SETTINGS. */
-  onSessionReady(sess: UpstreamSession): void {
+  /** SlotWaiter: a slot on `sess` (the session this attempt waited for has its SETTINGS, or the endpoint's queue moved on). */
+  onSlot(sess: UpstreamSession): void {
     if (this.cancelled) return;
-    // Full already (the peer allows fewer streams than were waiting): another session.
-    this.use(sess.active < sess.limit ? sess : sess.endpoint.acquire());
+    this.use(sess);
   }
 
-  /** SessionWaiter: the session failed before it was ready (refused, timeout, closed). */
+  /** SlotWaiter: the session failed before it was ready (refused, timeout, closed). */
   onSessionFailed(sess: UpstreamSession): void {
     if (this.cancelled) return;
     this.report("unreachable");
     this.owner.onAttemptFailed(this, outcome(Code.UNAVAILABLE, sess.failure ?? `upstream ${sess.endpoint.label} unreachable`, "upstream_unreachable"));
+  }
+
+  /** SlotWaiter: no slot will come (the endpoint left the cluster): nothing reached it, a retry may go elsewhere. */
+  onSlotFailed(why: string): void {
+    if (this.cancelled) return;
+    this.report("local");
+    this.owner.onAttemptFailed(this, outcome(Code.UNAVAILABLE, why, "upstream_unreachable"));
+  }
+
+  /** SlotWaiter: dojang cancelled it. */
+  get abandoned(): boolean {
+    return this.cancelled;
   }
 
   // === request ===
@@ -275,10 +294,12 @@ export class Attempt implements SessionWaiter, ReplaySink {
     if (this.closed) return;
     const up = this.up;
     if (up === undefined) {
-      // Waiting for a session (or never opened): nothing on the wire; a late ready is ignored.
+      // Waiting for a session or a slot (or never opened): nothing on the wire; a late slot is
+      // ignored. Out of the session's waiters or the endpoint's queue at once, so it no longer
+      // counts against maxPendingCalls.
       this.cancelled = true;
-      // (CLUSTER, #11) out of the session's queue, so it no longer counts against maxPendingCalls
       this.session?.unwait(this);
+      this.endpoint.unqueue(this);
       this.report("local");
       return;
     }
@@ -367,7 +388,8 @@ export class Attempt implements SessionWaiter, ReplaySink {
   /** The stream's 'close': the owner decides first, then the endpoint hears the result. */
   onStreamClose(): void {
     this.closed = true;
-    this.session!.active--;
+    // (first: the slot goes to the endpoint's queue before the owner may start another attempt)
+    this.session!.streamClosed();
     this.owner.onAttemptClose(this);
     this.reportAtClose();
   }

@@ -580,6 +580,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptFailed(a: Attempt, o: Outcome): void {
     if (a !== this.attempt) return;
+    // A circuit breaker refused it at its start: no attempt was made (the record's attempts).
+    if (o.decidedBy === "overflow") this.attempts--;
     // No stream reached the upstream (connect failed, session closed before it was ready).
     if (o.decidedBy === "upstream_unreachable" && this.tryRetry(a, "refused", undefined, undefined)) return;
     this.finish(o);

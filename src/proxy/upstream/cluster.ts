@@ -22,7 +22,10 @@ import type { UpstreamSession } from "./session.js";
 export interface BreakerCounters {
   /** calls routed here that have not ended (maxCalls, enforced at the call) */
   activeCalls: number;
-  /** attempts waiting for a stream slot, as last computed (pendingAttempts() is the live figure) */
+  /**
+   * attempts waiting now: among a connecting session's waiters (for its SETTINGS) or in an
+   * endpoint's queue (every session at its stream limit); kept live by session.ts and endpoint.ts
+   */
   pendingAttempts: number;
   /** retries in flight (maxRetries, enforced at the call) */
   activeRetries: number;
@@ -138,14 +141,16 @@ export class Cluster implements ClusterMetricsSource {
         next.push(probe);
       }
     }
+    this.endpoints = Object.freeze(next);
+    this.rebuild();
+    // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
+    // must pick among the endpoints that stay)
     for (const gone of old.values()) {
       gone.retire();
       const t = this.ejectionTimers.get(gone);
       if (t !== undefined) clearTimeout(t);
       this.ejectionTimers.delete(gone);
     }
-    this.endpoints = Object.freeze(next);
-    this.rebuild();
   }
 
   /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
@@ -236,12 +241,9 @@ export class Cluster implements ClusterMetricsSource {
 
   // === circuit breakers ===
 
-  /** Attempts waiting now: for a session's SETTINGS, or above a session's stream limit. */
+  /** Attempts waiting now: for a session's SETTINGS, or in an endpoint's queue for a stream slot (maxPendingCalls counts them). */
   pendingAttempts(): number {
-    let n = 0;
-    for (const s of this.open) n += s.waiting.length + (s.active > s.limit ? s.active - s.limit : 0);
-    this.breaker.pendingAttempts = n;
-    return n;
+    return this.breaker.pendingAttempts;
   }
 
   /** A limit was reached: counts it, and returns the message the call ends with. */
@@ -275,6 +277,9 @@ export class Cluster implements ClusterMetricsSource {
 
   sessionClosed(s: UpstreamSession): void {
     if (this.open.delete(s)) this.metrics.live.upstreamSessions--;
+    // one connection fewer (maxConnections), and its endpoint one session fewer: attempts
+    // queued for want of a session may get one now
+    if (this.breaker.pendingAttempts !== 0) for (const e of this.endpoints) if (e.queued !== 0) e.dispatch();
   }
 
   /** Stops health checkers, DNS and ejection timers (a reload dropped the cluster; Dojang.close). Sessions stay: close() ends them. */
@@ -294,6 +299,7 @@ export class Cluster implements ClusterMetricsSource {
   /** Closes every session: gracefully (GOAWAY, let streams finish) or at once; stops the timers. */
   close(force: boolean): void {
     this.stop();
+    if (force) for (const e of this.endpoints) e.failQueue(`cluster ${this.name} closed while the call waited for a stream`);
     for (const s of [...this.open]) {
       if (force) s.h2.destroy();
       else s.retire();

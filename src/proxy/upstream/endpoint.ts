@@ -1,9 +1,10 @@
 // One upstream address: its small pool of sessions (a stream slot is found here, within the
-// cluster's circuit breakers), and what the attempts that rode on it reported (attemptEnded),
+// session limits and the cluster's circuit breakers; an attempt that finds none waits in this
+// endpoint's queue, in dojang), and what the attempts that rode on it reported (attemptEnded),
 // which feeds outlier detection. Health (a HealthChecker's verdict) and ejection are flags the
 // cluster reads when it rebuilds its picker. Must not import src/proxy/call.
 import type { Cluster } from "./cluster.js";
-import { UpstreamSession } from "./session.js";
+import { UpstreamSession, type SlotWaiter } from "./session.js";
 import type { HealthChecker } from "./health-check.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
 
@@ -35,8 +36,12 @@ export class Endpoint {
   readonly url: string;
   readonly label: string;
   readonly sessions: UpstreamSession[] = [];
-  /** attempts whose stream is open or waiting for a session here */
+  /** attempts whose stream is open, or that wait for a session or a stream slot here */
   active = 0;
+  /** attempts waiting in the queue for a stream slot (see slot()) */
+  queued = 0;
+  private qHead: SlotWaiter | undefined = undefined;
+  private qTail: SlotWaiter | undefined = undefined;
   /** attempts ended, by result */
   readonly results: Record<AttemptResult, number> = { ok: 0, status: 0, reset: 0, refused: 0, unreachable: 0, local: 0 };
   /**
@@ -69,62 +74,145 @@ export class Endpoint {
     this.weight = weight;
   }
 
-  /** A session with room for one more stream; opens one if all are full and the cap allows. */
-  acquire(): UpstreamSession {
-    const list = this.sessions;
-    for (let i = 0; i < list.length; i++) {
-      const s = list[i]!;
-      if (s.hasCapacity()) return s;
-    }
-    const cfg = this.cluster.cfg;
-    if (list.length < cfg.maxSessionsPerEndpoint || list.length === 0) return this.open();
-    return this.leastLoaded();
-  }
-
   /**
-   * A stream slot for a new attempt, within the cluster's circuit breakers: a session, or why
-   * none may be had (the message names the limit; the attempt ends 14 decided_by overflow).
-   * maxConnections caps the sessions of the cluster; maxPendingCalls the attempts that would
-   * wait (for a session's SETTINGS, or for a slot on a session at its stream limit).
-   * The common case (a ready session with room) checks nothing else.
+   * A stream slot for a new attempt, within the session limits and the cluster's circuit
+   * breakers. The effective limit of a session is min(maxConcurrentStreamsPerSession, the peer's
+   * SETTINGS_MAX_CONCURRENT_STREAMS), and dojang holds it itself: nghttp2 holds a stream only
+   * above the peer's own limit, so with a peer that announces none (or a larger one) a stream
+   * given to a session at dojang's limit would go out at once. Returns:
+   * - a ready session with room: open the stream now (the common case: nothing else is looked
+   *   at, nothing allocated);
+   * - a connecting session with room (maybe one opened now, within maxSessionsPerEndpoint and
+   *   maxConnections): wait for its SETTINGS (pending);
+   * - undefined: every session is at its limit and no other may be opened, so `w` waits in this
+   *   endpoint's queue (pending) and is given a slot in order (w.onSlot) when a stream here ends
+   *   or a session frees up;
+   * - a string: a limit said no (maxPendingCalls: the attempt would wait and that many already
+   *   do; maxConnections: the endpoint has no session and the cluster may open none); the
+   *   attempt ends 14 decided_by overflow.
+   * While attempts wait in the queue, a new one queues behind them (first come, first served).
    */
-  slot(): UpstreamSession | string {
+  slot(w: SlotWaiter): UpstreamSession | string | undefined {
     const list = this.sessions;
-    let waitOn: UpstreamSession | undefined;
-    for (let i = 0; i < list.length; i++) {
-      const s = list[i]!;
-      if (s.hasCapacity()) {
-        if (s.connected) return s;
-        waitOn ??= s;
+    if (this.qHead === undefined) {
+      for (let i = 0; i < list.length; i++) {
+        const s = list[i]!;
+        if (s.state === "ready" && s.active < s.limit) return s;
       }
     }
     const c = this.cluster;
     const cb = c.cfg.circuitBreaker;
-    if (c.pendingAttempts() >= cb.maxPendingCalls) return c.overflow("maxPendingCalls", cb.maxPendingCalls);
-    if (waitOn !== undefined) return waitOn;
-    if (list.length < c.cfg.maxSessionsPerEndpoint || list.length === 0) {
-      if (c.open.size >= cb.maxConnections) {
-        // No new session: queue on one of this endpoint's, if it has any.
-        if (list.length === 0) return c.overflow("maxConnections", cb.maxConnections);
-        return this.leastLoaded();
-      }
-      return this.open();
+    if (c.breaker.pendingAttempts >= cb.maxPendingCalls) return c.overflow("maxPendingCalls", cb.maxPendingCalls);
+    if (this.qHead === undefined) {
+      const s = this.connectingWithRoom() ?? this.openIfAllowed();
+      if (s !== undefined) return s;
+      // No new session (maxConnections): wait for a stream on one of its own, if it has any.
+      if (list.length === 0) return c.overflow("maxConnections", cb.maxConnections);
     }
-    return this.leastLoaded();
+    this.enqueue(w);
+    return undefined;
   }
 
-  private open(): UpstreamSession {
-    const s = new UpstreamSession(this, this.cluster.cfg);
+  private readyWithRoom(): UpstreamSession | undefined {
+    const list = this.sessions;
+    for (let i = 0; i < list.length; i++) {
+      const s = list[i]!;
+      if (s.state === "ready" && s.active < s.limit) return s;
+    }
+    return undefined;
+  }
+
+  private connectingWithRoom(): UpstreamSession | undefined {
+    const list = this.sessions;
+    for (let i = 0; i < list.length; i++) {
+      const s = list[i]!;
+      if (s.state === "connecting" && s.waiting.length < s.limit) return s;
+    }
+    return undefined;
+  }
+
+  /** A new session, if maxSessionsPerEndpoint and the cluster's maxConnections allow one. */
+  private openIfAllowed(): UpstreamSession | undefined {
+    const c = this.cluster;
+    if (this.sessions.length >= c.cfg.maxSessionsPerEndpoint || c.open.size >= c.cfg.circuitBreaker.maxConnections) return undefined;
+    const s = new UpstreamSession(this, c.cfg);
     this.sessions.push(s);
     return s;
   }
 
-  /** Every session is at its limit: the least loaded one queues the stream (nghttp2 holds it until the peer frees a slot). */
-  private leastLoaded(): UpstreamSession {
-    const list = this.sessions;
-    let best = list[0]!;
-    for (let i = 1; i < list.length; i++) if (list[i]!.active < best.active) best = list[i]!;
-    return best;
+  // === the queue: attempts waiting for a stream slot, first come first served ===
+  // A list linked through the waiters themselves (qPrev/qNext): queueing allocates nothing, and
+  // a waiter that gives up leaves at once. Each queued waiter counts in the cluster's
+  // breaker.pendingAttempts. Kept true: while the queue is not empty, no session of the
+  // endpoint has room and no session may be opened; whatever changes that (a stream ends, a
+  // session gets its SETTINGS or leaves rotation, a connection of the cluster closes, a SETTINGS
+  // waiter gives up) calls dispatch().
+
+  private enqueue(w: SlotWaiter): void {
+    w.qNext = undefined;
+    w.qPrev = this.qTail;
+    if (this.qTail === undefined) this.qHead = w;
+    else this.qTail.qNext = w;
+    this.qTail = w;
+    this.queued++;
+    this.cluster.breaker.pendingAttempts++;
+  }
+
+  /** Takes `w` out of the queue if it is in it (it gave up: cancelled, deadline, per-try timeout). */
+  unqueue(w: SlotWaiter): void {
+    if (w.qPrev === undefined && this.qHead !== w) return;
+    const p = w.qPrev;
+    const n = w.qNext;
+    if (p === undefined) this.qHead = n;
+    else p.qNext = n;
+    if (n === undefined) this.qTail = p;
+    else n.qPrev = p;
+    w.qPrev = undefined;
+    w.qNext = undefined;
+    this.queued--;
+    this.cluster.breaker.pendingAttempts--;
+  }
+
+  /**
+   * The waiters a session got its SETTINGS for but had no slot for (`ws[from..]`, in their
+   * order; the peer allows fewer streams than were waiting): first in line again, then served.
+   */
+  requeueFront(ws: readonly SlotWaiter[], from: number): void {
+    for (let i = ws.length - 1; i >= from; i--) {
+      const w = ws[i]!;
+      if (w.abandoned) continue;
+      w.qPrev = undefined;
+      w.qNext = this.qHead;
+      if (this.qHead === undefined) this.qTail = w;
+      else this.qHead.qPrev = w;
+      this.qHead = w;
+      this.queued++;
+      this.cluster.breaker.pendingAttempts++;
+    }
+    this.dispatch();
+  }
+
+  /**
+   * Gives the queued attempts, in order, what can be had: a slot on a ready session, a place
+   * among a connecting session's waiters, or a new session; stops at the first it cannot serve.
+   */
+  dispatch(): void {
+    let w: SlotWaiter | undefined;
+    while ((w = this.qHead) !== undefined) {
+      const s = this.readyWithRoom() ?? this.connectingWithRoom() ?? this.openIfAllowed();
+      if (s === undefined) return;
+      this.unqueue(w);
+      w.onSlot(s);
+    }
+  }
+
+  /** Every queued attempt ends (the endpoint left the cluster, the cluster closed). */
+  failQueue(why: string): void {
+    let w: SlotWaiter | undefined;
+    while ((w = this.qHead) !== undefined) {
+      this.unqueue(w);
+      w.onSlotFailed(why);
+    }
   }
 
   /** Takes a session out of rotation (it may still carry streams). */
@@ -171,11 +259,16 @@ export class Endpoint {
     this.cluster.sessionClosed(s);
   }
 
-  /** Out of the cluster: no new sessions are wanted; the ones open finish their streams. */
+  /**
+   * Out of the cluster: no new sessions are wanted; the ones open finish their streams, and the
+   * attempts queued here end 14 upstream_unreachable (a retry may pick another endpoint).
+   */
   retire(): void {
     this.retired = true;
     this.checker?.stop();
     this.checker = undefined;
+    // (first: the sessions' retirement would open new ones for the queue)
+    this.failQueue(`upstream ${this.label} left cluster ${this.cluster.name} while the call waited for a stream`);
     for (const s of [...this.sessions]) s.retire();
   }
 }

@@ -2,7 +2,7 @@
 // draining → closed). A stream's close cannot tell a real RST_STREAM from a lost connection
 // (node reports both as a stream close, the latter with a synthetic rstCode 8; spec §10.2 P3),
 // so an attempt keeps the session it rode on and reads `lost` and `goawayLastStreamId` here.
-// Must not import src/proxy/call (the waiter interface lives here, calls implement it).
+// Must not import src/proxy/call (the waiter interface lives here, attempts implement it).
 import http2, { type ClientHttp2Session } from "node:http2";
 import type { ClusterConfig } from "../../config/index.js";
 import type { Endpoint } from "./endpoint.js";
@@ -13,22 +13,35 @@ export type SessionState = "connecting" | "ready" | "draining" | "closed";
 /** Resets dojang may send on one upstream connection before it retires it (UpstreamSession.noteReset). */
 export const RESET_RETIRE_MIN = 200;
 
-/** An attempt waiting for a session's first SETTINGS. */
-export interface SessionWaiter {
-  onSessionReady(s: UpstreamSession): void;
+/**
+ * An attempt waiting for a stream slot: among a connecting session's waiters (for its first
+ * SETTINGS), or in its endpoint's queue (every session at its limit). Counted in the cluster's
+ * breaker.pendingAttempts while it waits.
+ */
+export interface SlotWaiter {
+  /** a slot on `s`: open the stream now (s ready), or wait among its waiters (s connecting) */
+  onSlot(s: UpstreamSession): void;
+  /** the session it waited for failed before it was ready (refused, timeout, closed, GOAWAY) */
   onSessionFailed(s: UpstreamSession): void;
+  /** no slot will come (its endpoint left the cluster): `why` names it */
+  onSlotFailed(why: string): void;
+  /** it gave up (cancelled): not to be queued again */
+  readonly abandoned: boolean;
+  /** the endpoint queue's links (endpoint.ts owns them) */
+  qPrev: SlotWaiter | undefined;
+  qNext: SlotWaiter | undefined;
 }
 
 export class UpstreamSession {
   state: SessionState = "connecting";
-  /** streams currently open on this session */
+  /** streams currently open on this session (never above `limit`: the endpoint holds the rest) */
   active = 0;
   /** streams opened on this session, and how many of them dojang reset (RST_STREAM CANCEL) */
   opened = 0;
   resetsSent = 0;
-  /** attempts waiting for the peer's SETTINGS before they open a stream here */
-  waiting: SessionWaiter[] = [];
-  /** min(cluster cap, peer's SETTINGS_MAX_CONCURRENT_STREAMS) */
+  /** attempts waiting for the peer's SETTINGS before they open a stream here (at most `limit`) */
+  waiting: SlotWaiter[] = [];
+  /** min(maxConcurrentStreamsPerSession, the peer's SETTINGS_MAX_CONCURRENT_STREAMS) */
   limit: number;
   /** the TCP+h2 handshake completed at least once */
   connected = false;
@@ -86,10 +99,11 @@ export class UpstreamSession {
         if (self.state === "connecting") self.state = "ready";
         self.endpoint.onConnectResult(self, "ok");
         if (cfg.keepalive !== null) self.scheduleKeepalive();
-        const w = self.waiting;
-        self.waiting = [];
-        for (let i = 0; i < w.length; i++) w[i]!.onSessionReady(self);
+        self.serveWaiters();
       }
+      // a first SETTINGS, or a later one that raised the limit: room for attempts queued at the endpoint
+      const e = self.endpoint;
+      if (e.queued !== 0 && self.state === "ready") e.dispatch();
     });
     h2.on("goaway", (code: number, lastStreamId: number, debug?: Buffer) => {
       self.goawayLastStreamId = lastStreamId;
@@ -116,6 +130,26 @@ export class UpstreamSession {
     // Frames that nghttp2 refused to send (oversize headers) surface here; the stream's own
     // 'close' carries the outcome.
     h2.on("frameError", () => {});
+  }
+
+  /**
+   * The peer's first SETTINGS: as many waiters as the limit allows open their streams, in order;
+   * the others (the peer allows fewer streams than were waiting) go back first in line to the
+   * endpoint, which may open another session for them. A session that left rotation before it
+   * was ready (GOAWAY, its endpoint retired) takes none: its waiters fail.
+   */
+  private serveWaiters(): void {
+    const w = this.waiting;
+    if (w.length === 0) return;
+    if (this.state !== "ready") {
+      this.failure ??= `upstream session to ${this.endpoint.label} went away before it was ready`;
+      return this.failWaiters();
+    }
+    this.waiting = [];
+    this.endpoint.cluster.breaker.pendingAttempts -= w.length;
+    let i = 0;
+    for (; i < w.length && this.active < this.limit && this.state === "ready"; i++) w[i]!.onSlot(this);
+    if (i < w.length) this.endpoint.requeueFront(w, i);
   }
 
   private onError(err: NodeJS.ErrnoException): void {
@@ -208,29 +242,50 @@ export class UpstreamSession {
     if (n >= RESET_RETIRE_MIN && 4 * n >= this.opened && this.state !== "draining" && this.state !== "closed") this.retire();
   }
 
-  /** Takes the session out of rotation; streams already on it finish. */
+  /**
+   * Takes the session out of rotation: it takes no new streams, the streams already on it
+   * finish; attempts queued at the endpoint may get a new session in its place.
+   */
   retire(): void {
     if (this.state === "connecting" || this.state === "ready") {
       this.state = "draining";
-      this.endpoint.remove(this);
+      const e = this.endpoint;
+      e.remove(this);
       this.h2.close();
+      if (e.queued !== 0) e.dispatch();
     }
   }
 
+  /** `w` waits here for the peer's SETTINGS (the endpoint found room for it among the waiters). */
+  addWaiter(w: SlotWaiter): void {
+    this.waiting.push(w);
+    this.endpoint.cluster.breaker.pendingAttempts++;
+  }
+
   /** A waiter gave up (its attempt was cancelled): it no longer waits, nor counts as pending. */
-  unwait(w: SessionWaiter): void {
+  unwait(w: SlotWaiter): void {
     const i = this.waiting.indexOf(w);
-    if (i >= 0) this.waiting.splice(i, 1);
+    if (i < 0) return;
+    this.waiting.splice(i, 1);
+    const e = this.endpoint;
+    e.cluster.breaker.pendingAttempts--;
+    // its place among the waiters can go to an attempt queued at the endpoint
+    if (e.queued !== 0 && this.state === "connecting") e.dispatch();
   }
 
   private failWaiters(): void {
     const w = this.waiting;
+    if (w.length === 0) return;
     this.waiting = [];
+    this.endpoint.cluster.breaker.pendingAttempts -= w.length;
     for (let i = 0; i < w.length; i++) w[i]!.onSessionFailed(this);
   }
 
-  hasCapacity(): boolean {
-    return (this.state === "ready" || this.state === "connecting") && this.active + this.waiting.length < this.limit;
+  /** A stream on this session closed: its slot goes to the first attempt queued at the endpoint, if any. */
+  streamClosed(): void {
+    this.active--;
+    const e = this.endpoint;
+    if (e.queued !== 0 && this.state === "ready") e.dispatch();
   }
 }
 

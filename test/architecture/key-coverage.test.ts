@@ -55,14 +55,11 @@ const ALLOW: Readonly<Record<string, string>> = {
 };
 
 /**
- * TEMPORARY (issue 23): keys the walk found untested that are still waiting for their behaviour
- * test. These two are another branch's (the session breaker keys' tests); when it is merged, its
- * tests name them and the third test below says to delete them from here, leaving the list empty.
+ * Keys the walk found untested and still waiting for their behaviour test. Empty: every key found
+ * untested when this test was written (issue 23) now has one. Keep it empty: a new key comes with
+ * its behaviour test, not with a line here.
  */
-const NOT_YET_TESTED: readonly string[] = [
-  "clusters[].maxConcurrentStreamsPerSession",
-  "clusters[].maxSessionsPerEndpoint",
-];
+const NOT_YET_TESTED: readonly string[] = [];
 
 // === the keys ===
 

@@ -135,7 +135,12 @@ export function spawnGroup(cmd: string, args: readonly string[], opts: Omit<Spaw
   groups.set(
     pgid,
     new Promise<void>((r) => {
-      child.once("close", () => r());
+      child.once("close", () => {
+        // a group that ended by itself is forgotten at once: its id may be reused by another
+        // process group later, which cleanup must never signal
+        if (!groupAlive(pgid)) groups.delete(pgid);
+        r();
+      });
       child.once("error", () => r());
     }),
   );

@@ -66,9 +66,12 @@ const FLOW_CONTROL_ERROR = 0x3;
 // asks for no reply and queues nothing; a sustained flood is cut with GOAWAY ENHANCE_YOUR_CALM;
 // a window pushed past 2^31−1 is a FLOW_CONTROL_ERROR.
 describe("attack: WINDOW_UPDATE floods", () => {
-  it("a burst of 60,000 increments of 1 (under the allowance) queues nothing: dojang still answers the attacker's PING within 1 s and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
+  it("a burst of 60,000 increments of 1 (under the allowance) queues nothing and is not cut: dojang still answers the attacker's PING within 1 s, the connection stays open without a GOAWAY past the next sweep, and a bystander's calls all succeed", { timeout: 30_000 }, async () => {
     const { atk, bystander } = await attacker(100);
     atk.headers(1, grpcRequestFields("/test.Stream/Held"));
+    // past the connection's first sweep, which only takes its baseline (what came before it is
+    // never counted): the burst then falls in metered seconds, where a smaller allowance cuts it
+    await sleep(1100);
     const t0 = performance.now();
     for (let i = 0; i < 3; i++) atk.write(Buffer.concat([manyFrames(windowUpdate(0, 1), 10_000), manyFrames(windowUpdate(1, 1), 10_000)]));
     atk.write(encodeFrame(FRAME.PING, 0, 0, Buffer.from("wuflood!")));
@@ -80,6 +83,11 @@ describe("attack: WINDOW_UPDATE floods", () => {
     expect(pingAck()).toBe(true);
     expect(ms).toBeLessThan(1000);
     expect(r.failures).toEqual([]);
+    // not cut: still open, no GOAWAY, after the once-a-second sweep has measured the burst
+    // (sweepUnproductive runs every second; the bystander's calls took at least that long)
+    await sleep(1500);
+    expect(atk.goaway(), "the burst under the allowance got a GOAWAY").toBeUndefined();
+    expect(atk.closed).toBe(false);
   });
 
   it("a sustained flood (40,000 increments of 1 every 100 ms, ~5 MB/s, one call held open) is cut with GOAWAY ENHANCE_YOUR_CALM within 8 s; a bystander's calls all succeed", { timeout: 30_000 }, async () => {

@@ -4,20 +4,19 @@
 // fixed ports of that file moved to free ones. Also the Command line section's usage: every
 // option it lists is run through the real CLI (with --check, or as `dojang health` where nothing
 // listens) and must be accepted; --help and --version.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/index.js";
-import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, runCli, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, runCli, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const tmp = tempDir();
-const children = new Set<ChildProcess>();
 
 beforeAll(() => assertDistBuilt());
+// dojang and the `node -e` programs each run in a process group of their own, killed (and waited
+// for) when the test ends whatever happened (helpers/process.ts spawnGroup)
 afterEach(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null && c.pid !== undefined) process.kill(c.pid, "SIGKILL");
-  children.clear();
   await killSpawned();
 });
 afterAll(() => tmp.remove());
@@ -31,10 +30,9 @@ function oneLiner(marker: string): string {
   return m![1]!;
 }
 
-/** Runs `node -e program` in the repository (where @grpc/grpc-js resolves), collecting stdout. */
+/** Runs `node -e program` in the repository (where @grpc/grpc-js resolves), in its own process group, collecting stdout. */
 function node(program: string): { child: ChildProcess; out: () => string; done: Promise<number | null> } {
-  const child = spawn(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
+  const child = spawnGroup(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -44,7 +42,7 @@ function node(program: string): { child: ChildProcess; out: () => string; done: 
 
 async function runToEnd(program: string, ms = 15_000): Promise<string> {
   const p = node(program);
-  const t = setTimeout(() => p.child.kill("SIGKILL"), ms);
+  const t = setTimeout(() => process.kill(-p.child.pid!, "SIGKILL"), ms); // its group
   const code = await p.done;
   clearTimeout(t);
   expect(code, p.out()).toBe(0);

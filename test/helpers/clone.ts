@@ -1,12 +1,12 @@
 // A fresh clone, for tests of what a new user's first commands do: the files git tracks (and
 // new files not yet committed, minus ignored ones: what the next commit would hold) copied into a
 // temporary directory, without dist/, with node_modules symlinked to this repo's (so no install).
-// Also `npm` run there, bounded in time.
-import { spawn, execFileSync } from "node:child_process";
+// Also `npm` run there, bounded in time, in a process group of its own (process.ts runGroup).
+import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { REPO_ROOT, childEnv } from "./process.js";
+import { REPO_ROOT, childEnv, runGroup } from "./process.js";
 
 export interface Clone {
   readonly dir: string;
@@ -33,26 +33,11 @@ export interface NpmRun {
   ms: number;
 }
 
-/** `npm ...args` in `cwd`; rejects after `ms` (killing the npm process group it started). */
-export function npm(args: readonly string[], cwd: string, ms: number, env: NodeJS.ProcessEnv = childEnv()): Promise<NpmRun> {
-  const t0 = performance.now();
-  const child = spawn("npm", [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  let err = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-      reject(new Error(`npm ${args.join(" ")} did not finish within ${ms}ms\nstdout:\n${out}\nstderr:\n${err}`));
-    }, ms);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: out, stderr: err, ms: performance.now() - t0 });
-    });
-  });
+/**
+ * `npm ...args` in `cwd`, in a process group of its own (npm, node and whatever they start); rejects
+ * after `ms`, having killed that group. The group is also killed when the test ends (process.ts).
+ */
+export async function npm(args: readonly string[], cwd: string, ms: number, env: NodeJS.ProcessEnv = childEnv()): Promise<NpmRun> {
+  const r = await runGroup("npm", args, { cwd, env }, ms);
+  return { code: r.code, stdout: r.stdout, stderr: r.stderr, ms: r.ms };
 }

@@ -1,13 +1,18 @@
 // Real dojang processes for process-level tests: `node dist/cli.js ...` spawned with the test's
-// own Node (process.execPath), free loopback ports, bounded waits, and cleanup that only ever
-// signals the pids spawned here.
-import { spawn, type ChildProcess } from "node:child_process";
+// own Node (process.execPath), free loopback ports, bounded waits. Every process a test starts
+// (dojang, npm, tsc, a child vitest, `node -e`) goes through spawnGroup(): it runs in a process
+// group of its own (detached), so what it starts in turn (cluster workers, npm's children) is in
+// that group too, and the group is SIGKILLed and waited for when the test ends, passed, failed
+// or timed out (onTestFinished; a group started outside a test, in a beforeAll, at the file's
+// afterAll; and at the latest when the test file's fork exits). Cleanup only ever signals the
+// groups spawned here.
+import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
-import { afterEach, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll, onTestFinished } from "vitest";
 import { echoClient, type EchoClient } from "./peers.js";
 import { startBackend, type Backend } from "./backends.js";
 
@@ -84,11 +89,129 @@ export interface DojangProcess {
   readonly hasExited: boolean;
 }
 
-const spawned = new Set<DojangProcess>();
+/** process group id (the leader's pid) -> the leader's close, for every group spawned here and not yet gone */
+const groups = new Map<number, Promise<void>>();
 
-/** Spawns `node dist/cli.js ...args` (or another copy of the CLI) in the repo root; stdout and stderr are collected. */
+/** Whether any process of group `pgid` still exists (EPERM: it exists, not ours to signal). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * SIGKILLs process group `pgid` (one spawnGroup() started) and waits, up to `ms`, until its leader
+ * has closed and no process of the group is left; throws if one still is then. A no-op for a
+ * group already gone.
+ */
+export async function killGroup(pgid: number, ms = 5000): Promise<void> {
+  const closed = groups.get(pgid);
+  if (closed === undefined) return;
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    /* all gone already */
+  }
+  const until = Date.now() + ms;
+  await Promise.race([closed, sleep(ms)]);
+  while (groupAlive(pgid) && Date.now() < until) await sleep(20);
+  if (groupAlive(pgid)) throw new Error(`process group ${pgid} still has processes ${ms} ms after SIGKILL`);
+  groups.delete(pgid);
+}
+
+/**
+ * Spawns `cmd args` in a process group of its own (`detached`), registered for cleanup: the group
+ * is SIGKILLed and waited for when the current test finishes, whatever its outcome (or, when
+ * called outside a test, in the test file's afterAll). A test that wants to stop it earlier, or
+ * with another signal, signals `-child.pid` (the group) itself.
+ */
+export function spawnGroup(cmd: string, args: readonly string[], opts: Omit<SpawnOptions, "detached"> = {}): ChildProcess {
+  const child = spawn(cmd, [...args], { ...opts, detached: true });
+  const pgid = child.pid;
+  if (pgid === undefined) return child; // spawn failed: the child's 'error' event says why
+  groups.set(
+    pgid,
+    new Promise<void>((r) => {
+      child.once("close", () => {
+        // a group that ended by itself is forgotten at once: its id may be reused by another
+        // process group later, which cleanup must never signal
+        if (!groupAlive(pgid)) groups.delete(pgid);
+        r();
+      });
+      child.once("error", () => r());
+    }),
+  );
+  try {
+    onTestFinished(() => killGroup(pgid), 10_000);
+  } catch {
+    /* not inside a test (a beforeAll): the afterAll below, or the fork's exit */
+  }
+  return child;
+}
+
+export interface GroupRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/**
+ * Runs `cmd args` (spawnGroup) to completion: resolves with its exit and output, or after `ms`
+ * SIGKILLs its group, waits for it, and rejects with the output so far. Keep `ms` under the
+ * test's own timeout, so that the test, not vitest, reports the hang.
+ */
+export function runGroup(cmd: string, args: readonly string[], opts: Omit<SpawnOptions, "detached" | "stdio">, ms: number): Promise<GroupRun> {
+  const t0 = performance.now();
+  const child = spawnGroup(cmd, args, { ...opts, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+  return new Promise((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      const why = new Error(`${cmd} ${args.join(" ")} did not finish within ${ms}ms (its process group was killed)\nstdout:\n${out}\nstderr:\n${err}`);
+      void (child.pid === undefined ? Promise.resolve() : killGroup(child.pid)).finally(() => reject(why));
+    }, ms);
+    child.once("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      if (!timedOut) resolve({ code, signal, stdout: out, stderr: err, ms: performance.now() - t0 });
+    });
+  });
+}
+
+/** SIGKILLs every process group spawned here that is still there, and waits for each to go. */
+export async function killSpawned(): Promise<void> {
+  const errors: unknown[] = [];
+  await Promise.all([...groups.keys()].map((g) => killGroup(g).catch((err: unknown) => void errors.push(err))));
+  if (errors.length > 0) throw errors[0];
+}
+
+// whatever a test file's own hooks did: nothing it started outlives the file
+afterAll(() => killSpawned(), 10_000);
+process.once("exit", () => {
+  for (const pgid of groups.keys()) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+});
+
+/** Spawns `node dist/cli.js ...args` (or another copy of the CLI) in the repo root, in its own process group; stdout and stderr are collected. */
 export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = childEnv(), cli: string = CLI): DojangProcess {
-  const child = spawn(process.execPath, [cli, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnGroup(process.execPath, [cli, ...args], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
@@ -98,11 +221,10 @@ export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = ch
   const done = new Promise<Exit>((r) =>
     child.once("close", (code, signal) => {
       exit = { code, signal };
-      spawned.delete(proc);
       r(exit);
     }),
   );
-  const proc: DojangProcess = {
+  return {
     child,
     pid: child.pid ?? -1,
     stdout: () => out,
@@ -122,8 +244,6 @@ export function spawnDojang(args: readonly string[], env: NodeJS.ProcessEnv = ch
         });
       }),
   };
-  spawned.add(proc);
-  return proc;
 }
 
 /** Runs the CLI to completion (bounded) and returns its exit and output. */
@@ -135,21 +255,6 @@ export async function runCli(
   const p = spawnDojang(args, env);
   const e = await p.exited(ms);
   return { ...e, stdout: p.stdout(), stderr: p.stderr() };
-}
-
-/** SIGKILLs every process spawned here that is still running (afterEach), and waits for each to go. */
-export async function killSpawned(): Promise<void> {
-  const left = [...spawned];
-  for (const p of left) {
-    if (!p.hasExited && p.pid > 0) {
-      try {
-        process.kill(p.pid, "SIGKILL");
-      } catch {
-        /* already gone */
-      }
-    }
-  }
-  await Promise.all(left.map((p) => p.exited(5000).catch(() => undefined)));
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

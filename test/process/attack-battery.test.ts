@@ -8,7 +8,9 @@
 // connection that must be cut is cut, every bystander call succeeds, and the process's anonymous
 // memory (RssAnon: heap, buffers, nghttp2 — what a container is charged for; node's own code
 // pages are file-backed and shared) never crosses the budget. The edge settings are config/edge.yaml's (small upstream window, a short
-// requestHeadersTimeout for the test).
+// requestHeadersTimeout for the test). Without a cgroup the checks only a cgroup can make (no OOM
+// kill, its use never at the limit) are skipped, visibly: the describe's title says which budget ran, and
+// the skipped test's title says why.
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,7 +19,7 @@ import { echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME, SETTING } from "../helpers/h2-frames.js";
 import { CANCEL, NGHTTP2_FLOODS, memMiB, churn, idleConnection, manyFrames, openStalledStreams, resetFlood, streamFlood, windowUpdate, type IdleConnection } from "../helpers/attacks.js";
-import { cgroupEntry, cgroupPeak, makeCgroup, oomKills, type TestCgroup } from "../helpers/cgroup.js";
+import { cgroupEntry, cgroupPeak, makeCgroup, oomKills } from "../helpers/cgroup.js";
 import { assertDistBuilt, childEnv, configYaml, freePort, killSpawned, sleep, spawnDojang, tempDir, waitReady, type DojangProcess } from "../helpers/process.js";
 
 const MiB = 1_048_576;
@@ -35,8 +37,20 @@ const idle: IdleConnection[] = [];
 let peak = 0;
 let peakAnon = 0;
 const upstreamErrors: string[] = [];
-let cg: TestCgroup | string;
 let sampler: NodeJS.Timeout | undefined;
+/** a real memory cgroup, made when the file is collected so that the titles can say which ran; or why none could be */
+const cg = makeCgroup(LIMIT_MIB * MiB);
+const noCgroup = typeof cg === "string" ? cg : undefined;
+// the afterAll removes it; this, when no test ran (a filtered run)
+if (typeof cg !== "string") process.once("exit", () => cg.remove());
+const BUDGET = noCgroup === undefined ? `in a real ${LIMIT_MIB} MiB memory cgroup` : `with memory.limit ${LIMIT_MIB}MiB (no memory cgroup: ${noCgroup})`;
+/**
+ * Streams of the zero-window stall's 100 per connection the per-connection budget must cut. With
+ * a 128 MiB budget it is 4 MiB per connection (src/config/memory.ts), and each stalled stream
+ * holds at least its 64 KiB window once the upstream filled it: 100 of them hold 6.25 MiB or
+ * more, so at least 36 are cut (measured: 75 on each connection); without the budget none is.
+ */
+const STALL_MIN_CUT = 36;
 
 function sample(): void {
   if (p.hasExited) return;
@@ -63,14 +77,13 @@ beforeAll(async () => {
   upstream = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   const port = await freePort();
   const admin = await freePort();
-  cg = makeCgroup(LIMIT_MIB * MiB);
   const budget = typeof cg === "string" ? `memory: { limit: ${LIMIT_MIB}MiB }\n` : "";
   const yaml = configYaml({ listenPort: port, adminPort: admin, upstream, logLevel: "warn", extraTop: `${budget}accessLog: false` })
     .replace(/( {4}address: 127\.0\.0\.1:\d+\n)/, "$1    requestHeadersTimeout: 2s\n    maxConcurrentStreams: 100\n")
     .replace(/(endpoints: \[[^\]]*\]\n)/, "$1    initialWindowSize: 64KiB\n");
   const cfg = tmp.write("battery.yaml", yaml);
   p = typeof cg === "string" ? spawnDojang(["--config", cfg]) : spawnDojang(["--config", cfg], childEnv(), cgroupEntry(tmp, cg));
-  console.log(typeof cg === "string" ? `battery: no cgroup (${cg}); memory.limit ${LIMIT_MIB}MiB instead` : `battery: in a real ${LIMIT_MIB} MiB cgroup v${cg.version}`);
+  console.log(typeof cg === "string" ? `battery: NO CGROUP (${cg}); memory.limit ${LIMIT_MIB}MiB instead, the cgroup checks are skipped` : `battery: in a real ${LIMIT_MIB} MiB cgroup v${cg.version}`);
   await waitReady(p, `127.0.0.1:${admin}`);
   address = `127.0.0.1:${port}`;
   by = echoClient(address);
@@ -106,7 +119,7 @@ async function untilClosed(conns: readonly { readonly closed: boolean }[], ms: n
   while (performance.now() - t0 < ms && conns.some((c) => !c.closed)) await sleep(20);
 }
 
-describe(`the attack battery against one dojang process with memory.limit ${LIMIT_MIB}MiB`, () => {
+describe(`the attack battery against one dojang process ${BUDGET}`, () => {
   it("rapid reset: 10 connections x 1,000 reset streams, each cut with GOAWAY ENHANCE_YOUR_CALM", { timeout: 60_000 }, async () => {
     await underAttack("rapid reset", async () => {
       const atks = await Promise.all(Array.from({ length: 10 }, () => connectRawH2(address)));
@@ -151,15 +164,22 @@ describe(`the attack battery against one dojang process with memory.limit ${LIMI
     });
   });
 
-  it("zero-window stall: 3 connections x 100 server streams never read (the edge limit), the per-connection budget cuts them", { timeout: 60_000 }, async () => {
+  it(`zero-window stall: 3 connections x 100 server streams never read (the edge limit), the per-connection budget cuts at least ${STALL_MIN_CUT} on each`, { timeout: 60_000 }, async () => {
     await underAttack("zero-window stall", async () => {
       const atks = await Promise.all(Array.from({ length: 3 }, () => connectRawH2(address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] })));
       raws.push(...atks);
       const ids = atks.map((c) => openStalledStreams(c, 100));
-      await sleep(3000);
-      // what the per-connection budget cut (RST_STREAM ENHANCE_YOUR_CALM)
-      const cut = atks.map((c, i) => ids[i]!.filter((id) => c.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === 0xb)).length);
+      // what the per-connection budget cut (RST_STREAM ENHANCE_YOUR_CALM), once the stalls are
+      // idle (200 ms) and swept, however busy the machine
+      const cutOn = (i: number): number => ids[i]!.filter((id) => atks[i]!.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === 0xb)).length;
+      const t0 = performance.now();
+      while (performance.now() - t0 < 10_000 && atks.some((_, i) => cutOn(i) < STALL_MIN_CUT)) await sleep(100);
+      await sleep(1000); // and what a later sweep cuts
+      const cut = atks.map((_, i) => cutOn(i));
       console.log(`battery zero-window stall: streams cut per connection ${cut.join(", ")}`);
+      for (const n of cut) expect(n).toBeGreaterThanOrEqual(STALL_MIN_CUT);
+      // the connections themselves stay: only their stalled calls are cut
+      for (const c of atks) expect(c.closed).toBe(false);
       for (const c of atks) c.close();
     });
   });
@@ -178,17 +198,24 @@ describe(`the attack battery against one dojang process with memory.limit ${LIMI
     await underAttack("churn", () => churn(address, 3000));
   });
 
-  it(`the process lived through the battery, never OOM-killed, its anonymous memory under ${LIMIT_MIB} MiB`, async () => {
+  it(`the process lived through the battery (alive, no upstream session error), its anonymous memory under ${LIMIT_MIB} MiB`, async () => {
     await sleep(500);
     expect(p.hasExited, p.stderr()).toBe(false);
     sample();
-    const inCg = typeof cg === "string" ? "" : `; cgroup peak ${(cgroupPeak(cg) / MiB).toFixed(1)} MiB, OOM kills ${oomKills(cg)}`;
+    const inCg = typeof cg === "string" ? "; no cgroup" : `; cgroup peak ${(cgroupPeak(cg) / MiB).toFixed(1)} MiB, OOM kills ${oomKills(cg)}`;
     console.log(`battery: peak RSS ${peak.toFixed(1)} MiB, anonymous ${peakAnon.toFixed(1)} MiB (budget ${LIMIT_MIB} MiB)${inCg}`);
     expect(upstreamErrors).toEqual([]);
-    if (typeof cg !== "string") {
-      expect(oomKills(cg)).toBe(0);
-      expect(cgroupPeak(cg)).toBeLessThanOrEqual(LIMIT_MIB * MiB);
-    }
     expect(peakAnon).toBeLessThan(LIMIT_MIB);
+  });
+
+  // A dojang the kernel OOM-killed would have failed the test above (it must be alive); what only
+  // the cgroup can say is that the kernel never had to act: no OOM kill of any process in it, and
+  // its peak use under the limit. The kernel keeps the peak at most the limit (the check this
+  // replaces); it is exactly the limit once the kernel had to reclaim or kill (helpers/cgroup.ts).
+  it.skipIf(noCgroup !== undefined)(`in the cgroup: no OOM kill, its use never reached the ${LIMIT_MIB} MiB limit${noCgroup === undefined ? "" : ` (skipped: ${noCgroup})`}`, () => {
+    if (typeof cg === "string") return;
+    expect(p.hasExited, p.stderr()).toBe(false);
+    expect(oomKills(cg)).toBe(0);
+    expect(cgroupPeak(cg)).toBeLessThan(LIMIT_MIB * MiB);
   });
 });

@@ -1,12 +1,11 @@
 // `npm ci && npm start` on a fresh clone: dist/ is not in git, so `npm start`'s prestart
 // (scripts/ensure-built.mjs) builds it when it is missing or older than src/, and only then. Run
 // for real in a copy of the tracked files with node_modules linked (npm ci's result) and no dist/.
-import { spawn } from "node:child_process";
 import { statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshClone, npm, type Clone } from "../helpers/clone.js";
-import { childEnv, configYaml, freePort, httpGet, tempDir, waitFor } from "../helpers/process.js";
+import { childEnv, configYaml, freePort, httpGet, spawnGroup, tempDir, waitFor } from "../helpers/process.js";
 
 let clone: Clone;
 const tmp = tempDir();
@@ -51,12 +50,13 @@ describe("npm start on a fresh clone", () => {
   it("serves: npm start with a config of free ports answers /ready, and stops on SIGTERM", { timeout: 60_000 }, async () => {
     const [listenPort, adminPort] = [await freePort(), await freePort()];
     const file = tmp.write("fresh.yaml", configYaml({ listenPort, adminPort }));
-    // npm and the dojang under it in their own process group, so the test can end both
-    const child = spawn("npm", ["start", "--", "--config", file], { cwd: clone.dir, env: childEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
+    // npm and the dojang under it in their own process group, so the test can end both; whatever
+    // happens below (a failed wait included), the group is SIGKILLed when the test ends
+    const child = spawnGroup("npm", ["start", "--", "--config", file], { cwd: clone.dir, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
     let err = "";
     let out = "";
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
     const closed = new Promise<string>((r) => child.once("close", (code, signal) => r(signal ?? String(code))));
     try {
       await waitFor("/ready 200", async () => ((await httpGet(`127.0.0.1:${adminPort}`, "/ready", 500)).status === 200 ? true : undefined), 30_000, 100);

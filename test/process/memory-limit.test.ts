@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { makeCgroup, cgroupEntry } from "../helpers/cgroup.js";
-import { CLI, assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, logLines, runCli, sleep, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { CLI, assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, logLines, runCli, sleep, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
 import { echoClient, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 
 const MiB = 1_048_576;
@@ -95,8 +95,7 @@ describe("memory.limit (no cgroup needed)", () => {
     const dir = tempDir();
     dirs.push(dir);
     const file = dir.write("dojang.yaml", configYaml({ listenPort, adminPort, extraTop: "memory: { limit: 128MiB }" }));
-    const child = await import("node:child_process");
-    const proc = child.spawn(process.execPath, ["--max-old-space-size=200", CLI, "--config", file], { env: childEnv(), stdio: "ignore" });
+    const proc = spawnGroup(process.execPath, ["--max-old-space-size=200", CLI, "--config", file], { env: childEnv(), stdio: "ignore" });
     try {
       const plan = await waitFor("/config", () => planOf(`127.0.0.1:${adminPort}`), 10_000, 100);
       expect(plan.heapSizeLimitBytes).toBeGreaterThan(150 * MiB);

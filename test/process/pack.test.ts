@@ -2,14 +2,16 @@
 // dist/, which git does not hold), the tarball installed into a new project beside @grpc/grpc-js
 // and vitest, and that project type-checking and running the README's harness example against
 // the INSTALLED package (import from "dojang"). Slow by nature (an npm install), so bounded
-// generously; offline-first, from npm's cache when it has the packages.
-import { execFileSync, spawn } from "node:child_process";
+// generously; offline-first, from npm's cache when it has the packages. Every child (npm, tsc, the
+// project's vitest) runs in a process group of its own with a timer that ends before the test's
+// own timeout, and its group is killed when the test ends, whatever happened (process.ts).
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshClone, npm, type Clone } from "../helpers/clone.js";
-import { REPO_ROOT, childEnv } from "../helpers/process.js";
+import { REPO_ROOT, childEnv, runGroup } from "../helpers/process.js";
 import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
 
 let clone: Clone;
@@ -27,21 +29,21 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-function run(cmd: string, args: readonly string[], cwd: string, ms: number): Promise<{ code: number | null; out: string }> {
-  const child = spawn(cmd, [...args], { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      reject(new Error(`${cmd} ${args.join(" ")} did not finish within ${ms}ms:\n${out}`));
-    }, ms);
-    child.once("close", (code) => {
-      clearTimeout(t);
-      resolve({ code, out });
-    });
-  });
+async function run(cmd: string, args: readonly string[], cwd: string, ms: number): Promise<{ code: number | null; out: string }> {
+  const r = await runGroup(cmd, args, { cwd, env: cleanEnv() }, ms);
+  return { code: r.code, out: r.stdout + r.stderr };
+}
+
+const PACK_TEST_MS = 200_000;
+const INSTALL_TEST_MS = 300_000;
+/**
+ * A step's own bound, cut to what is left of the test's timeout (`testMs` from `t0`) less 10 s for
+ * the test's asserts and cleanup: no child's timer outlives the test that started it.
+ */
+function within(t0: number, testMs: number, stepMs: number): number {
+  const left = t0 + testMs - 10_000 - performance.now();
+  if (left < 1000) throw new Error(`no time left in the test's ${testMs} ms for the next step`);
+  return Math.min(stepMs, left);
 }
 
 beforeAll(() => {
@@ -58,9 +60,10 @@ afterAll(() => {
 });
 
 describe("the packed harness library", () => {
-  it("npm pack builds dist/ (prepare) and packs what the library and the command need, without sources or tests", { timeout: 200_000 }, async () => {
+  it("npm pack builds dist/ (prepare) and packs what the library and the command need, without sources or tests", { timeout: PACK_TEST_MS }, async () => {
+    const t0 = performance.now();
     expect(existsSync(join(clone.dir, "dist"))).toBe(false);
-    const r = await npm(["pack", "--pack-destination", packDir], clone.dir, 180_000);
+    const r = await npm(["pack", "--pack-destination", packDir], clone.dir, within(t0, PACK_TEST_MS, 180_000));
     expect(r.code, r.stderr).toBe(0);
     const files = readdirSync(packDir).filter((f) => f.endsWith(".tgz"));
     const own = JSON.parse(readFileSync(join(clone.dir, "package.json"), "utf8")) as { version: string };
@@ -73,13 +76,14 @@ describe("the packed harness library", () => {
     expect(listed.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/") || f.startsWith("package/node_modules/"))).toEqual([]);
   });
 
-  it("installs into a new project, whose tsc accepts the README example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: 300_000 }, async () => {
+  it("installs into a new project, whose tsc accepts the README example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: INSTALL_TEST_MS }, async () => {
+    const t0 = performance.now();
     expect(tarball, "the pack step ran").not.toBe("");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "harness-user", private: true, type: "module" }, null, 2));
     const install = await npm(
       ["install", "--prefer-offline", "--no-audit", "--no-fund", "--save-dev", tarball, `@grpc/grpc-js@${version("@grpc/grpc-js")}`, `vitest@${version("vitest")}`],
       project,
-      240_000,
+      within(t0, INSTALL_TEST_MS, 240_000),
       cleanEnv(),
     );
     expect(install.code, install.stderr).toBe(0);
@@ -122,15 +126,15 @@ describe("the packed harness library", () => {
         include: ["*.ts"],
       }),
     );
-    const tsc = await run(process.execPath, [join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], project, 120_000);
+    const tsc = await run(process.execPath, [join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], project, within(t0, INSTALL_TEST_MS, 120_000));
     expect(tsc.out).toBe("");
     expect(tsc.code).toBe(0);
 
-    const vitest = await run(process.execPath, [join(project, "node_modules", "vitest", "vitest.mjs"), "run", "harness.test.ts"], project, 120_000);
+    const vitest = await run(process.execPath, [join(project, "node_modules", "vitest", "vitest.mjs"), "run", "harness.test.ts"], project, within(t0, INSTALL_TEST_MS, 120_000));
     expect(vitest.out.replace(/\x1b\[[0-9;]*m/g, "")).toMatch(/Tests\s+2 passed \(2\)/);
     expect(vitest.code, vitest.out).toBe(0);
 
-    const bin = await run(join(project, "node_modules", ".bin", "dojang"), ["--version"], project, 30_000);
+    const bin = await run(join(project, "node_modules", ".bin", "dojang"), ["--version"], project, within(t0, INSTALL_TEST_MS, 30_000));
     expect(bin.out.trim()).toBe((JSON.parse(readFileSync(join(clone.dir, "package.json"), "utf8")) as { version: string }).version);
   });
 });

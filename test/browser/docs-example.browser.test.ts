@@ -5,13 +5,13 @@
 // page loaded in headless Chromium (test/helpers/browser.ts, as grpc-web.browser does) on its
 // own origin, so the call is cross-origin and CORS must let it through. With the upstream not yet
 // running the page shows dojang's 14 from the trailer frame; with it, the echo.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../helpers/browser.js";
-import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, logLines, spawnDojang, tempDir, waitFor } from "../helpers/process.js";
+import { REPO_ROOT, assertDistBuilt, spawnGroup, freePort, killSpawned, logLines, spawnDojang, tempDir, waitFor } from "../helpers/process.js";
 import { blockAfterMarker } from "../helpers/readme.js";
 
 const EXAMPLE = join(REPO_ROOT, "docs", "examples", "grpc-web-browser");
@@ -30,7 +30,7 @@ const children = new Set<ChildProcess>();
 
 /** `node -e program` in the repository (as the README runs it), its output collected. */
 function node(program: string): { out: () => string } {
-  const child = spawn(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnGroup(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
   let out = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

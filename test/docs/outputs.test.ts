@@ -8,12 +8,11 @@
 // stderr together, as a terminal shows it (so --help compares the same whichever stream it uses).
 // And no command output goes unchecked: every untyped block in the docs is one of the two forms,
 // or on the short list below of blocks that are not output.
-import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, REPO_ROOT, assertDistBuilt, childEnv } from "../helpers/process.js";
+import { CLI, REPO_ROOT, assertDistBuilt, childEnv, spawnGroup } from "../helpers/process.js";
 import { alignEllipses, fencesOf, normalizeOutput, shownOutputs } from "../helpers/readme.js";
 
 /** Untyped blocks that show no command's output, by their first line. */
@@ -56,10 +55,10 @@ function runnable(command: string): string {
 /** Runs `command` with sh (bounded), stdout and stderr in one stream as a terminal shows them. */
 function run(command: string, cwd: string, ms = 30_000): Promise<string> {
   const env = childEnv({ PATH: `${bin}:${process.env["PATH"] ?? ""}`, NO_COLOR: "1", FORCE_COLOR: undefined });
-  const child = spawn("sh", ["-c", `exec 2>&1; ${runnable(command)}`], { cwd: join(REPO_ROOT, cwd), env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawnGroup("sh", ["-c", `exec 2>&1; ${runnable(command)}`], { cwd: join(REPO_ROOT, cwd), env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");

@@ -8,13 +8,13 @@
 // Also the README's statement that relative paths resolve against the working directory, not the
 // config file's folder: the config lives in a subfolder here, and `--check` passes from the
 // certificates' folder and fails, naming the key, from the config's own.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { X509Certificate, createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CLI, REPO_ROOT, assertDistBuilt, childEnv, freePort, tempDir, waitFor } from "../helpers/process.js";
+import { CLI, REPO_ROOT, assertDistBuilt, childEnv, spawnGroup, freePort, tempDir, waitFor } from "../helpers/process.js";
 import { blockAfterMarker } from "../helpers/readme.js";
 
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
@@ -37,7 +37,7 @@ interface Run {
 
 /** `cmd args` in `cwd` (stdout and stderr collected together); killed after the test if still running. */
 function start(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = childEnv()): Run {
-  const child = spawn(cmd, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawnGroup(cmd, [...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
   let out = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

@@ -4,12 +4,11 @@
 // off: its first test then fails with the "flaky" rule still in force (one of its two firings
 // left), and the second test must still pass. And, so this test can fail: the same block without
 // its afterEach line fails both tests (the second one with the first one's UNAVAILABLE).
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, assertDistBuilt, childEnv } from "../helpers/process.js";
+import { REPO_ROOT, assertDistBuilt, childEnv, spawnGroup } from "../helpers/process.js";
 import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
 
 const block = readmeBlockAfter(readFileSync(join(REPO_ROOT, "README.md"), "utf8"), HARNESS_MARKER);
@@ -41,16 +40,15 @@ type Outcome = Record<string, "passed" | "failed" | string>;
 async function vitest(dir: string): Promise<{ outcome: Outcome; out: string }> {
   const env = childEnv({ NO_COLOR: "1" });
   for (const k of Object.keys(env)) if (k.startsWith("VITEST") || k === "TEST" || k === "NODE_ENV" || k === "FORCE_COLOR") delete env[k];
-  const child = spawn(process.execPath, [join(REPO_ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--reporter=json", "harness.test.ts"], {
+  const child = spawnGroup(process.execPath, [join(REPO_ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--reporter=json", "harness.test.ts"], {
     cwd: dir,
     env,
     stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
   });
   let out = "";
   let err = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => {
       if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");

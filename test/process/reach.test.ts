@@ -175,6 +175,25 @@ describe("dojang reload", () => {
     expect(usage.stderr).toContain("usage: dojang reload");
   });
 
+  it("with workers: the primary's pid (in its start-up line and the pid file) reloads every worker: exit 0", async () => {
+    const d = dir();
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const file = d.write("w.yaml", configYaml({ listenPort, adminPort, extraTop: "workers: 2" }));
+    const pidFile = join(d.dir, "w.pid");
+    const p = spawnDojang(["--config", file, "--pid-file", pidFile]);
+    const admin = `127.0.0.1:${adminPort}`;
+    await waitReady(p, admin);
+    await waitFor("the pid file", () => (existsSync(pidFile) ? true : undefined));
+    expect(readFileSync(pidFile, "utf8")).toBe(`${p.pid}\n`);
+    expect(logLines(p).find((l) => l["msg"] === "dojang primary started")?.["pid"]).toBe(p.pid);
+    writeFileSync(file, configYaml({ listenPort, adminPort, upstream: "127.0.0.1:2", extraTop: "workers: 2" }));
+    const r = await runCli(["reload", "--config", file, "--pid-file", pidFile], childEnv(), 20_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(JSON.stringify(await endpoints(admin))).toContain('"port":2');
+    await stopClean(p);
+    expect(existsSync(pidFile)).toBe(false);
+  });
+
   it("without an admin listener it still reloads, and says it cannot confirm (exit 4)", async () => {
     const s = await startWithPidFile([], { admin: false });
     writeFileSync(s.file, configYaml({ listenPort: s.listenPort, upstream: "127.0.0.1:2" }));

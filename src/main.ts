@@ -14,8 +14,8 @@ import type { Logger } from "pino";
 import { VERSION } from "./version.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
-/** The command line's options (src/launch.ts parses the same ones). */
-export const CLI_OPTIONS = {
+/** The command line's options (src/launch.ts accepts the same ones). */
+const CLI_OPTIONS = {
   config: { type: "string", short: "c" },
   check: { type: "boolean", default: false },
   "log-level": { type: "string" },

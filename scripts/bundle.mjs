@@ -16,10 +16,17 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 // dist/launch.mjs: what the launcher (dist/cli.js) loads to size V8 from the config before it
 // re-executes node (src/launch.ts); a second bundle, so the served process never loads it.
+//
+// dist/cli.js, the launcher itself, is bundled in place (it imports src/version.ts to check the
+// Node version first): it stays one file, so dist/cli.js, dist/launch.mjs and dist/dojang.mjs are
+// all a copy of dojang needs (the Dockerfile copies those three). It needs no require() and is not
+// minified (it is short, and the first file anyone opens).
 for (const [entry, outfile] of [
   ["dist/main.js", "dist/dojang.mjs"],
   ["dist/launch.js", "dist/launch.mjs"],
+  ["dist/cli.js", "dist/cli.js"],
 ]) {
+  const launcher = outfile === "dist/cli.js";
   await build({
     absWorkingDir: root,
     entryPoints: [entry],
@@ -30,13 +37,13 @@ for (const [entry, outfile] of [
     target: "node22",
     // CommonJS dependencies (pino, prom-client) call require() for node's built-ins; an ES module
     // has no require of its own, so the bundle makes one.
-    banner: { js: 'import { createRequire as __dojangRequire } from "node:module"; const require = __dojangRequire(import.meta.url);' },
+    ...(launcher ? { allowOverwrite: true } : { banner: { js: 'import { createRequire as __dojangRequire } from "node:module"; const require = __dojangRequire(import.meta.url);' } }),
     // Stack traces name the bundle's lines; the map (not loaded unless node runs with
     // --enable-source-maps) leads back to src/.
     sourcemap: "linked",
     // Whitespace only: names stay, so stack traces still name dojang's functions. Renaming
     // identifiers too made idle RSS larger, not smaller (74 MiB; measured).
-    minifyWhitespace: true,
+    minifyWhitespace: !launcher,
     legalComments: "none",
     logLevel: "warning",
   });

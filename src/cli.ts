@@ -23,7 +23,19 @@
 // when something needs them (src/config/parsers.ts): idle RSS 76 -> 69 MiB, measured.
 //
 // DOJANG_MEMORY_REDUCER=on keeps V8's reducer (idle memory given back, at that CPU price); where
-// process.execve does not exist (Node < 22.15, Windows) dojang runs without the flags.
+// process.execve does not exist (Windows) dojang runs without the flags.
+//
+// First of all, the Node version (src/version.ts): on a node older than NODE_RANGE the proxy would
+// start and fail every call, so it refuses here, in one line, exit 2. The import is bundled into
+// dist/cli.js (scripts/bundle.mjs), which stays one file.
+import { nodeVersionProblem } from "./version.js";
+
+const tooOld = nodeVersionProblem();
+if (tooOld !== undefined) {
+  process.stderr.write(tooOld + "\n");
+  process.exit(2);
+}
+
 const FLAG = "--no-memory-reducer";
 const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // src/config/handover.ts (a literal here: the launcher imports nothing before it has to)

@@ -3,14 +3,15 @@ import type { Logger } from "pino";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { configFromText, deepFreeze, isLoopbackHost, loadConfigFile, parseConfigValue, type Config } from "./config/index.js";
-import { ConfigError } from "./errors.js";
+import { ConfigError, DojangError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
+import { nodeVersionProblem } from "./version.js";
 
 import type { FaultRule, FaultRuleInput, FaultRuleStatus } from "./proxy/filters/fault/index.js";
 import type { AccessRecord } from "./proxy/observe/log.js";
 
-export { VERSION } from "./version.js";
+export { VERSION, NODE_RANGE } from "./version.js";
 
 export interface StartOptions {
   /** YAML/JSON text, or an already-parsed object in the config file's shape */
@@ -94,8 +95,15 @@ function yamlValue(text: string): unknown {
   }
 }
 
-/** Starts dojang in this process; ports 0 bind ephemeral ports (see `address`). */
+/**
+ * Starts dojang in this process; ports 0 bind ephemeral ports (see `address`). On a Node.js older
+ * than NODE_RANGE it rejects at once, before reading the config, with a DojangError (code
+ * DOJANG_ERR_NODE_VERSION) whose one-line message says what is needed and how to get it: the
+ * proxy would otherwise start and fail every call. It never exits the process that imported it.
+ */
 export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
+  const tooOld = nodeVersionProblem();
+  if (tooOld !== undefined) throw new DojangError("DOJANG_ERR_NODE_VERSION", tooOld);
   const config = resolveConfig(opts);
   const logger = opts.logger ?? createLogger({ level: opts.logLevel ?? config.logLevel });
   const d = new Dojang(config, { logger });

@@ -6,7 +6,7 @@
 // the served process. The config is read with the same loader src/main.ts uses. Anything wrong
 // with the config (or with the command line, or a TLS file it names) gives no plan and no
 // handover here, and src/main.ts parses the file itself and reports it as it always did: one
-// place for error messages and exit codes. So do `--check`, `--help`, `--version` and `health`.
+// place for error messages and exit codes. So do `--check`, `--help`, `--version`, `health` and `reload`.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { MemoryPlan } from "./config/memory.js";
@@ -26,7 +26,7 @@ export interface Launch {
  * command line).
  */
 export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<Launch | undefined> {
-  if (argv[0] === "health") return undefined;
+  if (argv[0] === "health" || argv[0] === "reload") return undefined;
   let given: string | undefined;
   try {
     const { values } = parseArgs({
@@ -35,6 +35,10 @@ export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): P
         config: { type: "string", short: "c" },
         check: { type: "boolean" },
         "log-level": { type: "string" },
+        // src/main.ts's other options (CLI_OPTIONS): accepted, nothing to size for
+        "pid-file": { type: "string" },
+        "admin-mutations": { type: "boolean" },
+        "stop-with-parent": { type: "boolean" },
         version: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },

@@ -7,23 +7,94 @@ import { LOG_LEVELS } from "./config/levels.js";
 import { loadConfigParsers } from "./config/parsers.js";
 import { tlsFileIssues } from "./config/tls-files.js";
 import { ConfigError } from "./errors.js";
+import { pidFileProblem, removePidFile, writePidFile } from "./pid-file.js";
 import { Dojang, applyMemoryPlan, startHeapTuning, watchConfigFile } from "./proxy/dojang.js";
 import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe/log.js";
+import type { Logger } from "pino";
 import { VERSION } from "./version.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
 
-const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL]
-  --config FILE     YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default)
-  --check           validate the config and exit (0 valid, 2 invalid)
-  --log-level L     fatal|error|warn|info|debug|trace|silent (overrides the config)
-  --version
+/** The command line's options (src/launch.ts accepts the same ones). */
+const CLI_OPTIONS = {
+  config: { type: "string", short: "c" },
+  check: { type: "boolean", default: false },
+  "log-level": { type: "string" },
+  "pid-file": { type: "string" },
+  "admin-mutations": { type: "boolean", default: false },
+  "stop-with-parent": { type: "boolean", default: false },
+  version: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pid-file PATH] [--admin-mutations] [--stop-with-parent]
+       dojang --help | --version
        dojang health [--config FILE] [--timeout DURATION]
-                    ask the running dojang's admin /ready (0 ready, 1 not, 2 config/no admin)`;
+       dojang reload [--config FILE] [--pid-file PATH] [--timeout DURATION]
+  --config FILE       YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default = config/dojang.yaml)
+  --check             validate the config and the TLS files it names, and exit (0 valid, 2 invalid)
+  --log-level L       fatal|error|warn|info|debug|trace|silent (overrides the config)
+  --pid-file PATH     write the pid there once listening, remove it on exit (default: $DOJANG_PID_FILE);
+                      refuses to start while a running dojang holds it
+  --admin-mutations   admin.mutations: true (the fault API, POST /reload, /drain); the token is
+                      admin.token, else $DOJANG_ADMIN_TOKEN (required when admin is not on loopback)
+  --stop-with-parent  drain and exit when the process that started dojang exits (npm start uses it)
+  -h, --help          print this and exit 0
+  --version           print the version and exit 0
+  health              ask the running dojang's admin /ready (0 ready, 1 not, 2 invalid config or no admin)
+  reload              SIGHUP the dojang in --pid-file, say whether it applied (0 applied, 1 refused,
+                      2 invalid config or usage, 3 no running dojang, 4 not confirmed)`;
 const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
 
 function fail(code: number, msg: string): never {
   process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
   process.exit(code);
+}
+
+/** --help and --version: on stdout (what a user pipes to a pager or a script reads), exit 0. */
+function print(msg: string): never {
+  process.stdout.write(msg + "\n");
+  process.exit(0);
+}
+
+/**
+ * --admin-mutations: a function that turns admin.mutations on in a config, by the config's own
+ * rules (an admin off loopback needs a token: admin.token, else $DOJANG_ADMIN_TOKEN); it throws
+ * ConfigError naming the key. Applied to the config dojang starts with and to every config file
+ * a reload reads, so a reload keeps the switch the command line set.
+ */
+async function adminMutations(env: NodeJS.ProcessEnv): Promise<(c: Config, source: string) => Config> {
+  const { deepFreeze, isLoopbackHost } = await loadConfigParsers();
+  const fromEnv = env["DOJANG_ADMIN_TOKEN"];
+  return (config, source) => {
+    const a = config.admin;
+    if (a === null) throw new ConfigError(source, [{ path: "admin", message: "--admin-mutations: the config has no admin listener (admin.address)" }]);
+    const token = a.token ?? (fromEnv === undefined || fromEnv === "" ? null : fromEnv);
+    if (token !== null && token.length < 16) throw new ConfigError(source, [{ path: "admin.token", message: "must be at least 16 characters (from $DOJANG_ADMIN_TOKEN)" }]);
+    if (token === null && !isLoopbackHost(a.address.host)) {
+      throw new ConfigError(source, [{ path: "admin.token", message: `--admin-mutations, and admin.address ${a.address.host} is not a loopback address: set admin.token or $DOJANG_ADMIN_TOKEN` }]);
+    }
+    return deepFreeze({ ...config, admin: { ...a, mutations: true, token } });
+  };
+}
+
+/**
+ * --stop-with-parent: calls `stop` once the process that started dojang has exited (its parent
+ * pid changes: the orphan is adopted by init or a subreaper). Checked once a second (one
+ * getppid(2), on an unref'd timer). `npm start` needs it: npm passes SIGINT and SIGTERM to its
+ * script, but not SIGHUP, which ends npm and would leave dojang running, orphaned.
+ */
+function stopWithParent(log: Logger, stop: () => void): void {
+  const parent = process.ppid;
+  const t = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(t);
+    log.warn(
+      { parent },
+      "the process that started dojang exited (--stop-with-parent): draining. npm passes no SIGHUP on to its script: reload with `dojang reload --pid-file FILE` or kill -HUP <dojang's pid>",
+    );
+    stop();
+  }, 1000);
+  t.unref();
 }
 
 async function main(): Promise<void> {
@@ -35,25 +106,24 @@ async function main(): Promise<void> {
     (r.code === 0 ? process.stdout : process.stderr).write(`dojang health: ${r.line}\n`);
     process.exit(r.code);
   }
+  if (process.argv[2] === "reload") {
+    const { runReload } = await import("./reload-command.js");
+    const r = await runReload(process.argv.slice(3));
+    (r.code === 0 ? process.stdout : process.stderr).write(`dojang reload: ${r.line}\n`);
+    process.exit(r.code);
+  }
   let args;
   try {
-    args = parseArgs({
-      options: {
-        config: { type: "string", short: "c" },
-        check: { type: "boolean", default: false },
-        "log-level": { type: "string" },
-        version: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-    }).values;
+    args = parseArgs({ options: CLI_OPTIONS, strict: true }).values;
   } catch (err) {
     fail(2, `dojang: ${(err as Error).message}\n${USAGE}`);
   }
-  if (args.help) fail(0, USAGE);
-  if (args.version) fail(0, VERSION);
+  if (args.help) print(USAGE);
+  if (args.version) print(VERSION);
   const level = args["log-level"];
   if (level !== undefined && !LEVELS.has(level)) fail(2, `dojang: --log-level: unknown level "${level}"\n${USAGE}`);
+  const pidGiven = args["pid-file"] ?? process.env["DOJANG_PID_FILE"];
+  const pidFile = pidGiven === undefined || pidGiven === "" || args.check || isWorkerProcess() ? undefined : pidGiven;
 
   const given = args.config ?? process.env["DOJANG_CONFIG"];
   const file = given === undefined || given === "" ? undefined : given;
@@ -80,9 +150,28 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
     throw err;
   }
-  // TLS certificate files the config names must be readable (--check and start alike)
-  const unreadable = tlsFileIssues(config);
-  if (unreadable.length > 0) fail(2, `dojang: ${new ConfigError(file ?? "<embedded default>", unreadable).message}`);
+  const source = file ?? "<embedded default>";
+  // TLS files the config names must be readable and usable: each certificate with its key (--check
+  // and start alike: the same loading, the same message)
+  const tlsIssues = tlsFileIssues(config);
+  if (tlsIssues.length > 0) fail(2, `dojang: ${new ConfigError(source, tlsIssues).message}`);
+  let adjustConfig: ((c: Config) => Config) | undefined;
+  if (args["admin-mutations"]) {
+    const on = await adminMutations(process.env);
+    try {
+      config = on(config, source);
+    } catch (err) {
+      if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
+      throw err;
+    }
+    // a reloaded file without an admin listener is left as it is: the running admin stays
+    // (admin needs a restart), and the reload says so
+    adjustConfig = (c) => (c.admin === null ? c : on(c, file ?? source));
+  }
+  if (pidFile !== undefined) {
+    const problem = pidFileProblem(pidFile);
+    if (problem !== undefined) fail(problem.code, `dojang: ${problem.message}`);
+  }
   if (args.check) {
     process.stdout.write(`dojang: config ${file ?? "<embedded default>"} is valid\n`);
     return;
@@ -97,16 +186,34 @@ async function main(): Promise<void> {
       });
       return;
     }
-    process.exit(await runPrimary(config, log, file, level !== undefined));
+    if (pidFile !== undefined) process.on("exit", () => removePidFile(pidFile));
+    const code = await runPrimary(config, log, file, level !== undefined, {
+      ...(adjustConfig === undefined ? {} : { adjustConfig }),
+      onStarted: () => {
+        if (pidFile !== undefined) writePidFile(pidFile);
+        // the primary drains its workers on SIGTERM (src/proxy/workers.ts)
+        if (args["stop-with-parent"]) stopWithParent(log, () => process.kill(process.pid, "SIGTERM"));
+      },
+    });
+    process.exit(code);
   }
   let stopping = false;
-  const d = new Dojang(config, {
-    logger: log,
-    accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }),
-    reloadLogLevel: level === undefined,
-    ...(file === undefined ? {} : { configFile: file }),
-    onDrainRequest: () => stop("POST /drain"),
-  });
+  let d: Dojang;
+  try {
+    d = new Dojang(config, {
+      logger: log,
+      accessLogger: createAccessLogger({ level: (level as LogLevel | undefined) ?? config.logLevel }),
+      reloadLogLevel: level === undefined,
+      ...(file === undefined ? {} : { configFile: file }),
+      ...(adjustConfig === undefined ? {} : { adjustConfig }),
+      onDrainRequest: () => stop("POST /drain"),
+    });
+  } catch (err) {
+    // a config problem found while building the proxy (a TLS file changed since the check): the
+    // same message as any other, no stack
+    if (err instanceof ConfigError) fail(2, `dojang: ${err.message}`);
+    throw err;
+  }
   let watcher: { close(): void } | undefined;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -138,8 +245,22 @@ async function main(): Promise<void> {
   } catch (err) {
     const e = err as Error & { cause?: Error };
     process.stderr.write(`dojang: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
-    process.exit(1);
+    // exit codes as documented: a config problem 2, anything else (a port in use) 1
+    process.exit(err instanceof ConfigError ? 2 : 1);
   }
+  // The pid file once every listener is bound, so whatever reads it reaches a serving process;
+  // removed at exit if it still holds this pid (src/pid-file.ts).
+  if (pidFile !== undefined) {
+    try {
+      writePidFile(pidFile);
+    } catch (err) {
+      process.stderr.write(`dojang: --pid-file ${pidFile}: cannot write it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+      await d.close(0);
+      process.exit(1);
+    }
+    process.on("exit", () => removePidFile(pidFile));
+  }
+  if (args["stop-with-parent"]) stopWithParent(log, () => stop("parent exited"));
   startHeapTuning(d, config, log);
   if (config.watchConfig && file !== undefined && !stopping) {
     watcher = watchConfigFile(

@@ -1,48 +1,90 @@
-// Whether the TLS files a config names can be read: apart from load.ts so that the served process,
-// which takes its config already parsed from the launcher (src/config/handover.ts), can run the
-// check without loading the parser.
+// Whether the TLS files a config names can be read and used: apart from load.ts so that the served
+// process, which takes its config already parsed from the launcher (src/config/handover.ts), can
+// run the check without loading the parser.
+import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { createSecureContext } from "node:tls";
 import type { ConfigIssue } from "../errors.js";
 import type { Config } from "./schema.js";
 
+/** OpenSSL's reason without its code prefix ("error:05800074:x509 certificate routines::key values mismatch" → "key values mismatch"). */
+function reason(err: unknown): string {
+  const m = err instanceof Error ? err.message : String(err);
+  const i = m.lastIndexOf("::");
+  return i >= 0 && m.startsWith("error:") ? m.slice(i + 2) : m;
+}
+
 /**
- * Every TLS file the config names (listeners[].tls, clusters[].tls) that cannot be read, as an
- * issue on its key: `listeners[0].tls.certFile: cannot read "x.pem": ENOENT`. The CLI asks this
- * after loading (src/main.ts), so `--check` fails on a missing file; loadConfigFile itself reads
- * only the config (an example config may name certificates that exist only where it is deployed).
- * Only readability is checked here; the proxy parses the PEM when it starts
- * (src/proxy/downstream/tls.ts, src/proxy/upstream/tls.ts) and names the key there too.
+ * Every problem with the TLS files the config names (listeners[].tls, clusters[].tls), each on
+ * its key: a file that cannot be read (`listeners[0].tls.certFile: cannot read "x.pem": ENOENT`),
+ * a certificate or CA file with no PEM certificate in it, a key that is not a PEM private key,
+ * and a key that does not belong to its certificate (`listeners[0].tls.keyFile: …`). The files
+ * are loaded the way the proxy loads them when it starts (node's secure contexts, OpenSSL's
+ * reason in the message); the key material itself is never part of a message.
+ *
+ * The CLI asks this after loading the config (src/main.ts), for `--check` and before a start
+ * alike, so both fail the same way (exit 2, key paths, no stack); loadConfigFile itself reads only
+ * the config (an example config may name certificates that exist only where it is deployed).
  */
 export function tlsFileIssues(config: Config): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const check = (key: string, file: string | null): void => {
-    if (file === null) return;
+  const read = (key: string, file: string | null): Buffer | undefined => {
+    if (file === null) return undefined;
     try {
-      readFileSync(file);
+      return readFileSync(file);
     } catch (err: unknown) {
       const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : err instanceof Error ? err.message : String(err);
       issues.push({ path: key, message: `cannot read ${JSON.stringify(file)}: ${code}` });
+      return undefined;
     }
+  };
+  /** a certificate chain (or CA bundle): at least one PEM certificate OpenSSL can parse */
+  const certs = (key: string, file: string, pem: Buffer, what: string): boolean => {
+    try {
+      createSecureContext({ cert: pem });
+      return true;
+    } catch (err) {
+      issues.push({ path: key, message: `${JSON.stringify(file)} is not a usable ${what}: ${reason(err)}` });
+      return false;
+    }
+  };
+  const pair = (at: string, certFile: string | null, keyFile: string | null): void => {
+    const cert = read(`${at}.certFile`, certFile);
+    const key = read(`${at}.keyFile`, keyFile);
+    if (cert === undefined || key === undefined || certFile === null || keyFile === null) return;
+    const certOk = certs(`${at}.certFile`, certFile, cert, "PEM certificate");
+    let keyOk = true;
+    try {
+      createPrivateKey(key);
+    } catch (err) {
+      keyOk = false;
+      issues.push({ path: `${at}.keyFile`, message: `${JSON.stringify(keyFile)} is not a usable PEM private key: ${reason(err)}` });
+    }
+    if (!certOk || !keyOk) return;
+    try {
+      createSecureContext({ cert, key });
+    } catch (err) {
+      issues.push({ path: `${at}.keyFile`, message: `${JSON.stringify(keyFile)} is not the key of the certificate in ${JSON.stringify(certFile)}: ${reason(err)}` });
+    }
+  };
+  const ca = (key: string, file: string | null): void => {
+    const pem = read(key, file);
+    if (pem !== undefined && file !== null) certs(key, file, pem, "PEM CA bundle");
   };
   config.listeners.forEach((l, i) => {
     const t = l.tls;
     if (t === null) return;
     const at = `listeners[${i}].tls`;
-    check(`${at}.certFile`, t.certFile);
-    check(`${at}.keyFile`, t.keyFile);
-    check(`${at}.caFile`, t.caFile);
-    t.certificates.forEach((c, j) => {
-      check(`${at}.certificates[${j}].certFile`, c.certFile);
-      check(`${at}.certificates[${j}].keyFile`, c.keyFile);
-    });
+    pair(at, t.certFile, t.keyFile);
+    ca(`${at}.caFile`, t.caFile);
+    t.certificates.forEach((c, j) => pair(`${at}.certificates[${j}]`, c.certFile, c.keyFile));
   });
   config.clusters.forEach((c, i) => {
     const t = c.tls;
     if (t === null) return;
     const at = `clusters[${i}].tls`;
-    check(`${at}.caFile`, t.caFile);
-    check(`${at}.certFile`, t.certFile);
-    check(`${at}.keyFile`, t.keyFile);
+    ca(`${at}.caFile`, t.caFile);
+    pair(at, t.certFile, t.keyFile);
   });
   return issues;
 }

@@ -40,6 +40,8 @@ export interface DojangOptions {
   readonly reloadLogLevel?: boolean;
   /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
   readonly onDrainRequest?: () => void;
+  /** reloadFile(): the file's config as the command line changes it (the CLI's --admin-mutations) */
+  readonly adjustConfig?: (c: Config) => Config;
 }
 
 /**
@@ -300,7 +302,8 @@ export class Dojang {
           } catch {
             return loadConfigFile(file); // throws the ConfigError that names the errno
           }
-          return configFromText(text, file);
+          const c = configFromText(text, file);
+          return this.opts.adjustConfig === undefined ? c : this.opts.adjustConfig(c);
         },
         trigger,
         { file },
@@ -490,6 +493,7 @@ export class Dojang {
     // Each cluster's endpoints, so a wrong UPSTREAM is visible here, before the first call fails.
     this.log.info(
       {
+        pid: process.pid,
         // every socket each listener opened, with its protocols and TLS mode (plaintext, tls,
         // mtls-required, mtls-optional): an http1Address is as visible as the main port
         listeners: this.listeners.map((l) => ({

@@ -186,7 +186,15 @@ class Fanout {
 }
 
 /** In the primary: fork, supervise, aggregate, answer the admin, reload, drain. Resolves when all workers have exited. */
-export async function runPrimary(startConfig: Config, log: Logger, file?: string, logLevelFixed = false): Promise<number> {
+export async function runPrimary(
+  startConfig: Config,
+  log: Logger,
+  file?: string,
+  logLevelFixed = false,
+  // the CLI's: a config read at reload as the command line changed it (--admin-mutations), and a
+  // call once the admin listens (the pid file)
+  cli: { readonly adjustConfig?: (c: Config) => Config; readonly onStarted?: () => void } = {},
+): Promise<number> {
   configFromText = (await loadConfigParsers()).configFromText;
   let config = startConfig;
   const n = config.workers;
@@ -299,7 +307,7 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
   let reloading: Promise<unknown> = Promise.resolve();
   const reloadAll = (trigger: string): Promise<AdminReply> => {
     const run = reloading.then(async () => {
-      const r = await reload(file, config, log, serving, fanout, mutations, trigger);
+      const r = await reload(file, config, log, serving, fanout, mutations, trigger, cli.adjustConfig);
       reloads[r.reply.status === 200 ? "ok" : "error"].inc();
       if (r.next !== undefined) {
         config = configAsApplied(config, r.next.config);
@@ -322,7 +330,8 @@ export async function runPrimary(startConfig: Config, log: Logger, file?: string
         ) : undefined;
   for (let i = 0; i < n; i++) fork();
   if (admin !== undefined) await admin.listen();
-  log.info({ workers: n, admin: admin?.boundAddress }, "dojang primary started");
+  log.info({ pid: process.pid, workers: n, admin: admin?.boundAddress }, "dojang primary started");
+  cli.onStarted?.();
 
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -357,6 +366,7 @@ async function reload(
   fanout: Fanout,
   mutations: MutationLog,
   trigger: string,
+  adjust: (c: Config) => Config = (c) => c,
 ): Promise<{ reply: AdminReply; next?: { config: Config; text: string } }> {
   if (file === undefined) {
     log.warn({ trigger }, "reload: no config file to reload (embedded default)");
@@ -366,7 +376,7 @@ async function reload(
   let next: Config;
   try {
     op = { op: "reload", text: readFileSync(file, "utf8"), source: file };
-    next = configFromText(op.text, file);
+    next = adjust(configFromText(op.text, file));
   } catch (err) {
     const issues: readonly ConfigIssue[] = err instanceof ConfigError ? err.issues : [{ path: "", message: (err as Error).message }];
     log.error({ trigger, file, issues, err: (err as Error).message }, "reload failed; nothing changed");

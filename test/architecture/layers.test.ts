@@ -42,6 +42,9 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["health.ts", "main"],
   // the launcher's part that reads the config before node is re-executed (src/cli.ts)
   ["launch.ts", "main"],
+  // `dojang reload` (a CLI subcommand) and the pid file it and the CLI share
+  ["reload-command.ts", "main"],
+  ["pid-file.ts", "main"],
 ];
 
 function layerOf(rel: string): Layer | undefined {

@@ -248,17 +248,36 @@ describe("usage errors exit 2", () => {
     expect(r.stderr).toContain("usage: dojang");
   });
 
-  it("prints the version and exits 0 for --version", async () => {
+  it("prints the version on stdout and exits 0 for --version", async () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string };
     const r = await runCli(["--version"]);
-    expect(r.code).toBe(0);
-    expect((r.stderr + r.stdout).trim()).toBe(pkg.version);
+    expect(r).toMatchObject({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
   });
 
-  it("prints the usage and exits 0 for --help", async () => {
+  it("prints the usage on stdout and exits 0 for --help (and -h)", async () => {
+    for (const flag of ["--help", "-h"]) {
+      const r = await runCli([flag]);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toMatch(/^usage: dojang /);
+    }
+  });
+
+  it("prints exactly the README's Command line block for --help", async () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const at = readme.indexOf("```\n", readme.indexOf("\n## Command line\n")) + 4;
+    const block = readme.slice(at, readme.indexOf("```", at));
     const r = await runCli(["--help"]);
-    expect(r.code).toBe(0);
-    expect(r.stderr + r.stdout).toContain("usage: dojang");
+    expect(r.stdout).toBe(block);
+  });
+
+  it("prints each subcommand's usage on stdout for --help, exit 0", async () => {
+    for (const sub of ["health", "reload"]) {
+      const r = await runCli([sub, "--help"]);
+      expect(r.code, sub).toBe(0);
+      expect(r.stderr, sub).toBe("");
+      expect(r.stdout, sub).toContain(`usage: dojang ${sub} `);
+    }
   });
 });
 
@@ -323,7 +342,9 @@ describe("the default config", () => {
   const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
 
   it("is what npm start runs: config/dojang.yaml, which --check accepts", async () => {
-    expect(pkg.scripts["start"]).toBe("node dist/cli.js --config config/dojang.yaml");
+    // exec: npm's child is dojang itself (npm passes SIGINT and SIGTERM to it); see test/process/reach.test.ts
+    expect(pkg.scripts["start"]).toBe("exec node dist/cli.js --config config/dojang.yaml --pid-file dojang.pid --stop-with-parent");
+    expect(pkg.scripts["reload"]).toBe("node dist/cli.js reload --config config/dojang.yaml --pid-file dojang.pid");
     const r = await runCli(["--check", "--config", "config/dojang.yaml"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("dojang: config config/dojang.yaml is valid\n");

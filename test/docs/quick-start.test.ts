@@ -1,16 +1,17 @@
 // The README's quick start runs as written: its first-call and echo-upstream one-liners are taken
 // from the README (the blocks after <!-- quick-start:call --> and <!-- quick-start:upstream -->),
 // run with `node -e` against a real dojang started from config/dojang.yaml, with only the three
-// fixed ports of that file moved to free ones. Also the Command line section's usage: every
-// option it lists is run through the real CLI (with --check, or as `dojang health` where nothing
+// fixed ports of that file moved to free ones. Also the command line reference's usage
+// (docs/reference/cli.md, the README's Command line section until issue 19): every option it lists is run through the real CLI (with --check, or as `dojang health` where nothing
 // listens) and must be accepted; --help and --version.
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/index.js";
 import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, runCli, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { DOC_PAGES, readDoc } from "../helpers/readme.js";
 
-const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const readme = readDoc(DOC_PAGES.quickStart);
 const tmp = tempDir();
 const children = new Set<ChildProcess>();
 
@@ -88,20 +89,23 @@ describe("README quick start", () => {
   });
 });
 
-describe("README command line", () => {
-  const section = readme.slice(readme.indexOf("## Command line"), readme.indexOf("\n## ", readme.indexOf("## Command line") + 3));
+describe("the command line reference (docs/reference/cli.md)", () => {
+  const section = readDoc(DOC_PAGES.cli);
+  it("is the command line page", () => {
+    expect(section.startsWith("# Command line\n")).toBe(true);
+  });
   const flags = (text: string) => new Set([...text.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0]));
 
-  it("--help exits 0 and every option it prints is in the README's usage", async () => {
+  it("--help exits 0 and every option it prints is in the reference's usage", async () => {
     const r = await runCli(["--help"]);
     expect(r.code).toBe(0);
     const printed = flags(r.stdout + r.stderr);
     expect(printed.size).toBeGreaterThanOrEqual(4);
-    for (const f of printed) expect(section, `README's Command line lists ${f}`).toContain(f);
+    for (const f of printed) expect(section, `docs/reference/cli.md lists ${f}`).toContain(f);
     if ((r.stdout + r.stderr).includes("dojang health")) expect(section).toContain("dojang health");
   });
 
-  it("every option the README's usage lists is run through the real CLI and accepted; an unknown one exits 2", async () => {
+  it("every option the reference's usage lists is run through the real CLI and accepted; an unknown one exits 2", async () => {
     const usage = section.slice(section.indexOf("```"), section.indexOf("```", section.indexOf("```") + 3));
     const lines = usage.split("\n");
     const main = flags(lines.filter((l) => !/\bhealth\b/.test(l)).join("\n"));

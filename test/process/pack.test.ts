@@ -1,6 +1,7 @@
 // The harness library as a user gets it: `npm pack` in a fresh clone (its `prepare` builds
 // dist/, which git does not hold), the tarball installed into a new project beside @grpc/grpc-js
-// and vitest, and that project type-checking and running the README's harness example against
+// and vitest, and that project type-checking and running the test harness guide's example
+// (docs/guides/test-harness.md) against
 // the INSTALLED package (import from "dojang"). Slow by nature (an npm install), so bounded
 // generously; offline-first, from npm's cache when it has the packages.
 import { execFileSync, spawn } from "node:child_process";
@@ -10,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshClone, npm, type Clone } from "../helpers/clone.js";
 import { REPO_ROOT, childEnv } from "../helpers/process.js";
-import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
+import { DOC_PAGES, HARNESS_MARKER, readDoc, readmeBlockAfter } from "../helpers/readme.js";
 
 let clone: Clone;
 let packDir: string;
@@ -73,7 +74,7 @@ describe("the packed harness library", () => {
     expect(listed.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/") || f.startsWith("package/node_modules/"))).toEqual([]);
   });
 
-  it("installs into a new project, whose tsc accepts the README example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: 300_000 }, async () => {
+  it("installs into a new project, whose tsc accepts the guide's example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: 300_000 }, async () => {
     expect(tarball, "the pack step ran").not.toBe("");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "harness-user", private: true, type: "module" }, null, 2));
     const install = await npm(
@@ -87,7 +88,7 @@ describe("the packed harness library", () => {
     expect(existsSync(join(project, "node_modules", "dojang", "dist", "dojang.mjs"))).toBe(true);
     expect(existsSync(join(project, "node_modules", "dojang", "src"))).toBe(false);
 
-    writeFileSync(join(project, "harness.test.ts"), readmeBlockAfter(readFileSync(join(REPO_ROOT, "README.md"), "utf8"), HARNESS_MARKER));
+    writeFileSync(join(project, "harness.test.ts"), readmeBlockAfter(readDoc(DOC_PAGES.testHarness), HARNESS_MARKER));
     writeFileSync(
       join(project, "types.test.ts"),
       [

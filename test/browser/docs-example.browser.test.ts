@@ -1,5 +1,6 @@
-// The README's browser example (gRPC-Web and CORS, "A browser page, without a bundler") runs as
-// written (issue 18, item 11): docs/examples/grpc-web-browser/index.html served by the README's
+// The edge gateway guide's browser example (docs/guides/edge-gateway.md, gRPC-Web and CORS, "A
+// browser page, without a bundler"; in the README until issue 19) runs as
+// written (issue 18, item 11): docs/examples/grpc-web-browser/index.html served by the guide's
 // one-liner (after <!-- grpc-web:page-server -->), dojang started from the example's dojang.yaml,
 // the quick start's echo upstream one-liner, with only their fixed ports moved to free ones; the
 // page loaded in headless Chromium (test/helpers/browser.ts, as grpc-web.browser does) on its
@@ -12,14 +13,15 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../helpers/browser.js";
 import { REPO_ROOT, assertDistBuilt, spawnGroup, freePort, killSpawned, logLines, spawnDojang, tempDir, waitFor } from "../helpers/process.js";
-import { blockAfterMarker } from "../helpers/readme.js";
+import { DOC_PAGES, blockAfterMarker, readDoc } from "../helpers/readme.js";
 
 const EXAMPLE = join(REPO_ROOT, "docs", "examples", "grpc-web-browser");
-const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const readme = readDoc(DOC_PAGES.edgeGateway);
+const quickStart = readDoc(DOC_PAGES.quickStart);
 
-/** The program of the `node -e '...'` one-liner in the sh block after `<!-- marker -->`. */
-function oneLiner(marker: string): string {
-  const block = blockAfterMarker(readme, marker, "sh");
+/** The program of the `node -e '...'` one-liner in the sh block after `<!-- marker -->` (in the guide, or the README's quick start). */
+function oneLiner(marker: string, page = readme): string {
+  const block = blockAfterMarker(page, marker, "sh");
   const m = /^node -e '([^'\n]+)'$/.exec(block);
   if (m === null) throw new Error(`the block after <!-- ${marker} --> is not one node -e line: ${block}`);
   return m[1]!;
@@ -28,7 +30,7 @@ function oneLiner(marker: string): string {
 const tmp = tempDir();
 const children = new Set<ChildProcess>();
 
-/** `node -e program` in the repository (as the README runs it), its output collected. */
+/** `node -e program` in the repository (as the docs run it), its output collected. */
 function node(program: string): { out: () => string } {
   const child = spawnGroup(process.execPath, ["-e", program], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
@@ -38,7 +40,7 @@ function node(program: string): { out: () => string } {
   return { out: () => out };
 }
 
-describe("the README's gRPC-Web browser example (no bundler)", () => {
+describe("the edge gateway guide's gRPC-Web browser example (no bundler)", () => {
   let browser: Browser | undefined;
 
   beforeAll(async () => {
@@ -89,7 +91,7 @@ describe("the README's gRPC-Web browser example (no bundler)", () => {
 
       expect(await result()).toBe(`UNAVAILABLE (14): connection refused by 127.0.0.1:${up}`);
 
-      const echo = node(move(oneLiner("quick-start:upstream")));
+      const echo = node(move(oneLiner("quick-start:upstream", quickStart)));
       await waitFor("the echo upstream", () => (echo.out().includes("echo upstream on") ? true : undefined), 15_000);
       expect(await result()).toBe("OK: hello from the browser");
     } finally {

@@ -17,7 +17,7 @@ import { alignEllipses, fencesOf, normalizeOutput, shownOutputs } from "../helpe
 
 /** Untyped blocks that show no command's output, by their first line. */
 const NOT_OUTPUT = new Set([
-  "src/translate/   pure gRPC semantics: codes, HTTP and RST tables, grpc-timeout, grpc-message,", // README: Layout
+  "src/translate/   pure gRPC semantics, no I/O (property-tested): codes, the HTTP status and RST_STREAM", // docs/contributing/architecture.md: Layout
 ]);
 
 const docs = [

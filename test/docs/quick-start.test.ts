@@ -1,16 +1,17 @@
 // The README's quick start runs as written: its first-call and echo-upstream one-liners are taken
 // from the README (the blocks after <!-- quick-start:call --> and <!-- quick-start:upstream -->),
 // run with `node -e` against a real dojang started from config/dojang.yaml, with only the three
-// fixed ports of that file moved to free ones. Also the Command line section's usage: every
-// option it lists is run through the real CLI (with --check, or as `dojang health` where nothing
+// fixed ports of that file moved to free ones. Also the command line reference's usage
+// (docs/reference/cli.md, the README's Command line section until issue 19): every option it lists is run through the real CLI (with --check, or as `dojang health` where nothing
 // listens) and must be accepted; --help and --version.
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/index.js";
 import { REPO_ROOT, assertDistBuilt, freePort, killSpawned, runCli, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { DOC_PAGES, readDoc } from "../helpers/readme.js";
 
-const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const readme = readDoc(DOC_PAGES.quickStart);
 const tmp = tempDir();
 
 beforeAll(() => assertDistBuilt());
@@ -86,28 +87,34 @@ describe("README quick start", () => {
   });
 });
 
-describe("README command line", () => {
-  const section = readme.slice(readme.indexOf("## Command line"), readme.indexOf("\n## ", readme.indexOf("## Command line") + 3));
+describe("the command line reference (docs/reference/cli.md)", () => {
+  const section = readDoc(DOC_PAGES.cli);
+  it("is the command line page", () => {
+    expect(section.startsWith("# Command line\n")).toBe(true);
+  });
   const flags = (text: string) => new Set([...text.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)].map((m) => m[0]));
 
-  it("--help exits 0 and every option it prints is in the README's usage", async () => {
+  it("--help exits 0 and every option it prints is in the reference's usage", async () => {
     const r = await runCli(["--help"]);
     expect(r.code).toBe(0);
     const printed = flags(r.stdout + r.stderr);
     expect(printed.size).toBeGreaterThanOrEqual(4);
-    for (const f of printed) expect(section, `README's Command line lists ${f}`).toContain(f);
+    for (const f of printed) expect(section, `docs/reference/cli.md lists ${f}`).toContain(f);
     if ((r.stdout + r.stderr).includes("dojang health")) expect(section).toContain("dojang health");
   });
 
-  it("every option the README's usage lists is run through the real CLI and accepted; an unknown one exits 2", async () => {
+  it("every option the reference's usage lists is run through the real CLI and accepted; an unknown one exits 2", async () => {
     const usage = section.slice(section.indexOf("```"), section.indexOf("```", section.indexOf("```") + 3));
     const lines = usage.split("\n");
-    const main = flags(lines.filter((l) => !/\bhealth\b/.test(l)).join("\n"));
-    const health = flags(lines.filter((l) => /\bhealth\b/.test(l)).join("\n"));
-    const listed = new Set([...main, ...health]);
+    // a subcommand's lines: its usage line (`dojang health ...`) and its description (`  health  ...`)
+    const of = (sub: string) => (l: string) => new RegExp(`dojang ${sub}\\b|^\\s+${sub}\\s`).test(l);
+    const main = flags(lines.filter((l) => !of("health")(l) && !of("reload")(l)).join("\n"));
+    const health = flags(lines.filter(of("health")).join("\n"));
+    const reload = flags(lines.filter(of("reload")).join("\n"));
+    const listed = new Set([...main, ...health, ...reload]);
     expect([...listed]).toEqual(expect.arrayContaining(["--config", "--check", "--log-level", "--help", "--version", "--timeout"]));
     // a value for each placeholder the usage names after an option
-    const SAMPLE: Record<string, string> = { FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s" };
+    const SAMPLE: Record<string, string> = { FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid` };
     const valueOf = (f: string): string[] => {
       const m = new RegExp(`${f}[ =]([A-Z]+)\\b`).exec(usage);
       if (m === null) return [];
@@ -121,8 +128,11 @@ describe("README command line", () => {
       let args: string[];
       let code: number;
       if (f === "--help" || f === "--version") [args, code] = [[f], 0];
-      else if (!main.has(f)) [args, code] = [["health", "--config", quiet, f, ...valueOf(f)], 1];
-      else [args, code] = [[...new Set(["--check", "--config", "config/dojang.yaml", f])].concat(valueOf(f).filter(() => f !== "--config")), 0];
+      else if (main.has(f)) [args, code] = [[...new Set(["--check", "--config", "config/dojang.yaml", f])].concat(valueOf(f).filter(() => f !== "--config")), 0];
+      else if (health.has(f)) [args, code] = [["health", "--config", quiet, f, ...valueOf(f)], 1];
+      // `dojang reload` with a pid file nobody holds: "no running dojang" (3), not a usage error
+      else if (reload.has(f)) [args, code] = [["reload", "--config", quiet, "--pid-file", `${tmp.dir}/nobody.pid`, f, ...valueOf(f)], 3];
+      else throw new Error(`${f} is in no usage line`);
       const r = await runCli(args);
       expect(r.code, `dojang ${args.join(" ")}\n${r.stdout}${r.stderr}`).toBe(code);
       if (code !== 0 || f !== args[0]) expect(r.stderr, `dojang ${args.join(" ")}`).not.toMatch(/unknown option|usage:/i);

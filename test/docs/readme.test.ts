@@ -1,5 +1,6 @@
-// The README is the reference users read: its decided_by table and its metrics table must say
-// exactly what the code does, in both directions (fastify checks its errors doc the same way).
+// The reference pages are what users read: the decided_by table and the metrics table must say
+// exactly what the code does, in both directions (fastify checks its errors doc the same way). They
+// moved from the README to docs/reference/ (issue 19); the checks moved with them.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { DECIDED_BY } from "../../src/translate/index.js";
@@ -7,13 +8,15 @@ import { Metrics } from "../../src/proxy/observe/metrics.js";
 import { FAULT_KINDS_DOC } from "../../src/proxy/filters/fault/doc.js";
 
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const doc = (path: string) => readFileSync(new URL(`../../docs/${path}`, import.meta.url), "utf8");
 
-function tableAfter(heading: string): string[][] {
-  const start = readme.indexOf(heading);
-  expect(start, `README has "${heading}"`).toBeGreaterThanOrEqual(0);
+/** The rows (without header and separator) of the first table after `heading` in `text`. */
+function tableAfter(text: string, heading: string): string[][] {
+  const start = text.indexOf(heading);
+  expect(start, `the page has "${heading}"`).toBeGreaterThanOrEqual(0);
   const rows: string[][] = [];
   let inTable = false;
-  for (const line of readme.slice(start).split("\n").slice(1)) {
+  for (const line of text.slice(start).split("\n").slice(1)) {
     if (line.startsWith("|")) {
       inTable = true;
       rows.push(line.split("|").slice(1, -1).map((c) => c.trim()));
@@ -22,9 +25,9 @@ function tableAfter(heading: string): string[][] {
   return rows.slice(2); // header and separator
 }
 
-describe("README reference tables match the code", () => {
+describe("the reference tables in docs/reference/ match the code", () => {
   it("lists every decided_by reason with the code's description, and no other", () => {
-    const rows = tableAfter("### `decided_by`");
+    const rows = tableAfter(doc("reference/decided-by.md"), "# `decided_by`");
     const documented = Object.fromEntries(rows.map(([k, v]) => [k!.replaceAll("`", ""), v]));
     expect(documented).toEqual({ ...DECIDED_BY });
   });
@@ -33,7 +36,7 @@ describe("README reference tables match the code", () => {
     const m = new Metrics();
     const all = (await m.registry.getMetricsAsJSON()).map((x) => x.name);
     const names = all.filter((n) => n.startsWith("dojang_"));
-    const rows = tableAfter("### Metrics");
+    const rows = tableAfter(doc("reference/metrics.md"), "# Metrics");
     const wildcards = rows.map((r) => r[0]!.replaceAll("`", "")).filter((n) => n.endsWith("*"));
     const documented = rows.map((r) => r[0]!.replaceAll("`", "")).filter((n) => !n.endsWith("*"));
     expect(documented.sort()).toEqual(names.sort());
@@ -44,7 +47,7 @@ describe("README reference tables match the code", () => {
 
   it("carries the fault-kind reference from src/proxy/filters/fault/doc.ts word for word", () => {
     const body = FAULT_KINDS_DOC.slice(FAULT_KINDS_DOC.indexOf("\n")).trim();
-    expect(readme).toContain(body);
+    expect(doc("reference/faults.md")).toContain(body);
   });
 });
 
@@ -52,11 +55,17 @@ describe("README reference tables match the code", () => {
 
 const ROOT = new URL("../../", import.meta.url);
 const docsDir = new URL("docs/", ROOT);
-const docs = readdirSync(docsDir)
+/** Every .md and .txt file under docs/, in every subfolder. */
+const docs = readdirSync(docsDir, { recursive: true, encoding: "utf8" })
   .filter((f) => /\.(md|txt)$/.test(f))
+  .sort()
   .map((f) => ({ name: `docs/${f}`, url: new URL(f, docsDir), text: readFileSync(new URL(f, docsDir), "utf8") }));
+const benchReadme = { name: "bench/README.md", url: new URL("bench/README.md", ROOT), text: readFileSync(new URL("bench/README.md", ROOT), "utf8") };
 
-/** GitHub's heading anchors: lower-case, punctuation dropped (not "-" or "_"), spaces as "-". */
+/**
+ * GitHub's heading anchors: lower-case, punctuation dropped (not "-" or "_"), spaces as "-"; a
+ * slug that came before gets "-1", "-2" … (GitHub's rule for repeated headings).
+ */
 function anchorsOf(markdown: string): Set<string> {
   const out = new Set<string>();
   let fenced = false;
@@ -64,7 +73,10 @@ function anchorsOf(markdown: string): Set<string> {
     if (line.startsWith("```")) fenced = !fenced;
     const m = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
     if (m === null) continue;
-    out.add(m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-"));
+    const slug = m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+    let unique = slug;
+    for (let n = 1; out.has(unique); n++) unique = `${slug}-${n}`;
+    out.add(unique);
   }
   return out;
 }
@@ -109,8 +121,11 @@ describe("the README and docs/ point only inside the repository", () => {
     expect(brokenLinks(readme, new URL("README.md", ROOT))).toEqual([]);
   });
 
-  it("every relative link in docs/ resolves too", () => {
-    for (const d of docs.filter((x) => x.name.endsWith(".md"))) expect(brokenLinks(d.text, d.url), d.name).toEqual([]);
+  it("every relative link in docs/, in every subfolder, and in bench/README.md resolves too", () => {
+    const pages = docs.filter((x) => x.name.endsWith(".md"));
+    // the subfolders are read: guides, concepts, reference and contributing each have pages
+    for (const dir of ["guides", "concepts", "reference", "contributing"]) expect(pages.some((p) => p.name.startsWith(`docs/${dir}/`)), dir).toBe(true);
+    for (const d of [...pages, benchReadme]) expect(brokenLinks(d.text, d.url), d.name).toEqual([]);
   });
 
   it("the link checker catches a missing file, a missing heading and a way out of the repository", () => {
@@ -120,10 +135,52 @@ describe("the README and docs/ point only inside the repository", () => {
       "#no-such-heading (no such heading)",
       "../shared/spec/x.md (outside the repository)",
     ]);
+    // from a page in a subfolder: relative to that page, headings of the page it names
+    const nested = new URL("docs/guides/sidecar.md", ROOT);
+    expect(brokenLinks("[a](../reference/metrics.md) [b](../reference/metrics.md#nope) [c](reference/metrics.md) [d](../../../x.md)", nested)).toEqual([
+      "../reference/metrics.md#nope (no such heading)",
+      "reference/metrics.md (no such file)",
+      "../../../x.md (outside the repository)",
+    ]);
+  });
+
+  it("slugs headings as GitHub does, repeated ones with -1, -2", () => {
+    expect([...anchorsOf("# `decided_by`\n## HTTP status → gRPC status (grpc-go `HTTPStatusConvTab`)\n## Tests\n## Tests\n```\n# not a heading\n```\n### Tests")]).toEqual([
+      "decided_by",
+      "http-status--grpc-status-grpc-go-httpstatusconvtab",
+      "tests",
+      "tests-1",
+      "tests-2",
+    ]);
   });
 
   it("links the gRPC rules and the probe findings that used to live outside it", () => {
-    expect(linksOf(readme)).toEqual(expect.arrayContaining(["docs/grpc-over-h2.md", "docs/node-http2-probe.md"]));
+    expect(linksOf(readme)).toEqual(expect.arrayContaining(["docs/concepts/grpc-over-h2.md", "docs/concepts/node-http2-probe.md"]));
+  });
+});
+
+describe("the README is a front page; docs/ holds the rest (issue 19)", () => {
+  it("is at most 150 lines", () => {
+    expect(readme.trimEnd().split("\n").length).toBeLessThanOrEqual(150);
+  });
+
+  it("keeps the quick start, the test command, the docs index and the three uses as links", () => {
+    expect(readme).toContain("## Quick start");
+    expect(readme).toContain("<!-- quick-start:call -->");
+    expect(readme).toContain("<!-- quick-start:upstream -->");
+    expect(readme).toContain("npm ci && npm test");
+    expect(linksOf(readme)).toEqual(
+      expect.arrayContaining(["docs/README.md", "docs/guides/sidecar.md", "docs/guides/edge-gateway.md", "docs/guides/test-harness.md"]),
+    );
+  });
+
+  it("every page under docs/ is linked from the index, docs/README.md", () => {
+    const index = docs.find((d) => d.name === "docs/README.md");
+    expect(index, "docs/README.md exists").toBeDefined();
+    const linked = new Set(linksOf(index!.text).map((t) => new URL(t.split("#")[0]!, index!.url).href));
+    const pages = docs.filter((d) => d.name !== "docs/README.md" && d.name.endsWith(".md"));
+    expect(pages.length).toBeGreaterThanOrEqual(15);
+    expect(pages.filter((d) => !linked.has(d.url.href)).map((d) => d.name)).toEqual([]);
   });
 });
 

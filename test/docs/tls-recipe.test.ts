@@ -1,11 +1,12 @@
-// The README's openssl recipe (TLS and mTLS, "Certificates to try it with") works as written
+// The edge gateway guide's openssl recipe (docs/guides/edge-gateway.md, TLS and mTLS, "Certificates
+// to try it with"; in the README until issue 19) works as written
 // (issue 18, item 11): the shell block after <!-- tls:openssl-recipe --> runs with sh in an empty
 // folder (the machine's openssl, 3.0 or later); the certificates have the names and key usages
 // grpc-js and browsers need; the config after <!-- tls:config --> (its two fixed ports moved to
 // free ones) starts a real dojang with them, TLS and requireClientCert; the call after
 // <!-- tls:call --> presents the client certificate and its URI SAN reaches a @grpc/grpc-js
 // upstream in x-forwarded-client-cert, and without the certificate the handshake is refused.
-// Also the README's statement that relative paths resolve against the working directory, not the
+// Also the guide's statement that relative paths resolve against the working directory, not the
 // config file's folder: the config lives in a subfolder here, and `--check` passes from the
 // certificates' folder and fails, naming the key, from the config's own.
 import type { ChildProcess } from "node:child_process";
@@ -15,9 +16,9 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CLI, REPO_ROOT, assertDistBuilt, childEnv, spawnGroup, freePort, tempDir, waitFor } from "../helpers/process.js";
-import { blockAfterMarker } from "../helpers/readme.js";
+import { DOC_PAGES, blockAfterMarker, readDoc } from "../helpers/readme.js";
 
-const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const readme = readDoc(DOC_PAGES.edgeGateway);
 const recipe = blockAfterMarker(readme, "tls:openssl-recipe", "sh");
 const configText = blockAfterMarker(readme, "tls:config", "yaml");
 const callBlock = blockAfterMarker(readme, "tls:call", "sh");
@@ -67,7 +68,7 @@ afterAll(() => {
   tmp.remove();
 });
 
-describe("the README's openssl recipe, config and mTLS call", () => {
+describe("the edge gateway guide's openssl recipe, config and mTLS call", () => {
   it("makes a CA, a server certificate for localhost/127.0.0.1 (serverAuth) and a client one with a URI SAN (clientAuth)", async () => {
     writeFileSync(join(tmp.dir, "recipe.sh"), recipe + "\n");
     const r = await runToEnd("sh", ["-eu", "recipe.sh"], tmp.dir);
@@ -119,7 +120,7 @@ describe("the README's openssl recipe, config and mTLS call", () => {
       return d.out().includes("dojang started") ? true : undefined;
     }, 15_000);
 
-    // the README's one-liner, run where the certificates are (@grpc/grpc-js from this clone)
+    // the guide's one-liner, run where the certificates are (@grpc/grpc-js from this clone)
     const env = childEnv({ NODE_PATH: join(REPO_ROOT, "node_modules") });
     const ok = await runToEnd(process.execPath, ["-e", move(callLine)], tmp.dir, env);
     expect(ok.out.trim()).toBe("OK: hello over mTLS");

@@ -2,7 +2,7 @@
 // rule written here as a FaultRuleInput parses, and every rule marked @ts-expect-error (which
 // `tsc -p tsconfig.test.json` checks: an unneeded @ts-expect-error is itself an error) is also
 // refused at run time. The `good` list doubles as the reference of every kind's `at` values that
-// docs/harness.md shows.
+// docs/reference/harness.md shows.
 import { describe, expect, it } from "vitest";
 import type { DojangHandle, FaultRuleInput } from "../../src/index.js";
 import { parseFaultRule } from "../../src/proxy/filters/fault/index.js";

@@ -1,14 +1,14 @@
-// docs/harness.md shows every fault kind and every `at` value as YAML rules; they must be valid
+// docs/reference/harness.md shows every fault kind and every `at` value as YAML rules; they must be valid
 // (parsed by dojang's own rule parser) and cover every kind and point the code has.
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import { DELAY_POINTS, FAULT_KINDS, RESET_POINTS, parseFaultList, type FaultRule } from "../../src/proxy/filters/fault/index.js";
 
-const doc = readFileSync(new URL("../../docs/harness.md", import.meta.url), "utf8");
+const doc = readFileSync(new URL("../../docs/reference/harness.md", import.meta.url), "utf8");
 const blocks = [...doc.matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
 
-describe("docs/harness.md", () => {
+describe("docs/reference/harness.md", () => {
   const rules: FaultRule[] = [];
 
   it("has YAML rule lists that dojang's parser accepts", () => {

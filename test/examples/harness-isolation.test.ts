@@ -1,17 +1,17 @@
-// The README's harness example clears its faults in afterEach, so a test that fails halfway does
+// The test harness guide's example (docs/guides/test-harness.md) clears its faults in afterEach, so a test that fails halfway does
 // not leak its fault into the next test (issue 18, item 9: a user's test 2 failed with test 1's
-// RST). Checked by running the README's block in a child vitest with the client's retries switched
+// RST). Checked by running the guide's block in a child vitest with the client's retries switched
 // off: its first test then fails with the "flaky" rule still in force (one of its two firings
 // left), and the second test must still pass. And, so this test can fail: the same block without
 // its afterEach line fails both tests (the second one with the first one's UNAVAILABLE).
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, assertDistBuilt, childEnv, spawnGroup } from "../helpers/process.js";
-import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
+import { DOC_PAGES, HARNESS_MARKER, readDoc, readmeBlockAfter } from "../helpers/readme.js";
 
-const block = readmeBlockAfter(readFileSync(join(REPO_ROOT, "README.md"), "utf8"), HARNESS_MARKER);
+const block = readmeBlockAfter(readDoc(DOC_PAGES.testHarness), HARNESS_MARKER);
 const RETRIES_ON = '"grpc.enable_retries": 1';
 const AFTER_EACH = /^afterEach\(.*faults\.reset\(\).*\);\n/m;
 const dirs: string[] = [];
@@ -65,7 +65,7 @@ async function vitest(dir: string): Promise<{ outcome: Outcome; out: string }> {
   return { outcome, out: out + err };
 }
 
-describe("the README's harness example keeps a failing test's fault out of the next test", () => {
+describe("the test harness guide's example keeps a failing test's fault out of the next test", () => {
   it("has the afterEach reset and the retry switch this test turns off", () => {
     expect(block).toMatch(AFTER_EACH);
     expect(block).toContain(RETRIES_ON);

@@ -263,9 +263,9 @@ describe("usage errors exit 2", () => {
     }
   });
 
-  it("prints exactly the README's Command line block for --help", async () => {
-    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-    const at = readme.indexOf("```\n", readme.indexOf("\n## Command line\n")) + 4;
+  it("prints exactly the command line reference's block for --help", async () => {
+    const readme = readFileSync(join(REPO_ROOT, "docs", "reference", "cli.md"), "utf8");
+    const at = readme.indexOf("```\n", readme.indexOf("<!-- output-of: dojang --help -->")) + 4;
     const block = readme.slice(at, readme.indexOf("```", at));
     const r = await runCli(["--help"]);
     expect(r.stdout).toBe(block);

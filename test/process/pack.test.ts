@@ -1,6 +1,7 @@
 // The harness library as a user gets it: `npm pack` in a fresh clone (its `prepare` builds
 // dist/, which git does not hold), the tarball installed into a new project beside @grpc/grpc-js
-// and vitest, and that project type-checking and running the README's harness example against
+// and vitest, and that project type-checking and running the test harness guide's example
+// (docs/guides/test-harness.md) against
 // the INSTALLED package (import from "dojang"). Slow by nature (an npm install), so bounded
 // generously; offline-first, from npm's cache when it has the packages. Every child (npm, tsc, the
 // project's vitest) runs in a process group of its own with a timer that ends before the test's
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshClone, npm, type Clone } from "../helpers/clone.js";
 import { REPO_ROOT, childEnv, runGroup } from "../helpers/process.js";
-import { HARNESS_MARKER, readmeBlockAfter } from "../helpers/readme.js";
+import { DOC_PAGES, HARNESS_MARKER, readDoc, readmeBlockAfter } from "../helpers/readme.js";
 
 let clone: Clone;
 let packDir: string;
@@ -76,7 +77,7 @@ describe("the packed harness library", () => {
     expect(listed.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/") || f.startsWith("package/node_modules/"))).toEqual([]);
   });
 
-  it("installs into a new project, whose tsc accepts the README example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: INSTALL_TEST_MS }, async () => {
+  it("installs into a new project, whose tsc accepts the guide's example and refuses a wrong rule, and whose vitest runs the example against the installed package", { timeout: INSTALL_TEST_MS }, async () => {
     const t0 = performance.now();
     expect(tarball, "the pack step ran").not.toBe("");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "harness-user", private: true, type: "module" }, null, 2));
@@ -91,7 +92,7 @@ describe("the packed harness library", () => {
     expect(existsSync(join(project, "node_modules", "dojang", "dist", "dojang.mjs"))).toBe(true);
     expect(existsSync(join(project, "node_modules", "dojang", "src"))).toBe(false);
 
-    writeFileSync(join(project, "harness.test.ts"), readmeBlockAfter(readFileSync(join(REPO_ROOT, "README.md"), "utf8"), HARNESS_MARKER));
+    writeFileSync(join(project, "harness.test.ts"), readmeBlockAfter(readDoc(DOC_PAGES.testHarness), HARNESS_MARKER));
     writeFileSync(
       join(project, "types.test.ts"),
       [

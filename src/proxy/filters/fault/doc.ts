@@ -1,4 +1,4 @@
-// Reference text for the README: fault kinds compared with Envoy's fault filter and Toxiproxy,
+// Reference text for docs/reference/faults.md: fault kinds compared with Envoy's fault filter and Toxiproxy,
 // how calls are selected, how faults stack, and the x-dojang-fault syntax. A test checks that
 // every kind in FAULT_KINDS has a row. Sources: Envoy docs "Fault Injection" (HTTP filter,
 // v1.3x) and fault.proto v3; Toxiproxy README "Toxics" (latency, down, bandwidth, slow_close,
@@ -25,7 +25,7 @@ works on TCP bytes. dojang works on gRPC calls and HTTP/2 streams.
 | \`unreachable\` | 14 UNAVAILABLE, with no connection attempted | none | the proxy disabled (\`enabled: false\`) |
 | \`upstream_reset\` | the upstream's stream is reset (\`code\`) after \`afterRequestMessages\` request messages | none | \`reset_peer\` on the upstream side, for the whole connection |
 
-### Selecting calls
+## Selecting calls
 
 | | dojang | Envoy | Toxiproxy |
 | --- | --- | --- | --- |
@@ -43,9 +43,9 @@ uses its own \`seed\` if it has one. Otherwise its seed comes from the set's see
 the rule id. \`POST /faults/reset\` (the library's \`faults.reset()\`) goes back to the config:
 API-added rules are removed, config rules come back as loaded (undoing PATCH and DELETE), every
 count and PRNG stream and time window restarts, so a seeded run replays; calls already in flight
-keep the faults they drew ([docs/harness.md](docs/harness.md#what-a-reset-resets)).
+keep the faults they drew ([harness.md](harness.md#what-a-reset-resets)).
 
-### Stacking
+## Stacking
 
 One call can be matched by several rules. They are evaluated in set order: config rules in the
 order they were loaded, then API rules in the order they were posted. Actions from request
@@ -60,7 +60,7 @@ are not counted as \`fired\`.
   point, per message number and per direction), bandwidth and stall (one slot per direction
   each), and deadline (one slot).
 
-### Request headers (listener option \`faultHeaders: true\`)
+## Request headers (listener option \`faultHeaders: true\`)
 
 | header | value | becomes |
 | --- | --- | --- |

@@ -13,7 +13,7 @@ import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
-import type { HealthTargets } from "./listener.js";
+import type { HealthTargets } from "./downstream/health-service.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
 

@@ -21,7 +21,7 @@ import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
 import { handleFaultsApi } from "./filters/fault/admin-api.js";
 import type { FaultRule } from "../config/faults/model.js";
-import type { FaultCounter } from "./filters/fault-exec/filter.js";
+import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
 

@@ -8,7 +8,7 @@ import type { Config } from "../config/index.js";
 import { DojangError } from "../errors.js";
 import type { ListenerRoutes } from "./call/call.js";
 import { compileFilterChain } from "./call/filter.js";
-import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
+import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";

@@ -9,9 +9,9 @@ import type { Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
 import { FaultExec } from "./exec.js";
-import { faultsFromHeaders } from "../fault/headers.js";
-import { mulberry32 } from "../fault/prng.js";
-import { select, type FaultSet } from "../fault/select.js";
+import { faultsFromHeaders } from "./headers.js";
+import { mulberry32 } from "./prng.js";
+import { select, type FaultSet } from "./select.js";
 
 /** How many calls run a fault right now (maxActiveFaults), shared by every listener of a process. */
 export interface FaultCounter {

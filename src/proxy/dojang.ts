@@ -7,7 +7,7 @@ import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { Config, ListenerConfig } from "../config/schema.js";
 import { formatHostPort } from "../config/units.js";
-import { configParsersLoaded, faultParsers, loadConfigParsers } from "../config/parsers.js";
+import { loadConfigParsers, loadFaultParsers, type FaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
@@ -19,7 +19,7 @@ import { HeapShrinker, MarkingTuner, exposeGc, processMemoryPlan, type AppliedMe
 import { heapPressure, responseBuffers } from "./observe/overload.js";
 import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
-import { handleFaultsApi } from "./filters/fault/admin-api.js";
+import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-api.js";
 import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
@@ -40,13 +40,19 @@ export interface DojangOptions {
   readonly reloadLogLevel?: boolean;
   /** admin POST /drain: what SIGTERM does (the CLI drains and exits); default: close() */
   readonly onDrainRequest?: () => void;
+  /**
+   * the config's fault parsers, when the caller has them already (the library entry imports the
+   * config module statically); without them they are loaded when first needed (start(), a
+   * reload, the /faults API), so a served process whose config has no fault rules never loads zod
+   */
+  readonly faultParsers?: FaultParsers;
 }
 
 /**
  * Whether `config` parses fault rules at run time (config rules, header faults, the fault API):
- * then start() loads the config parsers (src/config/parsers.ts) unless something already has
- * (any static import of the config module does; the CLI's served process, handed its config by
- * the launcher, has not).
+ * then start() and a reload load the fault parsers (src/config/parsers.ts) unless the instance has
+ * them (DojangOptions.faultParsers; the CLI's served process, handed its config by the launcher,
+ * has not).
  */
 function needsConfigParsers(config: Config): boolean {
   if (config.admin !== null && config.admin.mutations) return true;
@@ -97,8 +103,10 @@ export class Dojang {
   private readonly faultCounter: FaultCounter = { active: 0 };
   /** the config snapshot new calls start with (each call keeps the one it started with) */
   private current: Snapshot;
-  /** what every snapshot is built with */
-  private readonly snapshotDeps: SnapshotDeps;
+  /** what every snapshot is built with (its faultParsers set once they are loaded) */
+  private snapshotDeps: SnapshotDeps;
+  /** the config's fault parsers: given, or loaded on first need (useFaultParsers); null until then */
+  private faultParsers: FaultParsers | null;
   /** clusters of earlier snapshots that the current one dropped (calls in flight may still use them) */
   private readonly retired = new Set<Cluster>();
   private draining = false;
@@ -128,14 +136,15 @@ export class Dojang {
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
-    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now };
+    this.faultParsers = opts.faultParsers ?? null;
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
     for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
     if (config.admin !== null) {
       const file = opts.configFile;
       this.admin = new AdminServer(config.admin, {
-        faults: (method, path, body) => {
-          const r = handleFaultsApi(method, path, body, this.faults, performance.now());
+        faults: async (method, path, body) => {
+          const r = await this.faultsApi(method, path, body);
           return r === null ? null : { status: r.status, body: r.body };
         },
         calls: (last) => this.journal.last(last),
@@ -354,6 +363,8 @@ export class Dojang {
       if (err instanceof ConfigError) return refuse(err.issues);
       return refuse([{ path: "", message: (err as Error).message }]);
     }
+    // header faults and fault rules in the new config are read with the fault parsers
+    if (needsConfigParsers(next)) await this.useFaultParsers();
     const report = reloadReport(this.cfg, next);
     const applied = configAsApplied(this.cfg, next);
 
@@ -464,9 +475,38 @@ export class Dojang {
     }
   }
 
-  /** Library: add a rule given in the config/API shape; throws with the reasons when invalid. */
+  /**
+   * The fault parsers, loaded on the first call (a dynamic import) unless given or loaded already;
+   * from then on every snapshot is built with them (header faults).
+   */
+  private async useFaultParsers(): Promise<FaultParsers> {
+    if (this.faultParsers === null) {
+      const p = await loadFaultParsers();
+      this.faultParsers = p;
+      this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
+    }
+    return this.faultParsers;
+  }
+
+  /**
+   * The /faults admin API; null for a path not under /faults. Answered at once when the fault
+   * parsers are there (a cluster worker replays the primary's changes in order, synchronously);
+   * the first use without them loads them.
+   */
+  faultsApi(method: string, path: string, body: string): FaultsApiResponse | null | Promise<FaultsApiResponse | null> {
+    const p = this.faultParsers;
+    if (p !== null) return handleFaultsApi(method, path, body, this.faults, performance.now(), p);
+    return this.useFaultParsers().then((q) => handleFaultsApi(method, path, body, this.faults, performance.now(), q));
+  }
+
+  /**
+   * Library: add a rule given in the config/API shape; throws with the reasons when invalid, or
+   * when the instance has no fault parsers (the library entry gives them; else start() with a
+   * config that uses faults, or any /faults request, loads them).
+   */
   addFault(value: unknown): FaultRule {
-    const r = faultParsers().parseFaultRule(value, "fault", { source: "api" });
+    if (this.faultParsers === null) throw new DojangError("DOJANG_ERR_FAULT", "the fault parsers are not loaded: construct Dojang with options.faultParsers (startDojang does)");
+    const r = this.faultParsers.parseFaultRule(value, "fault", { source: "api" });
     if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
     const a = this.faults.add(r.rule, performance.now());
     if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
@@ -478,7 +518,13 @@ export class Dojang {
   }
 
   async start(): Promise<void> {
-    if (needsConfigParsers(this.cfg)) await loadConfigParsers();
+    if (this.faultParsers === null && needsConfigParsers(this.cfg)) {
+      await this.useFaultParsers();
+      // the snapshot the constructor built could not read header faults: the same config again,
+      // the same clusters and version, with the parsers (no call has started yet)
+      const built = this.current;
+      this.swapSnapshot(buildSnapshot(this.cfg, this.snapshotDeps, built.version, (c) => built.clusters.get(c.name)!));
+    }
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();
@@ -501,7 +547,7 @@ export class Dojang {
         admin: this.adminAddress,
         ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),
         // "on first use": the config came from the launcher and nothing needs the parsers yet
-        config_parsers: configParsersLoaded() ? "loaded" : "on first use",
+        config_parsers: this.faultParsers !== null ? "loaded" : "on first use",
       },
       "dojang started",
     );

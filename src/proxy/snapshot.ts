@@ -5,6 +5,7 @@
 // imports this file.
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
+import type { FaultParsers } from "../config/parsers.js";
 import { DojangError } from "../errors.js";
 import type { ListenerRoutes } from "./call/call.js";
 import { compileFilterChain } from "./call/filter.js";
@@ -24,6 +25,12 @@ export interface SnapshotDeps {
   /** every fault rule (config and API); the set outlives snapshots, the API edits it in place */
   readonly faults: FaultSet;
   readonly faultCounter: FaultCounter;
+  /**
+   * the config's fault parsers, which a listener's header faults (faultHeaders) need; null until
+   * loaded (Dojang loads them before it serves a config that has header faults, and builds its
+   * snapshots again with them)
+   */
+  readonly faultParsers: FaultParsers | null;
   /** monotonic milliseconds */
   readonly now: () => number;
 }
@@ -103,7 +110,7 @@ export function buildSnapshot(
       ...(headerRules === null ? [] : [headerRules]),
       faultFilterFactory({
         listener: l.name,
-        headers: l.faultHeaders,
+        headers: l.faultHeaders ? deps.faultParsers : null,
         trailer: l.faultTrailer,
         seed: config.faultInjection.seed,
         set: deps.faults,

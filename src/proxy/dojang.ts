@@ -1,22 +1,22 @@
 // Assembles one dojang instance from a Config: clusters, listeners, admin, metrics, logger;
 // owns start-up, the whole-config reload (reload(): a new snapshot swapped in, listeners added,
 // removed and re-addressed, clusters kept by name) and the graceful drain.
-import { readFileSync, watch } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { Config, ListenerConfig } from "../config/schema.js";
 import { formatHostPort } from "../config/units.js";
 import { loadConfigParsers, loadFaultParsers, type FaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
+import { configAsApplied, planReload } from "../config/reload-plan.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
-import { HeapShrinker, MarkingTuner, exposeGc, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
-import { heapPressure, responseBuffers } from "./observe/overload.js";
+import type { AppliedMemoryPlan } from "./observe/heap.js";
+import { memoryLine } from "./observe/heap-tuning.js";
 import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
 import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-api.js";
@@ -24,6 +24,11 @@ import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
+
+// moved out of this file (issue 19); the CLI and the cluster primary import them from here
+export { configAsApplied } from "../config/reload-plan.js";
+export { watchConfigFile } from "../config/watch.js";
+export { applyMemoryPlan, startHeapTuning } from "./observe/heap-tuning.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */
@@ -368,15 +373,18 @@ export class Dojang {
     const report = reloadReport(this.cfg, next);
     const applied = configAsApplied(this.cfg, next);
 
-    // Clusters: kept by name where only the endpoints changed.
+    // The plan (src/config/reload-plan.ts), decided before anything changes: clusters kept by
+    // name where only the endpoints changed, listeners kept by name (or renamed) on their address.
     const prev = this.current;
+    const runningClusters = new Map([...prev.clusters].map(([name, c]) => [name, this.clusterConfigs.get(c) ?? c.cfg]));
+    const decided = planReload(this.listeners.map((l) => l.cfg), runningClusters, applied);
     const moved: [Cluster, Config["clusters"][number]][] = [];
     const created: Cluster[] = [];
     const snap = buildSnapshot(applied, this.snapshotDeps, prev.version + 1, (cfg) => {
       const old = prev.clusters.get(cfg.name);
-      const running = old === undefined ? undefined : (this.clusterConfigs.get(old) ?? old.cfg);
-      if (old !== undefined && running !== undefined && sameBesidesEndpoints(running, cfg)) {
-        if (JSON.stringify([running.endpoints, running.endpointWeights]) !== JSON.stringify([cfg.endpoints, cfg.endpointWeights])) moved.push([old, cfg]);
+      const step = decided.clusters.get(cfg.name);
+      if (old !== undefined && step !== "new") {
+        if (step === "move") moved.push([old, cfg]);
         return old;
       }
       const c = new Cluster(cfg, this.metrics, this.log);
@@ -385,19 +393,11 @@ export class Dojang {
     });
 
     // Listeners: what is new is bound before anything changes.
-    const byName = new Map(this.listeners.map((l) => [l.cfg.name, l]));
-    const nextNames = new Set(applied.listeners.map((l) => l.name));
-    const plan: { cfg: ListenerConfig; keep: Listener | undefined; fresh: Listener | undefined }[] = [];
-    for (const l of applied.listeners) {
-      let old = byName.get(l.name);
-      // a renamed listener on the same address keeps its socket (a new one could not bind it)
-      if (old === undefined) old = this.listeners.find((x) => !nextNames.has(x.cfg.name) && byName.has(x.cfg.name) && sameAddress(x.cfg, l));
-      if (old !== undefined && sameAddress(old.cfg, l)) {
-        byName.delete(old.cfg.name);
-        plan.push({ cfg: l, keep: old, fresh: undefined });
-      } else plan.push({ cfg: l, keep: undefined, fresh: this.newListener(l, snap) });
-    }
-    const retiring = [...byName.values()];
+    const plan = decided.listeners.map((p) => {
+      const keep = p.keep === undefined ? undefined : this.listeners[p.keep];
+      return { cfg: p.cfg, keep, fresh: keep === undefined ? this.newListener(p.cfg, snap) : undefined };
+    });
+    const retiring = decided.retiring.map((i) => this.listeners[i]!);
     if (this.started) {
       const bound: Listener[] = [];
       for (const p of plan) {
@@ -631,136 +631,4 @@ export class Dojang {
     for (const l of this.retiringListeners) for (const c of l.ctx.active) n += c.reqScan.bytes + c.respScan.bytes;
     return n;
   }
-}
-
-/**
- * The process-level heap settings, `shrinkHeapWhenIdle` and `concurrentMarking` (the CLI and
- * each cluster worker call this once the instance serves; the library does not, its host owns
- * the heap and V8's flags).
- */
-export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker: HeapShrinker; marking: MarkingTuner } {
-  applyMemoryPlan(d, config);
-  const live = d.metrics.live;
-  const marking = new MarkingTuner(config.concurrentMarking, () => d.forwardedBytes(), log, (on) => (live.concurrentMarking = on ? 1 : 0));
-  marking.start();
-  const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
-  shrinker.start();
-  // the overload manager's heap trigger (observe/overload.ts): new streams refused near V8's heap limit
-  heapPressure.start(exposeGc());
-  return { shrinker, marking };
-}
-
-/**
- * The memory budget of this process (the launcher's plan, src/cli.ts): the overload manager's
- * buffer budgets follow it, and /config and the start-up line show it. Once per process (the CLI
- * calls it before start(), so the start-up line has it; cluster workers through startHeapTuning).
- */
-export function applyMemoryPlan(d: Dojang, config: Config): AppliedMemoryPlan {
-  if (d.memoryPlan !== undefined) return d.memoryPlan;
-  const plan = processMemoryPlan(config.memory.limitBytes, config.workers);
-  responseBuffers.budgets = plan.buffers;
-  d.memoryPlan = plan;
-  return plan;
-}
-
-const MIB = 1_048_576;
-
-/** The plan in the start-up line: MiB, where the limit came from, whether node got the flags. */
-function memoryLine(p: AppliedMemoryPlan): Record<string, unknown> {
-  return {
-    limit_mib: p.limitBytes === null ? null : Math.round(p.limitBytes / MIB),
-    source: p.source,
-    per_process_mib: p.perProcessBytes === null ? null : Math.round(p.perProcessBytes / MIB),
-    semi_space_mib: p.semiSpaceMiB,
-    old_space_mib: p.oldSpaceMiB,
-    heap_limit_mib: Math.round(p.heapSizeLimitBytes / MIB),
-    buffers_per_connection_mib: Math.round((p.buffers.perConnectionBytes / MIB) * 10) / 10,
-    buffers_process_mib: Math.round((p.buffers.processBytes / MIB) * 10) / 10,
-    flags_applied: p.applied,
-    ...(p.note === undefined ? {} : { note: p.note }),
-  };
-}
-
-/** Same host and port (a listener that keeps its socket). */
-function sameAddress(a: ListenerConfig, b: ListenerConfig): boolean {
-  // (gRPC-Web: a listener whose HTTP/1.1 socket comes, goes or moves is a new listener)
-  const h = a.http1Address;
-  const k = b.http1Address;
-  const sameH1 = h === null || h === undefined || k === null || k === undefined ? (h ?? null) === (k ?? null) : h.host === k.host && h.port === k.port;
-  return a.address.host === b.address.host && a.address.port === b.address.port && sameH1;
-}
-
-/** Whether two configs of one cluster differ only in their endpoints (and weights): kept, setEndpoints. */
-function sameBesidesEndpoints(a: Config["clusters"][number], b: Config["clusters"][number]): boolean {
-  const strip = (c: Config["clusters"][number]): unknown => ({ ...c, endpoints: null, endpointWeights: null });
-  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
-}
-
-/**
- * What a reload of `next` over `running` serves: `next`, but the keys that need a restart keep
- * their running value (reloadReport names them), so /config shows what really runs.
- */
-export function configAsApplied(running: Config, next: Config): Config {
-  return {
-    ...next,
-    workers: running.workers,
-    admin: keptAdmin(running, next),
-    journal: running.journal,
-    faultInjection: running.faultInjection,
-    watchConfig: running.watchConfig,
-    shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
-    concurrentMarking: running.concurrentMarking,
-    memory: running.memory,
-  };
-}
-
-/**
- * The admin block a reload applies: the listener that answers the reload keeps its address,
- * switch and token (a restart changes those); readyClusters applies. No admin before or after:
- * the running one (none, or the same).
- */
-function keptAdmin(running: Config, next: Config): Config["admin"] {
-  const a = running.admin;
-  if (a === null || next.admin === null) return a;
-  return { ...a, readyClusters: next.admin.readyClusters };
-}
-
-/**
- * `watchConfig: true` (CLI): reload when the config file changes. fs.watch on the file's
- * directory, not the file: editors that save by writing a new file and renaming it over the
- * old one (vim, many IDEs), and Kubernetes' ConfigMap volumes (a symlink swap of `..data`),
- * replace the inode a file watch is bound to. Any event in the directory arms one debounce
- * timer; when it fires the file is read and compared with the text last seen, so only a real
- * change calls `onChange` (with the text), once, however many events the save made (a file
- * missing mid-rename waits for the next event). The caller skips a text a SIGHUP or POST
- * /reload has applied already.
- */
-export function watchConfigFile(file: string, onChange: (text: string) => void, log: Logger, debounceMs = 200): { close(): void } {
-  const read = (): string | undefined => {
-    try {
-      return readFileSync(file, "utf8");
-    } catch {
-      return undefined;
-    }
-  };
-  let last = read();
-  let timer: NodeJS.Timeout | undefined;
-  const check = (): void => {
-    timer = undefined;
-    const text = read();
-    if (text === undefined || text === last) return;
-    last = text;
-    onChange(text);
-  };
-  const w = watch(dirname(resolve(file)), { persistent: false }, () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = setTimeout(check, debounceMs);
-  });
-  w.on("error", (err) => log.warn({ file, err: err.message }, "watchConfig: watching the config file's directory failed; SIGHUP and POST /reload still reload"));
-  return {
-    close: () => {
-      if (timer !== undefined) clearTimeout(timer);
-      w.close();
-    },
-  };
 }

@@ -137,7 +137,7 @@ describe("no import cycles at run time (grpc-js runs madge -c; type-only imports
  */
 const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly types?: readonly string[] }> = {
   translate: { values: [] },
-  config: { values: ["zod", "yaml", "node:fs", "node:net", "node:v8"] },
+  config: { values: ["zod", "yaml", "node:fs", "node:path", "node:net", "node:v8"] },
   observe: { values: ["pino", "prom-client", "node:fs", "node:os", "node:v8", "node:vm", "node:perf_hooks"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino"] },

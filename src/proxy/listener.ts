@@ -105,7 +105,7 @@ export class Listener {
     } else {
       const t = new ListenerTls(cfg.tls, `listener ${JSON.stringify(cfg.name)}`, ctx.log);
       this.tls = t;
-      secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)) });
+      secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)), ...handshakeTimeout(cfg) });
       server = secure as unknown as Http2Server;
       // A failed handshake (no client certificate under requireClientCert, one the CA does not
       // verify, no common ALPN protocol, not TLS at all) is the client's problem: counted by
@@ -143,7 +143,7 @@ export class Listener {
       const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.serveHttp1(req, res);
       if (this.tls === null) this.http1 = http.createServer(opts, onRequest);
       else {
-        const h1s = https().createServer({ ...opts, ...this.tls.http1Options() }, onRequest);
+        const h1s = https().createServer({ ...opts, ...this.tls.http1Options(), ...handshakeTimeout(cfg) }, onRequest);
         const errors = this.handshakeErrors!;
         h1s.on("tlsClientError", (err: Error, sock: TLSSocket) => errors.record(err, sock, "http1Address"));
         h1s.on("connection", notePeer);
@@ -431,4 +431,15 @@ function notePeer(raw: Socket): void {
  */
 export function tlsAllowsHttp1(cfg: ListenerConfig): boolean {
   return cfg.tls !== null && cfg.grpcWeb;
+}
+
+/**
+ * A TLS socket's handshake is bounded by requestHeadersTimeout, as the first request is: node's
+ * own bound is 120 s, long enough for a slowloris that never finishes its handshake (no session
+ * exists yet, so the listener's own timer cannot see it). node ends it with
+ * ERR_TLS_HANDSHAKE_TIMEOUT, counted as reason "timeout". Fixed when the server is made (a reload
+ * changes it for neither TLS socket); requestHeadersTimeout null keeps node's 120 s.
+ */
+function handshakeTimeout(cfg: ListenerConfig): { handshakeTimeout?: number } {
+  return cfg.requestHeadersTimeoutMs === null ? {} : { handshakeTimeout: cfg.requestHeadersTimeoutMs };
 }

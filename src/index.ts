@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { configFromText, deepFreeze, isLoopbackHost, loadConfigFile, parseConfigValue, type Config } from "./config/index.js";
+import { formatFaultRule, parseFaultAction, parseFaultRule, parsePercentage } from "./config/faults/parse.js";
 import { ConfigError, DojangError } from "./errors.js";
 import { Dojang } from "./proxy/dojang.js";
 import { createLogger, type LogLevel } from "./proxy/observe/log.js";
@@ -106,7 +107,8 @@ export async function startDojang(opts: StartOptions): Promise<DojangHandle> {
   if (tooOld !== undefined) throw new DojangError("DOJANG_ERR_NODE_VERSION", tooOld);
   const config = resolveConfig(opts);
   const logger = opts.logger ?? createLogger({ level: opts.logLevel ?? config.logLevel });
-  const d = new Dojang(config, { logger });
+  // the config module is loaded here already: its fault parsers go in (handle.faults.add, the API)
+  const d = new Dojang(config, { logger, faultParsers: { parseFaultRule, formatFaultRule, parseFaultAction, parsePercentage } });
   await d.start();
   return {
     address: d.address(),

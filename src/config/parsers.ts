@@ -8,15 +8,14 @@
 // the served process takes that result (src/config/handover.ts) and loads the parsers only for
 // what needs them at run time: a reload, the fault API, header faults, config fault rules.
 //
-// Two ways in, so that nothing that has them already pays twice:
-// - src/config/faults/parse.ts registers its functions here when it is evaluated, so any code
-//   that imports the config module statically (the library entry, the tests) has them at once;
-// - loadConfigParsers() imports the whole config module; the served process awaits it before
-//   the first use (src/proxy/dojang.ts start() and reloadFile()).
-// faultParsers() is the synchronous accessor the fault filter uses on its paths; it throws (a bug,
-// never a client's doing) if nothing loaded them.
+// No registry: each loader hands its module to whoever awaits it, and the code that parses fault
+// rules at run time (the /faults API, FaultSet.update, header faults) takes the FaultParsers as an
+// argument. So a path that never loaded them does not type-check, whatever else was imported
+// first (src/proxy/dojang.ts holds them: given by the library entry, or loaded by start(), a
+// reload or the API's first use).
 import type { formatFaultRule, parseFaultAction, parseFaultRule, parsePercentage } from "./faults/parse.js";
 
+/** The fault rule parsers (src/config/faults/parse.ts; its module namespace is one). */
 export interface FaultParsers {
   readonly parseFaultRule: typeof parseFaultRule;
   readonly formatFaultRule: typeof formatFaultRule;
@@ -24,22 +23,12 @@ export interface FaultParsers {
   readonly parsePercentage: typeof parsePercentage;
 }
 
-let faults: FaultParsers | undefined;
+let faults: Promise<FaultParsers> | undefined;
 
-/** Called by src/config/faults/parse.ts when it is evaluated. */
-export function registerFaultParsers(p: FaultParsers): void {
-  faults = p;
-}
-
-/** The fault rule parsers; throws when the config module was never loaded (see loadConfigParsers). */
-export function faultParsers(): FaultParsers {
-  if (faults === undefined) throw new Error("dojang: the config parsers are not loaded (loadConfigParsers() must run before fault rules are parsed)");
-  return faults;
-}
-
-/** Whether the fault parsers are loaded (tests, and the start-up line). */
-export function configParsersLoaded(): boolean {
-  return faults !== undefined;
+/** The fault rule parsers (zod); loads them on the first call. */
+export function loadFaultParsers(): Promise<FaultParsers> {
+  // literal specifiers keep the modules in dist/dojang.mjs, where esbuild evaluates them only when this runs
+  return (faults ??= import("./faults/parse.js"));
 }
 
 type ConfigModule = typeof import("./index.js");
@@ -47,7 +36,5 @@ let loading: Promise<ConfigModule> | undefined;
 
 /** The whole config module (configFromText, loadConfigFile, ...); loads it on the first call. */
 export function loadConfigParsers(): Promise<ConfigModule> {
-  // a variable specifier would keep esbuild from bundling it; a literal keeps it in dist/dojang.mjs,
-  // where esbuild evaluates it only when this runs
   return (loading ??= import("./index.js"));
 }

@@ -1,29 +1,34 @@
 // Assembles one dojang instance from a Config: clusters, listeners, admin, metrics, logger;
 // owns start-up, the whole-config reload (reload(): a new snapshot swapped in, listeners added,
 // removed and re-addressed, clusters kept by name) and the graceful drain.
-import { readFileSync, watch } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { Config, ListenerConfig } from "../config/schema.js";
 import { formatHostPort } from "../config/units.js";
-import { configParsersLoaded, faultParsers, loadConfigParsers } from "../config/parsers.js";
+import { loadConfigParsers, loadFaultParsers, type FaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
+import { configAsApplied, planReload } from "../config/reload-plan.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import type { CallContext } from "./call/call.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
-import { HeapShrinker, MarkingTuner, exposeGc, processMemoryPlan, type AppliedMemoryPlan } from "./observe/heap.js";
-import { heapPressure, responseBuffers } from "./observe/overload.js";
+import type { AppliedMemoryPlan } from "./observe/heap.js";
+import { memoryLine } from "./observe/heap-tuning.js";
 import { Cluster } from "./upstream/cluster.js";
 import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
-import { handleFaultsApi } from "./filters/fault/admin-api.js";
+import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-api.js";
 import type { FaultRule } from "../config/faults/model.js";
-import type { FaultCounter } from "./filters/fault-exec/filter.js";
+import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
+
+// moved out of this file (issue 19); the CLI and the cluster primary import them from here
+export { configAsApplied } from "../config/reload-plan.js";
+export { watchConfigFile } from "../config/watch.js";
+export { applyMemoryPlan, startHeapTuning } from "./observe/heap-tuning.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */
@@ -42,13 +47,19 @@ export interface DojangOptions {
   readonly onDrainRequest?: () => void;
   /** reloadFile(): the file's config as the command line changes it (the CLI's --admin-mutations) */
   readonly adjustConfig?: (c: Config) => Config;
+  /**
+   * the config's fault parsers, when the caller has them already (the library entry imports the
+   * config module statically); without them they are loaded when first needed (start(), a
+   * reload, the /faults API), so a served process whose config has no fault rules never loads zod
+   */
+  readonly faultParsers?: FaultParsers;
 }
 
 /**
  * Whether `config` parses fault rules at run time (config rules, header faults, the fault API):
- * then start() loads the config parsers (src/config/parsers.ts) unless something already has
- * (any static import of the config module does; the CLI's served process, handed its config by
- * the launcher, has not).
+ * then start() and a reload load the fault parsers (src/config/parsers.ts) unless the instance has
+ * them (DojangOptions.faultParsers; the CLI's served process, handed its config by the launcher,
+ * has not).
  */
 function needsConfigParsers(config: Config): boolean {
   if (config.admin !== null && config.admin.mutations) return true;
@@ -99,8 +110,10 @@ export class Dojang {
   private readonly faultCounter: FaultCounter = { active: 0 };
   /** the config snapshot new calls start with (each call keeps the one it started with) */
   private current: Snapshot;
-  /** what every snapshot is built with */
-  private readonly snapshotDeps: SnapshotDeps;
+  /** what every snapshot is built with (its faultParsers set once they are loaded) */
+  private snapshotDeps: SnapshotDeps;
+  /** the config's fault parsers: given, or loaded on first need (useFaultParsers); null until then */
+  private faultParsers: FaultParsers | null;
   /** clusters of earlier snapshots that the current one dropped (calls in flight may still use them) */
   private readonly retired = new Set<Cluster>();
   private draining = false;
@@ -130,14 +143,15 @@ export class Dojang {
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
-    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now };
+    this.faultParsers = opts.faultParsers ?? null;
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
     for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
     if (config.admin !== null) {
       const file = opts.configFile;
       this.admin = new AdminServer(config.admin, {
-        faults: (method, path, body) => {
-          const r = handleFaultsApi(method, path, body, this.faults, performance.now());
+        faults: async (method, path, body) => {
+          const r = await this.faultsApi(method, path, body);
           return r === null ? null : { status: r.status, body: r.body };
         },
         calls: (last) => this.journal.last(last),
@@ -357,18 +371,23 @@ export class Dojang {
       if (err instanceof ConfigError) return refuse(err.issues);
       return refuse([{ path: "", message: (err as Error).message }]);
     }
+    // header faults and fault rules in the new config are read with the fault parsers
+    if (needsConfigParsers(next)) await this.useFaultParsers();
     const report = reloadReport(this.cfg, next);
     const applied = configAsApplied(this.cfg, next);
 
-    // Clusters: kept by name where only the endpoints changed.
+    // The plan (src/config/reload-plan.ts), decided before anything changes: clusters kept by
+    // name where only the endpoints changed, listeners kept by name (or renamed) on their address.
     const prev = this.current;
+    const runningClusters = new Map([...prev.clusters].map(([name, c]) => [name, this.clusterConfigs.get(c) ?? c.cfg]));
+    const decided = planReload(this.listeners.map((l) => l.cfg), runningClusters, applied);
     const moved: [Cluster, Config["clusters"][number]][] = [];
     const created: Cluster[] = [];
     const snap = buildSnapshot(applied, this.snapshotDeps, prev.version + 1, (cfg) => {
       const old = prev.clusters.get(cfg.name);
-      const running = old === undefined ? undefined : (this.clusterConfigs.get(old) ?? old.cfg);
-      if (old !== undefined && running !== undefined && sameBesidesEndpoints(running, cfg)) {
-        if (JSON.stringify([running.endpoints, running.endpointWeights]) !== JSON.stringify([cfg.endpoints, cfg.endpointWeights])) moved.push([old, cfg]);
+      const step = decided.clusters.get(cfg.name);
+      if (old !== undefined && step !== "new") {
+        if (step === "move") moved.push([old, cfg]);
         return old;
       }
       const c = new Cluster(cfg, this.metrics, this.log);
@@ -377,19 +396,11 @@ export class Dojang {
     });
 
     // Listeners: what is new is bound before anything changes.
-    const byName = new Map(this.listeners.map((l) => [l.cfg.name, l]));
-    const nextNames = new Set(applied.listeners.map((l) => l.name));
-    const plan: { cfg: ListenerConfig; keep: Listener | undefined; fresh: Listener | undefined }[] = [];
-    for (const l of applied.listeners) {
-      let old = byName.get(l.name);
-      // a renamed listener on the same address keeps its socket (a new one could not bind it)
-      if (old === undefined) old = this.listeners.find((x) => !nextNames.has(x.cfg.name) && byName.has(x.cfg.name) && sameAddress(x.cfg, l));
-      if (old !== undefined && sameAddress(old.cfg, l)) {
-        byName.delete(old.cfg.name);
-        plan.push({ cfg: l, keep: old, fresh: undefined });
-      } else plan.push({ cfg: l, keep: undefined, fresh: this.newListener(l, snap) });
-    }
-    const retiring = [...byName.values()];
+    const plan = decided.listeners.map((p) => {
+      const keep = p.keep === undefined ? undefined : this.listeners[p.keep];
+      return { cfg: p.cfg, keep, fresh: keep === undefined ? this.newListener(p.cfg, snap) : undefined };
+    });
+    const retiring = decided.retiring.map((i) => this.listeners[i]!);
     if (this.started) {
       const bound: Listener[] = [];
       for (const p of plan) {
@@ -467,9 +478,38 @@ export class Dojang {
     }
   }
 
-  /** Library: add a rule given in the config/API shape; throws with the reasons when invalid. */
+  /**
+   * The fault parsers, loaded on the first call (a dynamic import) unless given or loaded already;
+   * from then on every snapshot is built with them (header faults).
+   */
+  private async useFaultParsers(): Promise<FaultParsers> {
+    if (this.faultParsers === null) {
+      const p = await loadFaultParsers();
+      this.faultParsers = p;
+      this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
+    }
+    return this.faultParsers;
+  }
+
+  /**
+   * The /faults admin API; null for a path not under /faults. Answered at once when the fault
+   * parsers are there (a cluster worker replays the primary's changes in order, synchronously);
+   * the first use without them loads them.
+   */
+  faultsApi(method: string, path: string, body: string): FaultsApiResponse | null | Promise<FaultsApiResponse | null> {
+    const p = this.faultParsers;
+    if (p !== null) return handleFaultsApi(method, path, body, this.faults, performance.now(), p);
+    return this.useFaultParsers().then((q) => handleFaultsApi(method, path, body, this.faults, performance.now(), q));
+  }
+
+  /**
+   * Library: add a rule given in the config/API shape; throws with the reasons when invalid, or
+   * when the instance has no fault parsers (the library entry gives them; else start() with a
+   * config that uses faults, or any /faults request, loads them).
+   */
   addFault(value: unknown): FaultRule {
-    const r = faultParsers().parseFaultRule(value, "fault", { source: "api" });
+    if (this.faultParsers === null) throw new DojangError("DOJANG_ERR_FAULT", "the fault parsers are not loaded: construct Dojang with options.faultParsers (startDojang does)");
+    const r = this.faultParsers.parseFaultRule(value, "fault", { source: "api" });
     if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
     const a = this.faults.add(r.rule, performance.now());
     if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
@@ -481,7 +521,13 @@ export class Dojang {
   }
 
   async start(): Promise<void> {
-    if (needsConfigParsers(this.cfg)) await loadConfigParsers();
+    if (this.faultParsers === null && needsConfigParsers(this.cfg)) {
+      await this.useFaultParsers();
+      // the snapshot the constructor built could not read header faults: the same config again,
+      // the same clusters and version, with the parsers (no call has started yet)
+      const built = this.current;
+      this.swapSnapshot(buildSnapshot(this.cfg, this.snapshotDeps, built.version, (c) => built.clusters.get(c.name)!));
+    }
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();
@@ -505,7 +551,7 @@ export class Dojang {
         admin: this.adminAddress,
         ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),
         // "on first use": the config came from the launcher and nothing needs the parsers yet
-        config_parsers: configParsersLoaded() ? "loaded" : "on first use",
+        config_parsers: this.faultParsers !== null ? "loaded" : "on first use",
       },
       "dojang started",
     );
@@ -589,136 +635,4 @@ export class Dojang {
     for (const l of this.retiringListeners) for (const c of l.ctx.active) n += c.reqScan.bytes + c.respScan.bytes;
     return n;
   }
-}
-
-/**
- * The process-level heap settings, `shrinkHeapWhenIdle` and `concurrentMarking` (the CLI and
- * each cluster worker call this once the instance serves; the library does not, its host owns
- * the heap and V8's flags).
- */
-export function startHeapTuning(d: Dojang, config: Config, log: Logger): { shrinker: HeapShrinker; marking: MarkingTuner } {
-  applyMemoryPlan(d, config);
-  const live = d.metrics.live;
-  const marking = new MarkingTuner(config.concurrentMarking, () => d.forwardedBytes(), log, (on) => (live.concurrentMarking = on ? 1 : 0));
-  marking.start();
-  const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
-  shrinker.start();
-  // the overload manager's heap trigger (observe/overload.ts): new streams refused near V8's heap limit
-  heapPressure.start(exposeGc());
-  return { shrinker, marking };
-}
-
-/**
- * The memory budget of this process (the launcher's plan, src/cli.ts): the overload manager's
- * buffer budgets follow it, and /config and the start-up line show it. Once per process (the CLI
- * calls it before start(), so the start-up line has it; cluster workers through startHeapTuning).
- */
-export function applyMemoryPlan(d: Dojang, config: Config): AppliedMemoryPlan {
-  if (d.memoryPlan !== undefined) return d.memoryPlan;
-  const plan = processMemoryPlan(config.memory.limitBytes, config.workers);
-  responseBuffers.budgets = plan.buffers;
-  d.memoryPlan = plan;
-  return plan;
-}
-
-const MIB = 1_048_576;
-
-/** The plan in the start-up line: MiB, where the limit came from, whether node got the flags. */
-function memoryLine(p: AppliedMemoryPlan): Record<string, unknown> {
-  return {
-    limit_mib: p.limitBytes === null ? null : Math.round(p.limitBytes / MIB),
-    source: p.source,
-    per_process_mib: p.perProcessBytes === null ? null : Math.round(p.perProcessBytes / MIB),
-    semi_space_mib: p.semiSpaceMiB,
-    old_space_mib: p.oldSpaceMiB,
-    heap_limit_mib: Math.round(p.heapSizeLimitBytes / MIB),
-    buffers_per_connection_mib: Math.round((p.buffers.perConnectionBytes / MIB) * 10) / 10,
-    buffers_process_mib: Math.round((p.buffers.processBytes / MIB) * 10) / 10,
-    flags_applied: p.applied,
-    ...(p.note === undefined ? {} : { note: p.note }),
-  };
-}
-
-/** Same host and port (a listener that keeps its socket). */
-function sameAddress(a: ListenerConfig, b: ListenerConfig): boolean {
-  // (gRPC-Web: a listener whose HTTP/1.1 socket comes, goes or moves is a new listener)
-  const h = a.http1Address;
-  const k = b.http1Address;
-  const sameH1 = h === null || h === undefined || k === null || k === undefined ? (h ?? null) === (k ?? null) : h.host === k.host && h.port === k.port;
-  return a.address.host === b.address.host && a.address.port === b.address.port && sameH1;
-}
-
-/** Whether two configs of one cluster differ only in their endpoints (and weights): kept, setEndpoints. */
-function sameBesidesEndpoints(a: Config["clusters"][number], b: Config["clusters"][number]): boolean {
-  const strip = (c: Config["clusters"][number]): unknown => ({ ...c, endpoints: null, endpointWeights: null });
-  return JSON.stringify(strip(a)) === JSON.stringify(strip(b));
-}
-
-/**
- * What a reload of `next` over `running` serves: `next`, but the keys that need a restart keep
- * their running value (reloadReport names them), so /config shows what really runs.
- */
-export function configAsApplied(running: Config, next: Config): Config {
-  return {
-    ...next,
-    workers: running.workers,
-    admin: keptAdmin(running, next),
-    journal: running.journal,
-    faultInjection: running.faultInjection,
-    watchConfig: running.watchConfig,
-    shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
-    concurrentMarking: running.concurrentMarking,
-    memory: running.memory,
-  };
-}
-
-/**
- * The admin block a reload applies: the listener that answers the reload keeps its address,
- * switch and token (a restart changes those); readyClusters applies. No admin before or after:
- * the running one (none, or the same).
- */
-function keptAdmin(running: Config, next: Config): Config["admin"] {
-  const a = running.admin;
-  if (a === null || next.admin === null) return a;
-  return { ...a, readyClusters: next.admin.readyClusters };
-}
-
-/**
- * `watchConfig: true` (CLI): reload when the config file changes. fs.watch on the file's
- * directory, not the file: editors that save by writing a new file and renaming it over the
- * old one (vim, many IDEs), and Kubernetes' ConfigMap volumes (a symlink swap of `..data`),
- * replace the inode a file watch is bound to. Any event in the directory arms one debounce
- * timer; when it fires the file is read and compared with the text last seen, so only a real
- * change calls `onChange` (with the text), once, however many events the save made (a file
- * missing mid-rename waits for the next event). The caller skips a text a SIGHUP or POST
- * /reload has applied already.
- */
-export function watchConfigFile(file: string, onChange: (text: string) => void, log: Logger, debounceMs = 200): { close(): void } {
-  const read = (): string | undefined => {
-    try {
-      return readFileSync(file, "utf8");
-    } catch {
-      return undefined;
-    }
-  };
-  let last = read();
-  let timer: NodeJS.Timeout | undefined;
-  const check = (): void => {
-    timer = undefined;
-    const text = read();
-    if (text === undefined || text === last) return;
-    last = text;
-    onChange(text);
-  };
-  const w = watch(dirname(resolve(file)), { persistent: false }, () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = setTimeout(check, debounceMs);
-  });
-  w.on("error", (err) => log.warn({ file, err: err.message }, "watchConfig: watching the config file's directory failed; SIGHUP and POST /reload still reload"));
-  return {
-    close: () => {
-      if (timer !== undefined) clearTimeout(timer);
-      w.close();
-    },
-  };
 }

@@ -5,15 +5,16 @@
 // imports this file.
 import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
+import type { FaultParsers } from "../config/parsers.js";
 import { DojangError } from "../errors.js";
 import type { ListenerRoutes } from "./call/call.js";
 import { compileFilterChain } from "./call/filter.js";
-import { faultFilterFactory, type FaultCounter } from "./filters/fault-exec/filter.js";
+import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
-import type { HealthTargets } from "./listener.js";
+import type { HealthTargets } from "./downstream/health-service.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
 
@@ -24,6 +25,12 @@ export interface SnapshotDeps {
   /** every fault rule (config and API); the set outlives snapshots, the API edits it in place */
   readonly faults: FaultSet;
   readonly faultCounter: FaultCounter;
+  /**
+   * the config's fault parsers, which a listener's header faults (faultHeaders) need; null until
+   * loaded (Dojang loads them before it serves a config that has header faults, and builds its
+   * snapshots again with them)
+   */
+  readonly faultParsers: FaultParsers | null;
   /** monotonic milliseconds */
   readonly now: () => number;
 }
@@ -103,7 +110,7 @@ export function buildSnapshot(
       ...(headerRules === null ? [] : [headerRules]),
       faultFilterFactory({
         listener: l.name,
-        headers: l.faultHeaders,
+        headers: l.faultHeaders ? deps.faultParsers : null,
         trailer: l.faultTrailer,
         seed: config.faultInjection.seed,
         set: deps.faults,

@@ -16,12 +16,11 @@ import { readFileSync } from "node:fs";
 import client, { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
-import { loadConfigParsers } from "../config/parsers.js";
+import { loadConfigParsers, loadFaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
-import { handleFaultsApi } from "./filters/fault/admin-api.js";
 import { Dojang, configAsApplied, reloadReply, startHeapTuning, watchConfigFile } from "./dojang.js";
 import { processMemoryPlan } from "./observe/heap.js";
 import { createAccessLogger } from "./observe/log.js";
@@ -53,6 +52,10 @@ export function configTextFromPrimary(): string | undefined {
   return cluster.isWorker ? process.env[CONFIG_TEXT_ENV] : undefined;
 }
 
+function orNotFound(r: AdminReply | null): AdminReply {
+  return r ?? { status: 404, body: { error: "not found" } };
+}
+
 /**
  * A worker runs one op from the primary (live, or replayed from the log) against its instance.
  * A live reload swaps the whole config (the primary validated it and logs the result); a
@@ -61,8 +64,11 @@ export function configTextFromPrimary(): string | undefined {
  */
 function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<AdminReply> {
   switch (op.op) {
-    case "faults":
-      return handleFaultsApi(op.method, op.path, op.body, d.faults, performance.now()) ?? { status: 404, body: { error: "not found" } };
+    case "faults": {
+      // synchronous here: the worker has the fault parsers (runWorker), and a replay runs in order
+      const r = d.faultsApi(op.method, op.path, op.body);
+      return r instanceof Promise ? r.then(orNotFound) : orNotFound(r);
+    }
     case "calls":
       return { status: 200, body: d.journal.last(op.last) };
     case "clusters":
@@ -85,7 +91,9 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
 export async function runWorker(config: Config, log: Logger, logLevelFixed = false): Promise<Dojang> {
   configFromText = (await loadConfigParsers()).configFromText;
   const wlog = log.child({ worker: cluster.worker?.id });
-  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed });
+  // (the config module above brought the fault parsers in: the worker takes them at once)
+  const faultParsers = await loadFaultParsers();
+  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed, faultParsers });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);

@@ -11,7 +11,7 @@ import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/ra
 import { FRAME } from "../helpers/h2-frames.js";
 import { CANCEL, resetFlood, rssMiB, startTarget } from "../helpers/attacks.js";
 import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
-import { PREMATURE_RESET_MIN } from "../../src/proxy/listener.js";
+import { PREMATURE_RESET_MIN } from "../../src/proxy/downstream/guards.js";
 import type { DojangHandle } from "../../src/index.js";
 
 const ENHANCE_YOUR_CALM = 0xb;

@@ -3,7 +3,7 @@
 // raw node:http2 clients (their 'goaway' and 'close' events) against a real upstream.
 import http2 from "node:http2";
 import { describe, expect, it } from "vitest";
-import { jitteredAge } from "../../src/proxy/listener.js";
+import { jitteredAge } from "../../src/proxy/downstream/lifetime.js";
 import { startBackend, type Backend } from "../helpers/backends.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { frame, rawCall, statusOf } from "../helpers/peers.js";

@@ -8,10 +8,11 @@ import * as grpc from "@grpc/grpc-js";
 import { copyFileSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import http2 from "node:http2";
+import net from "node:net";
 import tls from "node:tls";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 import { useFixtures } from "../helpers/fixtures.js";
-import { unary, type EchoClient } from "../helpers/peers.js";
+import { sample, scrape, unary, type EchoClient } from "../helpers/peers.js";
 import { waitFor } from "../helpers/process.js";
 
 const f = useFixtures();
@@ -170,6 +171,32 @@ describe("client certificates (mTLS)", () => {
       });
       expect(ended).toMatch(/certificate required|closed|alert/i);
     }
+  });
+
+  it("bounds the handshake by requestHeadersTimeout: a client that connects to either TLS socket and sends nothing is closed after it, not node's 120 s", { timeout: 45_000 }, async () => {
+    const up = await f.grpcServer({ Unary: echo });
+    const px = await f.proxyFor(up.address, { listener: { tls: mtls(), requestHeadersTimeout: "1s", grpcWeb: true, http1Address: "127.0.0.1:0" } });
+    const h1 = px.instance.listeners[0]!.http1Address!;
+    const [host, port] = [px.address.slice(0, px.address.lastIndexOf(":")), Number(px.address.slice(px.address.lastIndexOf(":") + 1))];
+    /** ms from connect to the server's close; 20 s (a generous bound, well under 120 s) means never */
+    const silent = (h: string, p: number): Promise<number> =>
+      new Promise((resolve) => {
+        const t0 = performance.now();
+        const sock = f.track(net.connect({ host: h, port: p }), (x) => x.destroy());
+        sock.on("error", () => {});
+        const t = setTimeout(() => resolve(Infinity), 20_000);
+        sock.once("close", () => {
+          clearTimeout(t);
+          resolve(performance.now() - t0);
+        });
+      });
+    const [h2Ms, h1Ms] = await Promise.all([silent(host, port), silent(h1.address, h1.port)]);
+    for (const ms of [h2Ms, h1Ms]) {
+      expect(ms).toBeGreaterThanOrEqual(900);
+      expect(ms).toBeLessThan(20_000);
+    }
+    // and counted as what it is
+    await waitFor("the timeouts on /metrics", async () => sample(await scrape(px.adminAddress), "dojang_tls_handshake_errors_total", { listener: "main", reason: "timeout" }) === 2 ? true : undefined);
   });
 
   it("passes the verified identity upstream in x-forwarded-client-cert (Envoy's format) and strips a client's own", async () => {

@@ -2,7 +2,7 @@
 // that process loads the config parsers (zod, YAML) only when something needs them
 // (src/config/parsers.ts): real dojang processes, real grpc-js calls. The start-up line says which
 // it is; a SIGHUP reload (the first use) still parses and applies the file; a config whose header
-// faults need the parsers has them from the start; a handover variable left in the environment by
+// faults need the parsers has them from the start, and a reload that turns them on loads them; a handover variable left in the environment by
 // whatever started dojang is never taken for the config.
 import { describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
@@ -66,6 +66,29 @@ describe("the served process takes the launcher's config", () => {
     const c = client(listenPort);
     const md = new grpc.Metadata();
     md.set("x-dojang-fault", "abort=UNAVAILABLE;msg=from-header");
+    expect(await answer(c, md)).toBe("error 14: from-header");
+    expect(await answer(c)).toBe("a");
+  });
+
+  it("a reload that turns header faults on loads the parsers for them: the next call's x-dojang-fault is applied", async () => {
+    const a = await backend("a");
+    const [listenPort, adminPort] = [await freePort(), await freePort()];
+    const dir = tempDirFor();
+    const plain = configYaml({ listenPort, adminPort, upstream: a.address });
+    const file = dir.write("dojang.yaml", plain);
+    const p = spawnDojang(["--config", file]);
+    await waitReady(p, `127.0.0.1:${adminPort}`);
+    expect(started(logLines(p))?.["config_parsers"]).toBe("on first use");
+    const c = client(listenPort);
+    const md = new grpc.Metadata();
+    md.set("x-dojang-fault", "abort=UNAVAILABLE;msg=from-header");
+    // header faults off: the header is just metadata
+    expect(await answer(c, md)).toBe("a");
+
+    dir.write("dojang.yaml", plain.replace("  - name: main\n", "  - name: main\n    faultHeaders: true\n"));
+    p.child.kill("SIGHUP");
+    const done = await waitFor("the reload's log line", () => logLines(p).find((l) => l["msg"] === "config reloaded"));
+    expect(JSON.stringify(done["applied"])).toContain("faultHeaders");
     expect(await answer(c, md)).toBe("error 14: from-header");
     expect(await answer(c)).toBe("a");
   });

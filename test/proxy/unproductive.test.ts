@@ -1,7 +1,7 @@
 // The listener's unproductive-bytes guard (listener.ts overUnproductive): the pure decision.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { UNPRODUCTIVE_BASE, UNPRODUCTIVE_PER_STREAM, overUnproductive } from "../../src/proxy/listener.js";
+import { UNPRODUCTIVE_BASE, UNPRODUCTIVE_PER_STREAM, overUnproductive } from "../../src/proxy/downstream/guards.js";
 
 describe("overUnproductive (one second of one connection)", () => {
   it("allows 1 MiB of frames that are neither requests nor their bodies, plus 16 KiB per new stream and a quarter of what dojang sent", () => {

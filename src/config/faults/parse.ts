@@ -10,7 +10,6 @@ import { formatDuration, parseDuration, parseSize } from "../units.js";
 import { CODE_NAMES } from "../../translate/codes.js";
 import { rstCodeName } from "../../translate/rst-code.js";
 import { deepFreeze } from "../freeze.js";
-import { registerFaultParsers } from "../parsers.js";
 import {
   DEADLINE_MODES,
   DELAY_POINTS,
@@ -794,7 +793,3 @@ export function formatFaultRule(rule: FaultRule): Record<string, Json> {
 /** The input side of a fault rule and of `faultInjection`, for the config's JSON Schema (src/config/json-schema.ts). */
 export const FAULT_RULE_INPUT_SCHEMA: z.ZodType = ruleSchema;
 export const FAULT_SET_SETTINGS_INPUT_SCHEMA: z.ZodType = setSettingsSchema;
-
-// the served process reaches these through src/config/parsers.ts, so that it loads zod only when a
-// fault rule is parsed
-registerFaultParsers({ parseFaultRule, formatFaultRule, parseFaultAction, parsePercentage });

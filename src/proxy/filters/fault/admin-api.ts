@@ -1,5 +1,6 @@
 // The /faults admin REST API (Toxiproxy-style) as a pure request → response function, so it is
-// tested without sockets; the admin server passes method, path, body text and the clock in.
+// tested without sockets; the admin server passes method, path, body text, the clock and the
+// config's fault parsers in (src/proxy/dojang.ts loads them on the API's first use).
 //
 //   GET    /faults          200 { faults: [rule + source, matched, fired], seed, maxActiveFaults, overflowed }
 //   POST   /faults          201 rule (id assigned if absent) | 400 invalid | 409 duplicate id
@@ -12,7 +13,7 @@
 // so a GET result can be edited and sent back.
 
 import type { FaultIssue } from "../../../config/faults/parse.js";
-import { faultParsers } from "../../../config/parsers.js";
+import type { FaultParsers } from "../../../config/parsers.js";
 import type { FaultRuleStatus, FaultSet } from "./select.js";
 
 export interface FaultsApiResponse {
@@ -24,13 +25,13 @@ export interface FaultsApiResponse {
 const READ_ONLY_KEYS = ["source", "matched", "fired"] as const;
 
 /** null when `path` is not under /faults (the admin server then tries its other routes). */
-export function handleFaultsApi(method: string, path: string, body: string, set: FaultSet, nowMs: number): FaultsApiResponse | null {
+export function handleFaultsApi(method: string, path: string, body: string, set: FaultSet, nowMs: number, parsers: FaultParsers): FaultsApiResponse | null {
   const q = path.indexOf("?");
   const p = q < 0 ? path : path.slice(0, q);
   const m = method.toUpperCase();
   if (p === "/faults" || p === "/faults/") {
-    if (m === "GET") return { status: 200, body: listBody(set) };
-    if (m === "POST") return create(body, set, nowMs);
+    if (m === "GET") return { status: 200, body: listBody(set, parsers) };
+    if (m === "POST") return create(body, set, nowMs, parsers);
     return notAllowed("GET, POST");
   }
   if (!p.startsWith("/faults/")) return null;
@@ -39,7 +40,7 @@ export function handleFaultsApi(method: string, path: string, body: string, set:
   if (rest === "reset") {
     if (m !== "POST") return notAllowed("POST");
     set.reset(nowMs);
-    return { status: 200, body: { faults: set.list().map(view) } };
+    return { status: 200, body: { faults: set.list().map((s) => view(s, parsers)) } };
   }
   let id: string;
   try {
@@ -50,10 +51,10 @@ export function handleFaultsApi(method: string, path: string, body: string, set:
   switch (m) {
     case "GET": {
       const s = set.get(id);
-      return s === undefined ? unknownId(id) : { status: 200, body: view(s) };
+      return s === undefined ? unknownId(id) : { status: 200, body: view(s, parsers) };
     }
     case "PATCH":
-      return patch(id, body, set);
+      return patch(id, body, set, parsers);
     case "DELETE":
       return set.remove(id) ? { status: 204, body: null } : unknownId(id);
     default:
@@ -61,35 +62,35 @@ export function handleFaultsApi(method: string, path: string, body: string, set:
   }
 }
 
-function create(text: string, set: FaultSet, nowMs: number): FaultsApiResponse {
+function create(text: string, set: FaultSet, nowMs: number, parsers: FaultParsers): FaultsApiResponse {
   const parsed = parseJson(text);
   if (!parsed.ok) return parsed.response;
-  const r = faultParsers().parseFaultRule(withoutReadOnly(parsed.value), "", { source: "api" });
+  const r = parsers.parseFaultRule(withoutReadOnly(parsed.value), "", { source: "api" });
   if (!r.ok) return invalid(r.issues);
   const added = set.add(r.rule, nowMs);
   if (!added.ok) return { status: 409, body: { error: added.message } };
   const s = set.get(added.rule.id);
-  return { status: 201, body: s === undefined ? faultParsers().formatFaultRule(added.rule) : view(s) };
+  return { status: 201, body: s === undefined ? parsers.formatFaultRule(added.rule) : view(s, parsers) };
 }
 
-function patch(id: string, text: string, set: FaultSet): FaultsApiResponse {
+function patch(id: string, text: string, set: FaultSet, parsers: FaultParsers): FaultsApiResponse {
   if (set.get(id) === undefined) return unknownId(id);
   const parsed = parseJson(text);
   if (!parsed.ok) return parsed.response;
-  const r = set.update(id, withoutReadOnly(parsed.value));
+  const r = set.update(id, withoutReadOnly(parsed.value), parsers);
   if (!r.ok) return r.notFound ? unknownId(id) : invalid(r.issues);
   const s = set.get(id);
-  return { status: 200, body: s === undefined ? faultParsers().formatFaultRule(r.rule) : view(s) };
+  return { status: 200, body: s === undefined ? parsers.formatFaultRule(r.rule) : view(s, parsers) };
 }
 
 // === bodies ===
 
-function view(s: FaultRuleStatus): Record<string, unknown> {
-  return { ...faultParsers().formatFaultRule(s.rule), source: s.rule.source, matched: s.matched, fired: s.fired };
+function view(s: FaultRuleStatus, parsers: FaultParsers): Record<string, unknown> {
+  return { ...parsers.formatFaultRule(s.rule), source: s.rule.source, matched: s.matched, fired: s.fired };
 }
 
-function listBody(set: FaultSet): Record<string, unknown> {
-  return { faults: set.list().map(view), seed: set.seed, maxActiveFaults: set.maxActiveFaults, overflowed: set.overflowed };
+function listBody(set: FaultSet, parsers: FaultParsers): Record<string, unknown> {
+  return { faults: set.list().map((s) => view(s, parsers)), seed: set.seed, maxActiveFaults: set.maxActiveFaults, overflowed: set.overflowed };
 }
 
 type JsonResult = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly response: FaultsApiResponse };

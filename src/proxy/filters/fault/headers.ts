@@ -1,6 +1,7 @@
 // Faults asked for by the request itself (opt-in per listener, `faultHeaders: true`): Envoy's
 // x-envoy-fault-* headers and dojang's x-dojang-fault. Pure: headers come in through `get`,
-// percentage draws through `rand`. A bad value drops that one fault with a reason; never throws.
+// percentage draws through `rand`, the config's fault parsers through `parsers` (loaded by
+// whoever enables header faults: src/proxy/dojang.ts). A bad value drops that one fault with a reason; never throws.
 //
 // x-dojang-fault syntax (also in FAULT_KINDS_DOC):
 //   value  = fault *( "," fault )                      at most 16 faults, 4096 characters
@@ -19,7 +20,7 @@ import { didYouMean } from "../../../config/issues.js";
 import { MAX_DURATION_MS } from "../../../config/units.js";
 import { codeFromHttpStatus } from "../../../translate/http-status.js";
 import type { FaultIssue } from "../../../config/faults/parse.js";
-import { faultParsers } from "../../../config/parsers.js";
+import type { FaultParsers } from "../../../config/parsers.js";
 import { FAULT_KINDS, isTerminalFault, type FaultAction } from "../../../config/faults/model.js";
 import { seedFromDraw } from "./prng.js";
 import { stackFaults } from "./select.js";
@@ -55,7 +56,7 @@ const U32_MAX = 2 ** 32 - 1;
  * with ", " when repeated). `rand` gives [0, 1) floats: one draw per fault whose percentage is
  * strictly between 0 and 100 (in the order above), one more per kept jittered delay (its seed).
  */
-export function faultsFromHeaders(get: (name: string) => string | undefined, rand: () => number): HeaderFaults {
+export function faultsFromHeaders(get: (name: string) => string | undefined, rand: () => number, parsers: FaultParsers): HeaderFaults {
   const errors: string[] = [];
   const chosen: FaultAction[] = [];
   const labels: string[] = [];
@@ -69,7 +70,7 @@ export function faultsFromHeaders(get: (name: string) => string | undefined, ran
   if (delayValue !== undefined) {
     const ms = strictInt(delayValue);
     if (ms === null || ms > MAX_DURATION_MS) errors.push(ignored(FAULT_HEADERS.delay, delayValue, `expected whole milliseconds from 0 to ${MAX_DURATION_MS}`));
-    else if (drawn(FAULT_HEADERS.delayPercentage, get, rand, errors)) {
+    else if (drawn(FAULT_HEADERS.delayPercentage, get, rand, errors, parsers)) {
       push({ kind: "delay", at: "request", message: null, direction: "request", delay: { type: "fixed", ms }, jitterSeed: 0 }, FAULT_HEADERS.delay);
     }
   } else strayPercentage(FAULT_HEADERS.delayPercentage, FAULT_HEADERS.delay, get, errors);
@@ -99,7 +100,7 @@ export function faultsFromHeaders(get: (name: string) => string | undefined, ran
     }
   }
   if (abort !== null) {
-    if (drawn(FAULT_HEADERS.abortPercentage, get, rand, errors)) push(abort, abortLabel);
+    if (drawn(FAULT_HEADERS.abortPercentage, get, rand, errors, parsers)) push(abort, abortLabel);
   } else if (httpValue === undefined && grpcValue === undefined) {
     strayPercentage(FAULT_HEADERS.abortPercentage, `${FAULT_HEADERS.abortHttp} or ${FAULT_HEADERS.abortGrpc}`, get, errors);
   }
@@ -109,7 +110,7 @@ export function faultsFromHeaders(get: (name: string) => string | undefined, ran
   if (kibValue !== undefined) {
     const kib = strictInt(kibValue);
     if (kib === null || kib < 1 || kib > U32_MAX) errors.push(ignored(FAULT_HEADERS.throughput, kibValue, "expected KiB per second, a whole number above 0"));
-    else if (drawn(FAULT_HEADERS.throughputPercentage, get, rand, errors)) {
+    else if (drawn(FAULT_HEADERS.throughputPercentage, get, rand, errors, parsers)) {
       push({ kind: "bandwidth", bytesPerSecond: kib * 1024, direction: "response" }, FAULT_HEADERS.throughput);
     }
   } else strayPercentage(FAULT_HEADERS.throughputPercentage, FAULT_HEADERS.throughput, get, errors);
@@ -117,7 +118,7 @@ export function faultsFromHeaders(get: (name: string) => string | undefined, ran
   // --- dojang ---
   const dojang = get(FAULT_HEADERS.dojang);
   if (dojang !== undefined) {
-    for (const p of parseDojangFaultHeader(dojang)) {
+    for (const p of parseDojangFaultHeader(dojang, parsers)) {
       const label = `${FAULT_HEADERS.dojang} ${JSON.stringify(p.token)}`;
       if (!p.ok) {
         errors.push(`${label} ignored: ${p.error}`);
@@ -145,7 +146,7 @@ export type DojangFaultItem =
   | { readonly ok: false; readonly token: string; readonly error: string };
 
 /** Parses an x-dojang-fault value (see the file header). Percentages are returned, not drawn. */
-export function parseDojangFaultHeader(value: string): DojangFaultItem[] {
+export function parseDojangFaultHeader(value: string, parsers: FaultParsers): DojangFaultItem[] {
   if (value.length > MAX_HEADER_CHARS) {
     return [{ ok: false, token: value.slice(0, 40) + "...", error: `the value is longer than ${MAX_HEADER_CHARS} characters` }];
   }
@@ -156,7 +157,7 @@ export function parseDojangFaultHeader(value: string): DojangFaultItem[] {
       out.push({ ok: false, token, error: `at most ${MAX_FAULTS} faults per header` });
       return;
     }
-    out.push(parseToken(token));
+    out.push(parseToken(token, parsers));
   });
   return out;
 }
@@ -255,7 +256,7 @@ const KIND_SYNTAX: Readonly<Record<string, (arg: string | undefined, point: Poin
   },
 };
 
-function parseToken(token: string): DojangFaultItem {
+function parseToken(token: string, parsers: FaultParsers): DojangFaultItem {
   const fail = (error: string): DojangFaultItem => ({ ok: false, token, error });
   const [head = "", ...params] = token.split(";").map((s) => s.trim());
   const atIndex = head.indexOf("@");
@@ -294,7 +295,7 @@ function parseToken(token: string): DojangFaultItem {
     const val = decodeValue(p.slice(pe + 1).trim());
     if (val === null) return fail(`bad percent-encoding in parameter ${JSON.stringify(rawKey)}`);
     if (rawKey === "pct" || rawKey === "percentage") {
-      const r = faultParsers().parsePercentage(val, rawKey);
+      const r = parsers.parsePercentage(val, rawKey);
       if (!r.ok) return fail(describeIssues(r.issues));
       percentage = r.value;
       continue;
@@ -303,7 +304,7 @@ function parseToken(token: string): DojangFaultItem {
     if (key === "kind" || Object.hasOwn(fields, key)) return fail(`${JSON.stringify(key)} is given twice`);
     fields[key] = val;
   }
-  const r = faultParsers().parseFaultAction(fields, "");
+  const r = parsers.parseFaultAction(fields, "");
   if (!r.ok) return fail(describeIssues(r.issues));
   return { ok: true, token, action: r.action, percentage };
 }
@@ -339,10 +340,10 @@ function ignored(header: string, value: string, why: string): string {
  * the fault with a reason (Envoy would fall back to the configured percentage; dojang has none
  * for header faults, and firing at 100 % on a typo would surprise more than not firing).
  */
-function drawn(header: string, get: (name: string) => string | undefined, rand: () => number, errors: string[]): boolean {
+function drawn(header: string, get: (name: string) => string | undefined, rand: () => number, errors: string[], parsers: FaultParsers): boolean {
   const v = get(header);
   if (v === undefined) return true;
-  const r = faultParsers().parsePercentage(v, "");
+  const r = parsers.parsePercentage(v, "");
   if (!r.ok) {
     errors.push(ignored(header, v, `${describeIssues(r.issues)}; the fault it controls is not applied`));
     return false;

@@ -14,7 +14,7 @@
 //   4. The returned array is in that order (preset, then rules in set order).
 
 import type { FaultIssue, FaultSetSettings } from "../../../config/faults/parse.js";
-import { faultParsers } from "../../../config/parsers.js";
+import type { FaultParsers } from "../../../config/parsers.js";
 import type { FaultAction, FaultRule } from "../../../config/faults/model.js";
 import { mulberry32, ruleSeed, seedFromDraw } from "./prng.js";
 
@@ -174,20 +174,20 @@ export class FaultSet {
    * the action instead of merging into it. The id cannot change. Counters, the time window and
    * the PRNG stream are kept (the PRNG restarts only if `seed` changes).
    */
-  update(id: string, patch: unknown): UpdateResult {
+  update(id: string, patch: unknown, parsers: FaultParsers): UpdateResult {
     const entry = this.#byId.get(id);
     if (entry === undefined) return { ok: false, notFound: true };
     if (!isPlainObject(patch)) {
       return { ok: false, notFound: false, issues: [{ path: "", message: "expected a JSON object (a merge patch of the rule)" }] };
     }
-    const base = faultParsers().formatFaultRule(entry.rule) as Record<string, unknown>;
+    const base = parsers.formatFaultRule(entry.rule) as Record<string, unknown>;
     const patchAction = patch["action"];
     const baseAction = base["action"] as Record<string, unknown>;
     if (isPlainObject(patchAction) && patchAction["kind"] !== undefined && patchAction["kind"] !== baseAction["kind"]) {
       base["action"] = {};
     }
     const merged = mergePatch(base, patch);
-    const r = faultParsers().parseFaultRule(merged, "", { source: entry.rule.source });
+    const r = parsers.parseFaultRule(merged, "", { source: entry.rule.source });
     if (!r.ok) return { ok: false, notFound: false, issues: r.issues };
     if (r.rule.id !== id) {
       return { ok: false, notFound: false, issues: [{ path: "id", message: `cannot be changed (it is ${JSON.stringify(id)}; DELETE and POST to rename)` }] };

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { FaultSet, handleFaultsApi, select } from "../../../../src/proxy/filters/fault/index.js";
-import { facts, rule } from "./helpers.js";
+import { facts, parsers, rule } from "./helpers.js";
 
 type Body = Record<string, unknown> & { faults?: Record<string, unknown>[]; issues?: { path: string; message: string }[]; error?: string };
 
 function api(set: FaultSet, method: string, path: string, body: unknown = "", nowMs = 0) {
   const text = typeof body === "string" ? body : JSON.stringify(body);
-  const r = handleFaultsApi(method, path, text, set, nowMs);
+  const r = handleFaultsApi(method, path, text, set, nowMs, parsers);
   if (r === null) expect.fail(`${method} ${path} was not handled`);
   return { status: r.status, body: r.body as Body };
 }
@@ -22,7 +22,7 @@ function withConfigRule(): FaultSet {
 describe("handleFaultsApi(): paths", () => {
   it("returns null for paths outside /faults", () => {
     const set = new FaultSet();
-    for (const p of ["/metrics", "/faultsx", "/", "/config"]) expect(handleFaultsApi("GET", p, "", set, 0)).toBeNull();
+    for (const p of ["/metrics", "/faultsx", "/", "/config"]) expect(handleFaultsApi("GET", p, "", set, 0, parsers)).toBeNull();
   });
 
   it("answers 405 with the allowed methods for other methods", () => {

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { FAULT_HEADERS, faultsFromHeaders, parseDojangFaultHeader, type FaultAction } from "../../../../src/proxy/filters/fault/index.js";
+import { parsers } from "./helpers.js";
 
 /** faultsFromHeaders over a plain map; `draws` are returned in order by rand(), and counted. */
 function fromHeaders(h: Record<string, string>, draws: number[] = []) {
@@ -10,7 +11,7 @@ function fromHeaders(h: Record<string, string>, draws: number[] = []) {
     n++;
     return d;
   };
-  const r = faultsFromHeaders((name) => h[name], rand);
+  const r = faultsFromHeaders((name) => h[name], rand, parsers);
   return { ...r, draws: n };
 }
 
@@ -231,7 +232,7 @@ describe("faultsFromHeaders(): x-dojang-fault, kind[=arg][@point[:N]][;key=value
 
   it("refuses a value longer than 4096 characters and more than 16 faults", () => {
     expect(fromHeaders({ "x-dojang-fault": "blackhole,".repeat(500) }).errors[0]).toMatch(/longer than 4096 characters/);
-    const many = parseDojangFaultHeader(Array.from({ length: 17 }, () => "deadline=drop").join(","));
+    const many = parseDojangFaultHeader(Array.from({ length: 17 }, () => "deadline=drop").join(","), parsers);
     expect(many.filter((i) => !i.ok)).toEqual([{ ok: false, token: "deadline=drop", error: "at most 16 faults per header" }]);
   });
 
@@ -243,7 +244,7 @@ describe("faultsFromHeaders(): x-dojang-fault, kind[=arg][@point[:N]][;key=value
     );
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...names), value), fc.double({ min: 0, max: 0.999999, noNaN: true }), (h, d) => {
-        const r = faultsFromHeaders((n) => h[n], () => d);
+        const r = faultsFromHeaders((n) => h[n], () => d, parsers);
         expect(Array.isArray(r.actions) && Array.isArray(r.errors)).toBe(true);
       }),
       { numRuns: 1000 },

@@ -1,6 +1,10 @@
 // Shared test helpers for the fault filter: parse-or-fail and call facts.
 import { expect } from "vitest";
-import { parseFaultRule, type CallFacts, type FaultRule, type FaultSource } from "../../../../src/proxy/filters/fault/index.js";
+import { formatFaultRule, parseFaultAction, parseFaultRule, parsePercentage, type CallFacts, type FaultRule, type FaultSource } from "../../../../src/proxy/filters/fault/index.js";
+import type { FaultParsers } from "../../../../src/config/parsers.js";
+
+/** The config's fault parsers, which the API, FaultSet.update and header faults take as an argument. */
+export const parsers: FaultParsers = { parseFaultRule, formatFaultRule, parseFaultAction, parsePercentage };
 
 /** Parses a rule that must be valid; fails the test with the issues otherwise. */
 export function rule(value: unknown, source: FaultSource = "config"): FaultRule {

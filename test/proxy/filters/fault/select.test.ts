@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FaultSet, drawDelayMs, mulberry32, select, stackFaults, type FaultAction } from "../../../../src/proxy/filters/fault/index.js";
-import { facts, rule } from "./helpers.js";
+import { facts, parsers, rule } from "./helpers.js";
 
 const ABORT = { kind: "abort", code: "UNAVAILABLE" };
 
@@ -284,7 +284,7 @@ describe("FaultSet: add, update, remove, reset, list", () => {
   it("merges a patch, re-validates it whole and keeps the counters", () => {
     const set = setWith({ id: "a", fire: { percentage: 100 }, action: { kind: "abort", code: 14, message: "down" } });
     select(set, facts(), 0);
-    const r = set.update("a", { action: { code: "INTERNAL" } });
+    const r = set.update("a", { action: { code: "INTERNAL" } }, parsers);
     expect(r).toMatchObject({ ok: true, rule: { action: { kind: "abort", code: 13, message: "down" } } });
     expect(set.get("a")).toMatchObject({ matched: 1, fired: 1 });
   });
@@ -292,14 +292,14 @@ describe("FaultSet: add, update, remove, reset, list", () => {
   it("leaves the rule unchanged when the patched rule is invalid", () => {
     const set = setWith({ id: "a", action: ABORT });
     const before = set.get("a")?.rule;
-    const r = set.update("a", { action: { code: "NOPE" }, fire: { percentage: 500 } });
+    const r = set.update("a", { action: { code: "NOPE" }, fire: { percentage: 500 } }, parsers);
     expect(r.ok ? [] : "issues" in r ? r.issues.map((i) => i.path).sort() : []).toEqual(["action.code", "fire.percentage"]);
     expect(set.get("a")?.rule).toBe(before);
   });
 
   it("replaces the action when a patch changes its kind, and deletes keys set to null", () => {
     const set = setWith({ id: "a", description: "x", action: { kind: "abort", code: 14, message: "m" } });
-    expect(set.update("a", { description: null, action: { kind: "reset", code: "CANCEL" } })).toMatchObject({
+    expect(set.update("a", { description: null, action: { kind: "reset", code: "CANCEL" } }, parsers)).toMatchObject({
       ok: true,
       rule: { description: null, action: { kind: "reset", code: 8 } },
     });
@@ -307,8 +307,8 @@ describe("FaultSet: add, update, remove, reset, list", () => {
 
   it("refuses to change the id and reports an unknown id", () => {
     const set = setWith({ id: "a", action: ABORT });
-    expect(set.update("a", { id: "b" })).toMatchObject({ ok: false, notFound: false, issues: [{ path: "id" }] });
-    expect(set.update("zz", {})).toEqual({ ok: false, notFound: true });
+    expect(set.update("a", { id: "b" }, parsers)).toMatchObject({ ok: false, notFound: false, issues: [{ path: "id" }] });
+    expect(set.update("zz", {}, parsers)).toEqual({ ok: false, notFound: true });
   });
 
   it("removes a rule by id", () => {
@@ -323,7 +323,7 @@ describe("FaultSet: add, update, remove, reset, list", () => {
     set.add(rule({ id: "cfg", action: ABORT }), 0);
     set.add(rule({ action: { kind: "deadline", mode: "drop" } }, "api"), 0);
     select(set, facts(), 0);
-    set.update("cfg", { action: { code: 13 } });
+    set.update("cfg", { action: { code: 13 } }, parsers);
     set.reset(0);
     expect(set.list().map((s) => [s.rule.id, s.rule.action, s.matched, s.fired])).toEqual([["cfg", { kind: "abort", code: 14, message: "injected fault", details: null, afterMessages: null }, 0, 0]]);
     set.remove("cfg");

@@ -3,15 +3,16 @@
 // the listener allows them) and returns the per-call executor (exec.ts), or null. Null-cheap when no rule exists: one size test
 // per call and no allocation, since rules may be added through the admin API at any time.
 import type { Logger } from "pino";
+import type { FaultParsers } from "../../../config/parsers.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
 import { rawGet } from "../../call/headers.js";
 import type { Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
 import { FaultExec } from "./exec.js";
-import { faultsFromHeaders } from "../fault/headers.js";
-import { mulberry32 } from "../fault/prng.js";
-import { select, type FaultSet } from "../fault/select.js";
+import { faultsFromHeaders } from "./headers.js";
+import { mulberry32 } from "./prng.js";
+import { select, type FaultSet } from "./select.js";
 
 /** How many calls run a fault right now (maxActiveFaults), shared by every listener of a process. */
 export interface FaultCounter {
@@ -20,8 +21,11 @@ export interface FaultCounter {
 
 export interface FaultFilterOptions {
   readonly listener: string;
-  /** x-dojang-fault and Envoy's x-envoy-fault-* request headers are honoured */
-  readonly headers: boolean;
+  /**
+   * x-dojang-fault and Envoy's x-envoy-fault-* request headers are honoured, read with these
+   * parsers (the config's, loaded on demand: src/config/parsers.ts); null: not read
+   */
+  readonly headers: FaultParsers | null;
   /** every faulted status carries x-dojang-fault: <rule ids> */
   readonly trailer: boolean;
   readonly seed: number;
@@ -35,15 +39,15 @@ export interface FaultFilterOptions {
 
 export function faultFilterFactory(o: FaultFilterOptions): FilterFactory {
   const rand = mulberry32(o.seed ^ 0x5eed);
-  const { set, log, counter, metrics, listener, seed, trailer } = o;
+  const { set, log, counter, metrics, listener, seed, trailer, headers } = o;
   const release = (): void => {
     counter.active--;
   };
   return {
     forCall(call: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
       let hActions: ReturnType<typeof faultsFromHeaders>["actions"] | undefined;
-      if (o.headers) {
-        const h = faultsFromHeaders((n) => rawGet(raw, n), rand);
+      if (headers !== null) {
+        const h = faultsFromHeaders((n) => rawGet(raw, n), rand, headers);
         if (h.errors.length > 0) log.info({ request_id: call.requestId, errors: h.errors }, "fault headers ignored");
         if (h.actions.length > 0) hActions = h.actions;
       }

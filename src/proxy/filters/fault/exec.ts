@@ -1,5 +1,6 @@
-// The fault filter's per-call part (the wire side; src/proxy/filters/fault holds the pure rule
-// side and must stay free of node:* and timers): executes the fault actions selected for one call
+// The fault filter's per-call part (the wire side: this file and filter.ts are the only ones of
+// the folder that may use node:* and timers; the rule side beside them is pure, and
+// test/proxy/filters/fault/actions.test.ts checks it file by file): executes the fault actions selected for one call
 // through the filter hooks (src/proxy/call/filter.ts). A call without faults has no filter at
 // all, so it pays one null test per hook point.
 //
@@ -31,7 +32,7 @@ import {
   rstCodeName,
   type FrameScanner,
 } from "../../../translate/index.js";
-import { drawDelayMs, tamperTimeoutNs } from "../fault/actions.js";
+import { drawDelayMs, tamperTimeoutNs } from "./actions.js";
 import type {
   AbortAction,
   CloseConnectionAction,
@@ -43,7 +44,7 @@ import type {
   ShapeAction,
   UpstreamResetAction,
 } from "../../../config/faults/model.js";
-import { mulberry32 } from "../fault/prng.js";
+import { mulberry32 } from "./prng.js";
 import type { OutgoingHeaders } from "../../call/headers.js";
 import type { Attempt } from "../../call/attempt.js";
 import type { CallFilter, FilterCall } from "../../call/filter.js";

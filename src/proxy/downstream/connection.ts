@@ -1,0 +1,65 @@
+// One client connection's state, in one object in one slot of its node session (kConn), and the
+// stream's link back to it. Everything the listener and its guards (guards.ts) keep per
+// connection is a field here: made once per connection, in one shape, nothing per call.
+// Add a per-connection fact as a field of ConnState (initialised in the class body, so every
+// connection has the same shape), not as a new symbol slot on the session.
+//
+// Still on the session and not here: kClientCert and kRequestBytes (src/proxy/call/headers.ts),
+// which the call writes and reads itself.
+import type { ServerHttp2Session, ServerHttp2Stream } from "node:http2";
+
+export const kConn = Symbol("dojang.conn");
+/** when a stream opened (monotonic ms): a reset within PREMATURE_RESET_MS of it is premature */
+export const kOpenedAt = Symbol("dojang.openedAt");
+
+export class ConnState {
+  /** streams open now (counted when they arrive, refused ones included, until they close) */
+  open = 0;
+  /** rapid reset: streams the connection has closed, and how many of them its client reset prematurely */
+  closed = 0;
+  premature = 0;
+  /** monotonic ms when the last open stream closed (or the connection opened); kept only with idleTimeout */
+  idleSince: number | undefined = undefined;
+  /** requestHeadersTimeout's timer, until the connection's first request (or its close) */
+  headersTimer: NodeJS.Timeout | undefined = undefined;
+  /** the lifetime's timers (maxConnectionAge, its grace, idleTimeout); all cleared on close */
+  ageTimer: NodeJS.Timeout | undefined = undefined;
+  graceTimer: NodeJS.Timeout | undefined = undefined;
+  idleTimer: NodeJS.Timeout | undefined = undefined;
+  /** the PROTO probe (guards.ts): one at a time per connection */
+  probing = false;
+  /** the unproductive-bytes meter (guards.ts): the counters at the last sweep; metered = a first sweep ran */
+  metered = false;
+  meterRead = 0;
+  meterWritten = 0;
+  meterRequested = 0;
+  meterOpened = 0;
+
+  constructor(
+    readonly session: ServerHttp2Session,
+    /** the maxConcurrentStreams the connection was made under (a reload changes it for later ones); 0 = cut, every new stream refused */
+    public limit: number,
+  ) {}
+
+  /** Clears every timer of the connection (on its close). */
+  clearTimers(): void {
+    clearTimeout(this.headersTimer);
+    clearTimeout(this.ageTimer);
+    clearTimeout(this.graceTimer);
+    clearTimeout(this.idleTimer);
+    this.headersTimer = this.ageTimer = this.graceTimer = this.idleTimer = undefined;
+  }
+}
+
+export type ConnSession = ServerHttp2Session & { [kConn]?: ConnState };
+export type ConnStream = ServerHttp2Stream & { [kConn]?: ConnState; [kOpenedAt]?: number };
+
+/** The state of a client connection the listener took (undefined for a session it never saw). */
+export function connOf(s: ServerHttp2Session): ConnState | undefined {
+  return (s as ConnSession)[kConn];
+}
+
+/** setTimeout's limit (2^31−1 ms). */
+export function clampTimer(ms: number): number {
+  return ms > 2_147_483_647 ? 2_147_483_647 : ms;
+}

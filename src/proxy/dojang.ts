@@ -286,14 +286,7 @@ export class Dojang {
 
   private closeIdleRetired(): void {
     for (const c of this.retired) {
-      // calls routed to it and not ended (counted from the route match, so also those that have
-      // not picked an endpoint yet), attempts on endpoints still listed, and streams on any
-      // session still open (an endpoint an earlier setEndpoints dropped is no longer listed, but
-      // its draining session may carry one)
-      if (c.breaker.activeCalls > 0 || c.endpoints.some((e) => e.active > 0)) continue;
-      let busy = false;
-      for (const sess of c.open) if (sess.active > 0) busy = true;
-      if (busy) continue;
+      if (!c.isIdle()) continue;
       this.retired.delete(c);
       c.stop();
       c.close(true);

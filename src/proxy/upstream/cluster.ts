@@ -40,6 +40,8 @@ export interface ClusterOptions {
   readonly now?: () => number;
   /** draws in [0, 1) for the pickers; default Math.random */
   readonly rand?: () => number;
+  /** wall-clock milliseconds (the DNS and ejection times /clusters shows); default Date.now */
+  readonly wall?: () => number;
   /** the DNS resolver for `dns:` clusters (tests point one at a local server) */
   readonly dns?: DnsResolverOptions["resolver"];
 }
@@ -65,6 +67,7 @@ export class Cluster implements ClusterMetricsSource {
   private readonly overflowCounters: Record<BreakerLimit, { inc(): void }>;
   private readonly now: () => number;
   private readonly rand: () => number;
+  private readonly wall: () => number;
   private readonly ejectionTimers = new Map<Endpoint, NodeJS.Timeout>();
   private stopped = false;
 
@@ -78,6 +81,7 @@ export class Cluster implements ClusterMetricsSource {
     this.budget = new RetryBudget(cfg.name, cfg.retryBudget, metrics);
     this.now = opts.now ?? performance.now.bind(performance);
     this.rand = opts.rand ?? Math.random;
+    this.wall = opts.wall ?? Date.now;
     this.outlierCfg = cfg.outlierDetection;
     this.keepaliveIntervalMs = cfg.keepalive?.intervalMs ?? 0;
     this.resolver = staticResolver(cfg);
@@ -189,14 +193,14 @@ export class Cluster implements ClusterMetricsSource {
 
   private onDns(eps: readonly HostPort[]): void {
     if (this.stopped) return;
-    this.dnsLast = { atMs: Date.now(), endpoints: eps.length };
+    this.dnsLast = { atMs: this.wall(), endpoints: eps.length };
     const before = this.endpoints.map((e) => e.label).join(",");
     this.setEndpoints(eps, []);
     this.log.info({ cluster: this.name, dns: this.dnsName(), endpoints: eps.map(formatHostPort), before }, "DNS endpoints changed");
   }
 
   private onDnsError(why: string): void {
-    this.dnsLast = { atMs: Date.now(), error: why, endpoints: this.endpoints.length };
+    this.dnsLast = { atMs: this.wall(), error: why, endpoints: this.endpoints.length };
     this.log.warn({ cluster: this.name, dns: this.dnsName(), err: why }, "DNS lookup failed: the last endpoints stay");
   }
 
@@ -283,6 +287,19 @@ export class Cluster implements ClusterMetricsSource {
   }
 
   /** Stops health checkers, DNS and ejection timers (a reload dropped the cluster; Dojang.close). Sessions stay: close() ends them. */
+  /**
+   * No call routed here is still running: none counted by the breaker (from the route match, so
+   * also calls that have not picked an endpoint yet), no attempt on a listed endpoint, and no stream
+   * on any open session (an endpoint an earlier setEndpoints dropped is no longer listed, but its
+   * draining session may carry one). A cluster a reload dropped is closed once this holds.
+   */
+  isIdle(): boolean {
+    if (this.breaker.activeCalls > 0) return false;
+    for (const e of this.endpoints) if (e.active > 0) return false;
+    for (const sess of this.open) if (sess.active > 0) return false;
+    return true;
+  }
+
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
@@ -316,7 +333,7 @@ export class Cluster implements ClusterMetricsSource {
   /** The cluster as GET /clusters shows it (JSON). Wall-clock times for ejections. */
   describe(): ClusterView {
     const now = this.now();
-    const wall = Date.now();
+    const wall = this.wall();
     const cb = this.cfg.circuitBreaker;
     const sessionsOf = new Map<Endpoint, { open: number; draining: number; streams: number }>();
     for (const s of this.open) {

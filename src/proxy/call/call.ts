@@ -32,18 +32,13 @@ import {
   Code,
   atMessageBoundary,
   classifyResponseHead,
-  codeName,
-  decodeGrpcMessage,
   decodeTimeout,
   encodeGrpcMessage,
   encodeTimeout,
-  forwardedBytes,
-  forwardedMessages,
   isGrpcContentType,
   newScanner,
   outcome,
   parseGrpcStatus,
-  refusedBytes,
   scanChunk,
   statusTrailers,
   trailersOnlyHeaders,
@@ -56,7 +51,7 @@ import {
 import type { CompiledRoute, Router } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
-import type { AccessRecord, Journal } from "../observe/log.js";
+import type { Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
@@ -64,6 +59,7 @@ import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kRequestBytes
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
+import { recordCall } from "./record.js";
 import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
@@ -1182,61 +1178,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
-    const m = ctx.metrics;
-    m.live.activeCalls--;
     if (this.countedCall) {
       const br = this.route!.cluster.breaker;
       br.activeCalls--;
       if (this.countedRetry) br.activeRetries--;
     }
-    const attempts = this.attempts;
-    if (attempts > 0) m.callAttempts.observe(attempts);
-    const code = this.code;
-    m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
-    const dur = ctx.now() - this.t0;
-    this.series.duration.observe(dur / 1000);
-    // What was forwarded, not what was read: a message refused at its prefix is not counted
-    // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
-    // The request side drops a refused chunk whole; the response side still forwards the whole
-    // messages before the refused prefix (onAttemptData).
-    const reqMessages = forwardedMessages(this.reqScan, false);
-    const respMessages = forwardedMessages(this.respScan, true);
-    this.series.reqMessages += reqMessages;
-    this.series.respMessages += respMessages;
-    m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
-    const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
-    if (logIt || ctx.journal.size > 0) {
-      const prev = this.prevAttempts;
-      const rec: AccessRecord = {
-        request_id: this.requestId,
-        path: this.path,
-        authority: this.authority,
-        grpc_code: code,
-        grpc_status: codeName(code),
-        decided_by: this.decidedBy,
-        grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
-        route: this.route?.label,
-        upstream: this.attempt?.session?.endpoint.label ?? this.lastUpstream,
-        budget_in_ms: this.budgetInMs,
-        budget_out_ms: this.budgetOutMs,
-        duration_ms: Math.round(dur * 1000) / 1000,
-        req_messages: reqMessages,
-        req_bytes: forwardedBytes(this.reqScan, false),
-        req_refused_bytes: refusedBytes(this.reqScan, false),
-        resp_messages: respMessages,
-        resp_bytes: forwardedBytes(this.respScan, true),
-        resp_refused_bytes: refusedBytes(this.respScan, true),
-        faults: undefined,
-        fault_kinds: undefined,
-        attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
-        attempts,
-        start_ms: Math.round(performance.timeOrigin + this.t0),
-        protocol: this.clientProtocol,
-      };
-      if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
-      ctx.journal.push(rec);
-      if (logIt) ctx.access.info(rec, "call");
-    }
+    recordCall(this);
     ctx.onCallClosed();
   }
 
@@ -1261,16 +1208,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 function resetsWithCodes(fs: readonly CallFilter[]): boolean {
   for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
   return false;
-}
-
-/** The call metric's fault_rule label: the filters' labels joined (undefined when none has one). */
-function faultRuleLabel(fs: readonly CallFilter[]): string | undefined {
-  let out: string | undefined;
-  for (let i = 0; i < fs.length; i++) {
-    const l = fs[i]!.faultRule;
-    if (l !== undefined) out = out === undefined ? l : `${out},${l}`;
-  }
-  return out;
 }
 
 /**

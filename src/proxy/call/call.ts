@@ -32,9 +32,7 @@ import {
   Code,
   atMessageBoundary,
   classifyResponseHead,
-  decodeTimeout,
   encodeGrpcMessage,
-  encodeTimeout,
   isGrpcContentType,
   newScanner,
   outcome,
@@ -42,8 +40,6 @@ import {
   scanChunk,
   statusTrailers,
   trailersOnlyHeaders,
-  MAX_INT64_NS,
-  XFCC,
   type DecidedBy,
   type FrameScanner,
   type Outcome,
@@ -55,11 +51,12 @@ import type { Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
 import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kRequestBytes, type ClientCertSession, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
+import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
 import { recordCall } from "./record.js";
+import { checkRequestHead, timeoutHeaderFor, upstreamHead } from "./request-head.js";
 import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
@@ -265,20 +262,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.requestId = rid ?? newRequestId();
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
-    const method = headers[":method"];
-    if (method !== "POST") {
-      return this.finish(outcome(Code.INTERNAL, `Received a HEADERS frame with :method "${String(method)}" which should be POST`, "bad_request", 405));
-    }
-    const ct = headers["content-type"];
-    if (!isGrpcContentType(ct)) {
-      return this.finish(outcome(Code.INVALID_ARGUMENT, `invalid gRPC request content-type "${ct ?? ""}"`, "bad_request", 415));
-    }
-    let clientMs: number | undefined;
-    const gt = headers["grpc-timeout"];
-    if (typeof gt === "string") {
-      const d = decodeTimeout(gt);
-      if (!d.ok) return this.finish(outcome(Code.INTERNAL, `malformed grpc-timeout: ${d.error}`, "bad_request", 400));
-      clientMs = Number(d.ns) / 1e6;
+    const checked = checkRequestHead(headers);
+    if (typeof checked === "object") return this.finish(checked);
+    const clientMs = checked;
+    if (clientMs !== undefined) {
       this.budgetInMs = clientMs;
       this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
     }
@@ -316,8 +303,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const left = this.deadlineAt - this.ctx.now();
       // grpc-go's client never sends a call whose time is up (createHeaderFields): neither do we.
       if (left <= 0) return this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
-      const ns = left * 1e6;
-      timeoutHeader = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.ceil(ns)));
+      timeoutHeader = timeoutHeaderFor(left);
       this.budgetOutMs = left;
       this.ctx.metrics.budgetOutNoLabels.observe(left / 1000);
       this.armTimer(left);
@@ -328,26 +314,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       this.idleGroup = watchIdle(this, this.idleMs);
     }
 
-    const out: OutgoingHeaders = {
-      ":method": "POST",
-      // clusters[].tls: the upstream connection is https (RFC 9113 §8.3.1: the scheme of the target)
-      ":scheme": cluster.cfg.tls === null ? "http" : "https",
-      ":path": this.path,
-      ":authority": this.authority ?? "",
-    };
-    // Checked in the same pass that copies: a field an upstream would take for a connection
-    // error (bad -bin base64, a name or value gRPC forbids) is this call's error alone, 400 +
-    // 13 as grpc-go's server answers malformed binary metadata (issue 10 item 9).
-    const bad = copyRequestHeaders(out, raw, "grpc-timeout");
-    if (bad !== null) return this.finish(outcome(Code.INTERNAL, bad, "bad_request", 400));
-    // TLS listener with client certificates (src/proxy/downstream/tls.ts): the verified identity,
-    // set once per connection; the client's own x-forwarded-client-cert was dropped above.
-    const xfcc = (this.down.session as ClientCertSession | undefined)?.[kClientCert];
-    if (xfcc !== undefined) out[XFCC] = xfcc;
-    if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
-    if (out["te"] === undefined) out["te"] = "trailers";
-    if (rid === undefined) out["x-request-id"] = this.requestId;
-
+    const out = upstreamHead(this, cluster, raw, timeoutHeader, rid === undefined ? this.requestId : undefined);
+    if (typeof out === "string") return this.finish(outcome(Code.INTERNAL, out, "bad_request", 400));
     this.upHeaders = out;
     this.headBase = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
@@ -394,10 +362,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     } else {
       head = { ...this.headBase! };
       head["grpc-previous-rpc-attempts"] = String(n);
-      if (this.deadlineAt !== Infinity) {
-        const ns = (this.deadlineAt - this.ctx.now()) * 1e6;
-        head["grpc-timeout"] = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.max(1, Math.ceil(ns))));
-      }
+      if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
     if (this.nextIsRetry) {
       this.nextIsRetry = false;

@@ -56,6 +56,24 @@ import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryBuffer } from "./retry-buffer.js";
 import { recordCall } from "./record.js";
+import {
+  filtersFor,
+  nextAfter,
+  resetsWithCodes,
+  runAttemptOpen,
+  runAttemptStart,
+  runEnd,
+  runRequestData,
+  runRequestEnd,
+  runRequestHead,
+  runResponseData,
+  runResponseHead,
+  runResponseHeadSent,
+  runTrailers,
+  runTrailersSent,
+  shapeResponseHead,
+  statusExtra,
+} from "./filter-run.js";
 import { checkRequestHead, timeoutHeaderFor, upstreamHead } from "./request-head.js";
 import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
@@ -321,14 +339,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
     const factories = this.routes.filters;
     if (factories !== null) {
-      let fs: CallFilter[] | null = null;
-      for (let i = 0; i < factories.length; i++) {
-        const f = factories[i]!.forCall(this, route, raw);
-        if (f !== null) (fs ??= []).push(f);
-      }
+      const fs = filtersFor(this, factories, route, raw);
       if (fs !== null) {
         this.filters = fs;
-        if (!this.runRequestHead(0)) return;
+        if (!runRequestHead(this, 0)) return;
       }
     }
     this.proceed();
@@ -376,13 +390,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (policy !== null && policy.perTryTimeoutMs !== null && this.retryBuffer !== null) {
       this.perTryTimer = setTimeout(onPerTryTimer, policy.perTryTimeoutMs, this, a);
     }
-    if (fs !== null) {
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onAttemptStart !== undefined && !f.onAttemptStart(this, a)) return;
-        if (this.done || this.attempt !== a) return;
-      }
-    }
+    if (fs !== null && !runAttemptStart(this, a)) return;
     a.start();
   }
 
@@ -515,10 +523,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       down.on("data", onDownData);
       down.on("end", onDownEnd);
     } else if (this.attempts > 1) this.replayInto(a);
-    const fs = this.filters;
-    if (fs !== null) {
-      for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onAttemptOpen?.(this, a);
-    }
+    if (this.filters !== null) runAttemptOpen(this, a);
   }
 
   /** A retried attempt is open: what the client sent so far goes into it, then the client resumes. */
@@ -569,7 +574,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   private deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.filters !== null) {
       this.heldHead = { headers, flags, raw };
-      if (!this.runResponseHead(0)) {
+      if (!runResponseHead(this, 0)) {
         // Held: nothing of the response may reach the client before its head, so the attempt
         // stops reading (its DATA waits in the stream, flow-controlled) until continueResponseHead.
         if (this.heldHead !== undefined && !this.done) a.pause();
@@ -671,13 +676,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const a = this.attempt;
     // Between attempts (or before a retried one is open) the chunk waits in the retry buffer.
     if (a === null || a.up === undefined) return;
-    const fs = this.filters;
-    if (fs !== null) {
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onRequestData !== undefined && f.onRequestData(this, chunk)) return;
-      }
-    }
+    if (this.filters !== null && runRequestData(this, chunk)) return;
     if (!a.write(chunk)) this.down.pause();
   }
 
@@ -709,7 +708,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   onRequestEnd(): void {
     this.reqEnded = true;
     if (this.retryBuffer !== null) this.retryBuffer.end();
-    if (this.filters !== null && !this.runRequestEnd(0)) return;
+    if (this.filters !== null && !runRequestEnd(this, 0)) return;
     this.endRequest();
   }
 
@@ -739,7 +738,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
     if (this.ctx.attemptsHeader === true) this.attemptsField(out);
     const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(this, out);
+    if (fs !== null) shapeResponseHead(this, out);
     if (endStream) {
       // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
       return this.forwardStatus(out, endStream);
@@ -748,7 +747,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
       this.down.respond(this.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
       this.responded = true;
-      if (fs !== null) for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onResponseHeadSent?.(this);
+      if (fs !== null) runResponseHeadSent(this);
     } catch (err) {
       this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
     }
@@ -776,14 +775,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    const fs = this.filters;
-    if (fs !== null) {
-      if (this.responseTakenOver) return;
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onResponseData !== undefined && f.onResponseData(this, chunk)) return;
-      }
-    }
+    if (this.filters !== null && (this.responseTakenOver || runResponseData(this, chunk))) return;
     if (!this.down.write(chunk)) {
       this.attempt!.pause();
       // The client is behind: this call's buffers now count against the budgets (overload.ts).
@@ -832,9 +824,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (fs !== null) {
       if (this.responseTakenOver || this.trailersHeld) return;
       if (trailersOnly) {
-        const extra = this.filterExtra();
+        const extra = statusExtra(fs);
         if (extra !== undefined) Object.assign(block, extra);
-      } else if (!this.runTrailers(0, block)) {
+      } else if (!runTrailers(this, 0, block)) {
         if (!this.done) this.trailersHeld = true; // held back by a filter (continueTrailers goes on)
         return;
       }
@@ -942,7 +934,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.decidedBy = o.decidedBy;
     const a = this.attempt;
     if (a !== null) a.cancel();
-    this.respondLocal(o, extra ?? this.filterExtra());
+    this.respondLocal(o, extra ?? statusExtra(this.filters));
   }
 
   /** x-dojang-attempts on the response head (the listener's attemptsHeader). */
@@ -950,74 +942,17 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     out["x-dojang-attempts"] = String(this.attempts);
   }
 
-  // === filter chain (filter.ts): hook runs, and FilterCall's continuations ===
-
-  private filterIndex(from: CallFilter): number {
-    return this.filters!.indexOf(from) + 1;
-  }
-
-  /** Request head hooks from `start`; true when every filter let the call go on. */
-  private runRequestHead(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onRequestHead !== undefined && !f.onRequestHead(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runResponseHead(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onResponseHead !== undefined && !f.onResponseHead(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runRequestEnd(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onRequestEnd !== undefined && !f.onRequestEnd(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runTrailers(start: number, block: OutgoingHeaders): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onTrailers !== undefined && !f.onTrailers(this, block)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  /** The chain's extra status fields (a rule trailer), merged in chain order. */
-  private filterExtra(): OutgoingHeaders | undefined {
-    const fs = this.filters;
-    if (fs === null) return undefined;
-    let out: OutgoingHeaders | undefined;
-    for (let i = 0; i < fs.length; i++) {
-      const e = fs[i]!.statusExtra;
-      if (e !== undefined) out = out === undefined ? e : { ...out, ...e };
-    }
-    return out;
-  }
+  // === FilterCall: the chain's continuations (filter-run.ts runs the hooks) ===
 
   continueRequestHead(from: CallFilter): void {
     if (this.done) return;
-    if (this.runRequestHead(this.filterIndex(from))) this.proceed();
+    if (runRequestHead(this, nextAfter(this, from))) this.proceed();
   }
 
   continueResponseHead(from: CallFilter): void {
     const h = this.heldHead;
     if (h === undefined || this.done) return;
-    if (!this.runResponseHead(this.filterIndex(from))) return;
+    if (!runResponseHead(this, nextAfter(this, from))) return;
     this.heldHead = undefined;
     // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
     // onResponseHeadSent may still pause it again in this one (a stall).
@@ -1030,12 +965,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   continueTrailers(from: CallFilter, block: OutgoingHeaders): void {
     if (this.done || this.responseTakenOver) return;
-    if (this.runTrailers(this.filterIndex(from), block)) this.forwardStatusNow(block, false);
+    if (runTrailers(this, nextAfter(this, from), block)) this.forwardStatusNow(block, false);
   }
 
   continueRequestEnd(from: CallFilter): void {
     if (this.done) return;
-    if (this.runRequestEnd(this.filterIndex(from))) this.endRequest();
+    if (runRequestEnd(this, nextAfter(this, from))) this.endRequest();
   }
 
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
@@ -1112,8 +1047,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     }
     // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
     if (!down.readableEnded) setImmediate(closeRequestSide, down);
-    const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(this);
+    if (this.filters !== null) runTrailersSent(this);
   }
 
   /**
@@ -1139,8 +1073,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     }
     this.clearTimer();
     this.commit();
-    const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
+    if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
     if (this.countedCall) {
@@ -1168,11 +1101,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       unwatchIdle(this, g);
     }
   }
-}
-
-function resetsWithCodes(fs: readonly CallFilter[]): boolean {
-  for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
-  return false;
 }
 
 /**

@@ -4,24 +4,8 @@
 // its only exits are forwardStatus() (the upstream's own grpc-status) and finish(outcome)
 // (dojang's), each of which runs at most once.
 //
-// Retries (src/translate/retry.ts decides; this file gathers the facts and acts). On a route
-// with a retry policy the call keeps a retry buffer (views of the request chunks, up to
-// bufferBytes) and holds the upstream's response headers until the first response message or
-// the trailers, so a status counts whether it came as Trailers-Only or as trailers after headers
-// with no message. The call commits to its attempt (lets the buffer go, forwards the head) on
-// the first response message, when the buffer overflows, when attempts run out, or on a status
-// it does not retry. Each retry opens a new Attempt (another endpoint when the cluster has one,
-// cluster.pick(avoid)) with grpc-previous-rpc-attempts and what is left of the deadline as its
-// grpc-timeout, replays the buffer into it, and waits the jittered back-off (or the upstream's
-// grpc-retry-pushback-ms) first; nothing outlives the call's deadline.
-//
-// Transparent retries (REFUSED_STREAM, above a GOAWAY's last-stream-id, a connect that failed
-// before the stream opened: the upstream never processed the call) happen once per call, with or
-// without a policy. Without a policy there is no buffer: the call keeps a reference to its first
-// request chunk (no copy, no allocation) until a second chunk arrives or the response starts.
-// A transparent retry needs nothing more: a connect failure comes before any request byte is read
-// (the body is read only once a stream is open), and a unary request is usually one chunk. A
-// refused stream after two or more request chunks went out is not retried without a policy.
+// Retries and transparent retries: retry.ts (RetryController), null on a call whose route has
+// no retry policy, made lazily for the one transparent retry such a call may need.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
@@ -33,7 +17,6 @@ import {
   atMessageBoundary,
   classifyResponseHead,
   encodeGrpcMessage,
-  isGrpcContentType,
   newScanner,
   outcome,
   parseGrpcStatus,
@@ -49,12 +32,11 @@ import type { Cluster } from "../upstream/cluster.js";
 import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { Journal } from "../observe/log.js";
 import type { Logger } from "pino";
-import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
-import type { Endpoint } from "../upstream/endpoint.js";
+import type { AttemptEnd } from "../../translate/retry.js";
 import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
-import { RetryBuffer } from "./retry-buffer.js";
+import { RetryController } from "./retry.js";
 import { recordCall } from "./record.js";
 import {
   filtersFor,
@@ -158,17 +140,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** the current attempt (null before the first and between attempts) */
   attempt: Attempt | null = null;
   /**
-   * The request chunks kept for another attempt (retry-buffer.ts). null once the call has
-   * committed to its attempt, and from the start when the route has no retry policy: the
-   * commit point is then the call's start, and the hot path pays one null test.
+   * The retry rules acting on this call (retry.ts): made at the start on a route with a retry
+   * policy, else only when an attempt ends refused (a transparent retry); null on the hot path.
    */
-  retryBuffer: RetryBuffer | null = null;
-  /** the route's retry policy (null: transparent retries only) */
-  policy: RetryPolicy | null = null;
+  retry: RetryController | null = null;
   /** upstream attempts started (the access record's `attempts`) */
   attempts = 0;
-  /** transparent retries made (at most one) */
-  transparentRetries = 0;
   /**
    * Without a policy: the one request chunk read so far, kept by reference for a transparent
    * retry (undefined: none read yet; null: not replayable, a second chunk came or the response
@@ -179,20 +156,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   reqEnded = false;
   /** the request head retries copy (the first attempt's own object; a retry copies it) */
   headBase: OutgoingHeaders | undefined = undefined;
-  /** the response head held while a retry is still possible (policy, not committed) */
-  retryHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  /** a retry's back-off or an attempt's perTryTimeout */
-  retryTimer: NodeJS.Timeout | undefined = undefined;
-  perTryTimer: NodeJS.Timeout | undefined = undefined;
-  /** the endpoint the last failed attempt used (the next one avoids it) */
-  avoid: Endpoint | undefined = undefined;
-  /** the label of the last abandoned attempt's endpoint (the record's `upstream` between attempts) */
-  lastUpstream: string | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeCalls / activeRetries */
+  /** this call counts in its cluster's breaker.activeCalls */
   countedCall = false;
-  countedRetry = false;
-  /** the next attempt is a retry under the policy (it takes a maxRetries slot) */
-  nextIsRetry = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -226,7 +191,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** the upstream's trailers, held until its readable side has ended */
   upTrailers: OutgoingHeaders | undefined = undefined;
   /** the request body is being read (its listeners are on the client stream) */
-  private reading = false;
+  reading = false;
   /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
   private downDrainHooked = false;
   /**
@@ -306,8 +271,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
     if (policy !== null) {
-      this.policy = policy;
-      this.retryBuffer = new RetryBuffer(policy.bufferBytes);
+      this.retry = RetryController.forRoute(this, policy);
       this.replayChunk = null;
     }
 
@@ -363,10 +327,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * first takes the request head as it is; a retry copies it with grpc-previous-rpc-attempts
    * (the count of previous attempts, gRFC A6) and what is left of the deadline as grpc-timeout.
    */
-  private startAttempt(): void {
+  startAttempt(): void {
     if (this.done) return;
     const cluster = this.route!.cluster;
-    const ep = cluster.pick(this.avoid);
+    const r = this.retry;
+    const ep = cluster.pick(r === null ? undefined : r.avoid);
     if (ep === undefined) return this.finish(outcome(Code.UNAVAILABLE, `cluster ${cluster.name} has no endpoints`, "upstream_unreachable"));
     const n = this.attempts++;
     let head: OutgoingHeaders;
@@ -378,117 +343,49 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       head["grpc-previous-rpc-attempts"] = String(n);
       if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
-    if (this.nextIsRetry) {
-      this.nextIsRetry = false;
-      this.countedRetry = true;
-      cluster.breaker.activeRetries++;
-    }
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
-    const policy = this.policy;
-    if (policy !== null && policy.perTryTimeoutMs !== null && this.retryBuffer !== null) {
-      this.perTryTimer = setTimeout(onPerTryTimer, policy.perTryTimeoutMs, this, a);
-    }
+    if (r !== null) r.onAttemptStarting(a);
     if (fs !== null && !runAttemptStart(this, a)) return;
     a.start();
   }
 
-  // === retries ===
+  // === retries (retry.ts decides and acts; these are the call's side) ===
 
   /**
-   * Attempt `a` ended without a status the call forwards yet (`end`; `code` and `pushback` for
-   * a status end). Asks decideRetry, and starts the next attempt (now or after the back-off)
-   * when it says so; true then, and `a` is abandoned. false: the caller ends the call as it would
-   * without retries.
+   * Attempt `a` ended without a status the call forwards yet: true when a retry was started
+   * (or the retry breaker ended the call), and `a` is abandoned. Without a controller only a
+   * transparent retry is possible, while the request can still be replayed: the controller is
+   * made then (the rare path).
    */
-  private tryRetry(a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
+  tryRetry(a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
     if (this.done || a !== this.attempt) return false;
-    const policy = this.policy;
-    // Without a policy, a replay is possible while at most one request chunk has been read.
-    const committed = policy !== null ? this.retryBuffer === null : this.responded || this.replayChunk === null;
-    if (committed && end !== "refused") return false;
-    if (policy === null && end !== "refused") return false;
-    const cluster = this.route!.cluster;
-    const br = cluster.breaker;
-    const d = decideRetry(policy, {
-      end,
-      code,
-      pushback: parsePushback(pushback),
-      attempts: this.attempts - this.transparentRetries,
-      transparentUsed: this.transparentRetries > 0,
-      committed,
-      budgetLeftMs: this.deadlineAt - this.ctx.now(),
-      // asked below, once everything else agrees (a withdrawal counts)
-      budgetAllows: true,
-      // (this call's own running retry ends with this decision)
-      breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
-      draw: Math.random(),
-    });
-    if (!d.retry) {
-      if (d.why !== "breaker_open") return false;
-      // maxRetries: the retry the policy allows is refused at once, named.
-      const max = cluster.cfg.circuitBreaker.maxRetries;
-      this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxRetries", max), "overflow"));
-      return true;
+    let r = this.retry;
+    if (r === null) {
+      // (decideRetry says "committed" to these)
+      if (end !== "refused" || this.responded || this.replayChunk === null) return false;
+      r = this.retry = RetryController.transparent(this);
     }
-    // Budget denial ends retrying: the attempt's own status goes to the client.
-    if (!d.transparent && !cluster.budget.withdraw()) return false;
-    this.retryWith(a, d.reason, d.delayMs, d.transparent, code);
-    return true;
+    return r.tryRetry(a, end, code, pushback);
   }
 
-  /** Abandons `a` and schedules the next attempt. */
-  private retryWith(a: Attempt, reason: RetryReason, delayMs: number, transparent: boolean, code: number | undefined): void {
-    const cluster = this.route!.cluster;
-    cluster.budget.count(reason);
-    if (transparent) this.transparentRetries++;
-    // The retry breaker (maxRetries) counts retry attempts running, not waiting: checked when a
-    // retry is decided, counted from its attempt's start until that attempt is abandoned or the
-    // call ends. (Counting the back-off too, as Envoy's max_retries does, fails every retry but
-    // three of the calls a killed upstream drops at once: they are all decided in one tick.)
-    this.releaseRetrySlot();
-    this.nextIsRetry = !transparent;
-    if (code !== undefined) a.status = code; // the endpoint hears that it answered
-    if (a.session !== undefined) this.lastUpstream = a.endpoint.label; // (an attempt a filter failed never reached it)
-    this.avoid = a.endpoint;
+  /** RetryController: `a` is given up for another attempt (started now or after the back-off). */
+  abandon(a: Attempt): void {
     this.attempt = null;
-    this.retryHead = undefined;
     this.upTrailers = undefined;
     this.heldHead = undefined;
     this.upCloseDeferred = false;
-    this.clearPerTry();
     a.cancel();
     // The request waits in the client stream (flow-controlled) until the next attempt is open.
     if (this.reading) this.down.pause();
-    if (delayMs <= 0) this.startAttempt();
-    else this.retryTimer = setTimeout(onRetryTimer, delayMs, this);
   }
 
-  private releaseRetrySlot(): void {
-    if (this.countedRetry) {
-      this.countedRetry = false;
-      this.route!.cluster.breaker.activeRetries--;
-    }
-  }
-
-  onRetryTimer(): void {
-    this.retryTimer = undefined;
-    if (!this.done) this.startAttempt();
-  }
-
-  onPerTryTimeout(a: Attempt): void {
-    this.perTryTimer = undefined;
+  /** AttemptOwner: the attempt's per-try timer (armed by the retry controller) ran out. */
+  onAttemptTimeout(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
     if (this.tryRetry(a, "per_try_timeout", undefined, undefined)) return;
-    this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
-  }
-
-  private clearPerTry(): void {
-    if (this.perTryTimer !== undefined) {
-      clearTimeout(this.perTryTimer);
-      this.perTryTimer = undefined;
-    }
+    this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.retry!.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
   }
 
   /** FilterCall: a filter failed attempt `a` (an injected unreachable or upstream reset): retried as a real one would be, else `o` ends the call. */
@@ -497,20 +394,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const end: AttemptEnd = kind === "unreachable" ? "refused" : a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
     if (this.tryRetry(a, end, undefined, undefined)) return;
     this.finish(o, extra);
-  }
-
-  /**
-   * The call stays with its current attempt: the held response head goes out, the retry
-   * buffer lets go, the per-try timer stops. Called on the first response message, on a
-   * status that is not retried, and when the buffer overflows.
-   */
-  private commitHeld(a: Attempt): void {
-    this.commit();
-    const h = this.retryHead;
-    if (h !== undefined) {
-      this.retryHead = undefined;
-      this.deliverHead(a, h.headers, h.flags, h.raw);
-    }
   }
 
   // === AttemptOwner: what the attempt reports ===
@@ -522,21 +405,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const down = this.down;
       down.on("data", onDownData);
       down.on("end", onDownEnd);
-    } else if (this.attempts > 1) this.replayInto(a);
+    } else if (this.attempts > 1 && this.retry!.replayInto(a)) this.down.resume();
     if (this.filters !== null) runAttemptOpen(this, a);
-  }
-
-  /** A retried attempt is open: what the client sent so far goes into it, then the client resumes. */
-  private replayInto(a: Attempt): void {
-    const rb = this.retryBuffer;
-    let ok = true;
-    if (rb !== null) ok = rb.replayTo(a);
-    else {
-      const c = this.replayChunk;
-      if (c !== null && c !== undefined) ok = a.write(c);
-      if (this.reqEnded) a.endRequest();
-    }
-    if (ok) this.down.resume();
   }
 
   onAttemptFailed(a: Attempt, o: Outcome): void {
@@ -549,29 +419,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
     this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
-    if (this.retryBuffer !== null) {
-      // A retry is still possible: a status decides it, a message commits.
-      const st = headers[":status"];
-      if (typeof st === "number" && st >= 100 && st < 200 && (flags & NGHTTP2_FLAG_END_STREAM) === 0) return;
-      if ((flags & NGHTTP2_FLAG_END_STREAM) === 0) {
-        this.retryHead = { headers, flags, raw };
-        return;
-      }
-      // Trailers-Only: its grpc-status, if it is a gRPC one, may be retried.
-      const gs = headers["grpc-status"];
-      const ct = headers["content-type"];
-      if (typeof gs === "string" && isGrpcContentType(typeof ct === "string" ? ct : undefined)) {
-        const code = parseGrpcStatus(gs);
-        const pb = headers["grpc-retry-pushback-ms"];
-        if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
-      }
-      this.commit();
-    }
+    // A retry is still possible (the buffer is kept): a status decides it, a message commits.
+    const r = this.retry;
+    if (r !== null && r.buffer !== null && r.onHead(a, headers, flags, raw)) return;
     this.deliverHead(a, headers, flags, raw);
   }
 
   /** The response head goes the normal way: through the filters' hooks, then to the client. */
-  private deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+  deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.filters !== null) {
       this.heldHead = { headers, flags, raw };
       if (!runResponseHead(this, 0)) {
@@ -587,25 +442,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptEnd(a: Attempt): void {
     if (a !== this.attempt) return;
-    if (this.retryHead !== undefined) {
+    const r = this.retry;
+    if (r !== null && r.head !== undefined) {
       // Headers, then trailers with no message between: the status counts (the grpcio shape).
-      if (this.upTrailers !== undefined && !this.done) this.heldHeadStatus(a);
+      if (this.upTrailers !== undefined && !this.done) r.onHeldStatus(a);
       return; // ended without trailers: decided at close
     }
     // (a held head: continueResponseHead forwards the trailers once the head is out)
     if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
-  }
-
-  /** Trailers came after a held head and no message: retry on their status, or forward both. */
-  private heldHeadStatus(a: Attempt): void {
-    const t = this.upTrailers!;
-    const gs = t["grpc-status"];
-    const code = parseGrpcStatus(typeof gs === "string" ? gs : undefined);
-    const pb = t["grpc-retry-pushback-ms"];
-    if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
-    this.commitHeld(a);
-    // The head went out (or a filter holds it, and continueResponseHead forwards the trailers).
-    if (!this.done && this.heldHead === undefined && this.upTrailers !== undefined) this.forwardStatus(this.upTrailers, false);
   }
 
   onAttemptDrain(a: Attempt): void {
@@ -666,9 +510,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    const rb = this.retryBuffer;
-    if (rb !== null) {
-      if (!rb.push(chunk) && !this.commitOnOverflow()) return; // over the cap: no other attempt is possible
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) {
+      if (!r.buffer.push(chunk) && !r.commitOnOverflow()) return; // over the cap: no other attempt is possible
     } else {
       const r = this.replayChunk;
       if (r !== null) this.replayChunk = r === undefined ? chunk : null;
@@ -682,32 +526,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
   commit(): void {
-    const rb = this.retryBuffer;
-    if (rb === null) return;
-    rb.commit();
-    this.retryBuffer = null;
-    this.clearPerTry();
-  }
-
-  /**
-   * The buffer overflowed: the call commits to its attempt (a held head goes out). With no
-   * open attempt to commit to (between attempts) the request cannot be replayed whole: the
-   * call ends with 14. false when the call ended.
-   */
-  private commitOnOverflow(): boolean {
-    const a = this.attempt;
-    if (a === null || a.up === undefined) {
-      this.commit();
-      this.finish(outcome(Code.UNAVAILABLE, `request larger than the retry buffer (${this.policy!.bufferBytes} bytes) arrived between attempts`, "upstream_unreachable"));
-      return false;
-    }
-    this.commitHeld(a);
-    return !this.done;
+    const r = this.retry;
+    if (r !== null) r.commit();
   }
 
   onRequestEnd(): void {
     this.reqEnded = true;
-    if (this.retryBuffer !== null) this.retryBuffer.end();
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) r.buffer.end();
     if (this.filters !== null && !runRequestEnd(this, 0)) return;
     this.endRequest();
   }
@@ -755,9 +581,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptData(a: Attempt, chunk: Buffer): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryBuffer !== null) {
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) {
       // The first response message: the call commits to this attempt.
-      this.commitHeld(a);
+      r.commitHeld(a);
       if (this.done) return;
       if (this.heldHead !== undefined) {
         // A filter holds the head now released: the chunk waits in the stream behind it.
@@ -789,9 +616,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptTrailers(a: Attempt, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryHead !== undefined) {
+    const r = this.retry;
+    if (r !== null && r.head !== undefined) {
       this.upTrailers = copyHeaders({}, raw, undefined);
-      if (a.ended) this.heldHeadStatus(a);
+      if (a.ended) r.onHeldStatus(a);
       return;
     }
     if (this.filters !== null) {
@@ -819,7 +647,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * without a parsable grpc-status still ends with a readable stamp: 2 UNKNOWN, as grpc-go's
    * client would decide (spec §4.1), and dojang says it decided.
    */
-  private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
+  forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
     const fs = this.filters;
     if (fs !== null) {
       if (this.responseTakenOver || this.trailersHeld) return;
@@ -875,12 +703,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptClose(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryHead !== undefined || !this.responded) {
+    const r = this.retry;
+    const held = r !== null && r.head !== undefined;
+    if (held || !this.responded) {
       // No status came: a reset, a lost connection, a refused stream, or END_STREAM without
       // trailers. Retried when the decision allows; else the held head goes out first.
       if (this.retryFromClose(a)) return;
-      if (this.retryHead !== undefined) {
-        this.commitHeld(a);
+      if (held) {
+        r.commitHeld(a);
         if (this.done) return;
       }
     }
@@ -902,7 +732,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // A reset after the whole request was sent, on a route whose policy would retry a reset:
     // told apart, because the upstream may have done the work (not retried unless the route
     // says retryResetAfterRequest).
-    if (this.policy !== null && this.respScan.bytes === 0 && a.requestEnded && a.mayHaveProcessed && (o.decidedBy === "upstream_reset" || o.decidedBy === "upstream_connection_lost")) {
+    if (this.retry !== null && this.retry.policy !== null && this.respScan.bytes === 0 && a.requestEnded && a.mayHaveProcessed && (o.decidedBy === "upstream_reset" || o.decidedBy === "upstream_connection_lost")) {
       return this.finish(outcome(o.code, `${o.message} (after the request was fully sent)`, "upstream_reset_after_request"));
     }
     this.finish(o);
@@ -911,7 +741,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** The retry decision for a stream that closed before a status: true when a retry was started. */
   private retryFromClose(a: Attempt): boolean {
     if (this.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
-    if (this.policy === null && (this.responded || this.replayChunk === null)) return false;
+    if ((this.retry === null || this.retry.policy === null) && (this.responded || this.replayChunk === null)) return false;
     let end: AttemptEnd;
     if (!a.mayHaveProcessed) end = "refused";
     else {
@@ -1076,11 +906,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
-    if (this.countedCall) {
-      const br = this.route!.cluster.breaker;
-      br.activeCalls--;
-      if (this.countedRetry) br.activeRetries--;
-    }
+    if (this.countedCall) this.route!.cluster.breaker.activeCalls--;
+    if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
   }
@@ -1090,11 +917,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.retryTimer !== undefined) {
-      clearTimeout(this.retryTimer);
-      this.retryTimer = undefined;
-    }
-    this.clearPerTry();
+    if (this.retry !== null) this.retry.clearTimers();
     const g = this.idleGroup;
     if (g !== undefined) {
       this.idleGroup = undefined;
@@ -1120,12 +943,6 @@ function callOf(s: unknown): Call {
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
-}
-function onRetryTimer(c: Call): void {
-  c.onRetryTimer();
-}
-function onPerTryTimer(c: Call, a: Attempt): void {
-  c.onPerTryTimeout(a);
 }
 function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
   // what the connection delivered as requests (the listener's unproductive-bytes guard)

@@ -40,7 +40,7 @@ export function recordCall(c: Call): void {
       decided_by: c.decidedBy,
       grpc_message: c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message,
       route: c.route?.label,
-      upstream: c.attempt?.session?.endpoint.label ?? c.lastUpstream,
+      upstream: c.attempt?.session?.endpoint.label ?? c.retry?.lastUpstream,
       budget_in_ms: c.budgetInMs,
       budget_out_ms: c.budgetOutMs,
       duration_ms: Math.round(dur * 1000) / 1000,

@@ -10,7 +10,7 @@
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { randomBytes } from "node:crypto";
 import {
   Code,
@@ -33,7 +33,8 @@ import type { Metrics, MethodSeries } from "../observe/metrics.js";
 import type { Journal } from "../observe/log.js";
 import type { Logger } from "pino";
 import type { AttemptEnd } from "../../translate/retry.js";
-import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders, type RequestBytesSession } from "./headers.js";
+import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders } from "./headers.js";
+import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import { RetryController } from "./retry.js";
@@ -123,13 +124,14 @@ export interface CallContext {
   readonly attemptsHeader?: boolean;
 }
 
-type DownStream = ServerHttp2Stream & { [kCall]?: Call };
+type CallCarrier = Downstream & { [kCall]?: Call };
 
 export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
-  readonly down: ServerHttp2Stream;
+  /** the client side (downstream.ts): a native ServerHttp2Stream, or the gRPC-Web adapter */
+  readonly down: Downstream;
   readonly t0: number;
   readonly series: MethodSeries;
   readonly path: string;
@@ -206,24 +208,24 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   idleSlot = -1;
   /**
    * gRPC-Web (src/proxy/downstream/grpc-web.ts): "grpc-web" or "grpc-web-text" when `down` is
-   * the gRPC-Web adapter, which presents the ServerHttp2Stream members this file uses (respond,
-   * write, end, sendTrailers, close, pause/resume, the state flags and events) and translates;
-   * undefined for a native stream. Only the access record reads it.
+   * the gRPC-Web adapter (a Downstream that translates); undefined for a native stream, which
+   * alone takes a response head as node's flat list and learns of a reset before its 'end'.
    */
-  clientProtocol: string | undefined = undefined;
+  readonly clientProtocol: string | undefined;
 
 
-  constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
+  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
     this.routes = ctx.routes.current;
     this.down = down;
+    this.clientProtocol = clientProtocol;
     this.t0 = ctx.now();
     const p = headers[":path"];
     this.path = typeof p === "string" ? p : "";
     const a = headers[":authority"] ?? headers["host"];
     this.authority = typeof a === "string" ? a : undefined;
     this.series = ctx.metrics.seriesFor(this.path);
-    (down as DownStream)[kCall] = this;
+    (down as CallCarrier)[kCall] = this;
     down.on("close", onDownClose);
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
@@ -932,43 +934,43 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
  * never read from, and dojang always reads; without it the stream stays half-open until the
  * client leaves, holding a stream slot.
  */
-function closeRequestSide(down: ServerHttp2Stream): void {
+function closeRequestSide(down: Downstream): void {
   if (!down.closed && !down.destroyed && !down.readableEnded) down.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
 function callOf(s: unknown): Call {
-  return (s as DownStream)[kCall]!;
+  return (s as CallCarrier)[kCall]!;
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
 }
-function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
+function onDownData(this: Downstream, chunk: Buffer): void {
   // what the connection delivered as requests (the listener's unproductive-bytes guard)
-  const s = this.session as RequestBytesSession | undefined;
+  const s = this.session;
   if (s !== undefined) s[kRequestBytes] = (s[kRequestBytes] ?? 0) + chunk.length;
   callOf(this).onRequestData(chunk);
 }
-function onDownEnd(this: ServerHttp2Stream): void {
+function onDownEnd(this: Downstream): void {
   callOf(this).onRequestEnd();
 }
-function onDownDrain(this: ServerHttp2Stream): void {
+function onDownDrain(this: Downstream): void {
   const c = callOf(this);
   responseBuffers.unstall(c);
   if (!c.done) c.attempt?.resume();
 }
-function onDownClose(this: ServerHttp2Stream): void {
+function onDownClose(this: Downstream): void {
   callOf(this).onDownstreamClose();
 }
-function onDownError(this: ServerHttp2Stream): void {
+function onDownError(this: Downstream): void {
   // The stream's 'close' follows and decides; an error listener keeps the process alive.
 }
-function onDownWantTrailers(this: ServerHttp2Stream): void {
+function onDownWantTrailers(this: Downstream): void {
   callOf(this).onWantTrailers();
 }
 /** The listener's 'stream' handler. */
-export function handleStream(ctx: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+export function handleStream(ctx: CallContext, stream: Downstream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
   const call = new Call(ctx, stream, headers);
   call.start(headers, flags, raw);
 }

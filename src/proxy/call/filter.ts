@@ -3,12 +3,13 @@
 // them in chain order; a listener whose chain is empty gives its calls `filters === null`, so a
 // call without filters pays one null test per hook point. Filters live in src/proxy/filters and
 // reach the call only through FilterCall; the call never imports them.
-import type { ClientHttp2Stream, ServerHttp2Stream } from "node:http2";
+import type { ClientHttp2Stream } from "node:http2";
 import type { DecidedBy, Outcome } from "../../translate/index.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
+import type { Downstream } from "./downstream.js";
 import type { OutgoingHeaders } from "./headers.js";
 
 /**
@@ -16,7 +17,8 @@ import type { OutgoingHeaders } from "./headers.js";
  * false ("held") resumes the chain with the matching continue*(this) call, from the next filter.
  */
 export interface FilterCall {
-  readonly down: ServerHttp2Stream;
+  /** the client side (downstream.ts) */
+  readonly down: Downstream;
   /** the call's status is fixed: nothing more goes out */
   readonly done: boolean;
   readonly requestId: string;

@@ -16,7 +16,7 @@
 //                    messages, closing the connection after N bytes, stalls, an upstream reset
 //                    after N request messages
 //   onTrailers       a delay before trailers, trailer shape faults
-import http2, { type ClientHttp2Stream, type ServerHttp2Stream } from "node:http2";
+import http2, { type ClientHttp2Stream } from "node:http2";
 import {
   Code,
   codeFromHttpStatus,
@@ -45,6 +45,7 @@ import type {
 } from "../../../config/faults/model.js";
 import { mulberry32 } from "../fault/prng.js";
 import type { OutgoingHeaders } from "../../call/headers.js";
+import type { Downstream } from "../../call/downstream.js";
 import type { Attempt } from "../../call/attempt.js";
 import type { CallFilter, FilterCall } from "../../call/filter.js";
 import type { AccessRecord } from "../../observe/log.js";
@@ -450,10 +451,10 @@ export class Pump {
     readonly dir: "request" | "response",
   ) {}
 
-  private get src(): ClientHttp2Stream | ServerHttp2Stream | undefined {
+  private get src(): ClientHttp2Stream | Downstream | undefined {
     return this.dir === "response" ? this.exec.call.upstream : this.exec.call.down;
   }
-  private get dst(): ClientHttp2Stream | ServerHttp2Stream | undefined {
+  private get dst(): ClientHttp2Stream | Downstream | undefined {
     return this.dir === "response" ? this.exec.call.down : this.exec.call.upstream;
   }
 
@@ -581,7 +582,7 @@ export class Pump {
         const rr = ex.reset;
         if (rr !== null && rr.at === "after_messages" && atMessageBoundary(s) && completedMessages(s) >= rr.messages) {
           this.stopped = true;
-          (dst as ServerHttp2Stream).write(Buffer.alloc(0), () => ex.resetDown(rr, `after ${rr.messages} messages`));
+          (dst as Downstream).write(Buffer.alloc(0), () => ex.resetDown(rr, `after ${rr.messages} messages`));
           return;
         }
       }

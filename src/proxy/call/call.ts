@@ -36,7 +36,7 @@ import type { AttemptEnd } from "../../translate/retry.js";
 import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders } from "./headers.js";
 import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
-import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
+import type { CallFilter, CallWire, FilterCall, FilterFactory } from "./filter.js";
 import { RetryController } from "./retry.js";
 import { recordCall } from "./record.js";
 import {
@@ -126,7 +126,7 @@ export interface CallContext {
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall, IdleWatched {
+export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -314,7 +314,17 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.proceed();
   }
 
-  /** FilterCall: the current attempt's upstream stream (undefined until it is open). */
+  /** FilterCall: the client's address ("" when unknown). */
+  get clientAddress(): string {
+    return this.down.session?.socket?.remoteAddress ?? "";
+  }
+
+  /** FilterCall: the wire capability is the call itself (no object made). */
+  wire(): CallWire {
+    return this;
+  }
+
+  /** CallWire: the current attempt's upstream stream (undefined until it is open). */
   get upstream(): ClientHttp2Stream | undefined {
     return this.attempt?.up;
   }

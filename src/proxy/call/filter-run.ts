@@ -139,6 +139,6 @@ export function statusExtra(fs: readonly CallFilter[] | null): OutgoingHeaders |
 
 /** Some filter may reset the upstream request with any code (it is opened with waitForTrailers). */
 export function resetsWithCodes(fs: readonly CallFilter[]): boolean {
-  for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
+  for (let i = 0; i < fs.length; i++) if (fs[i]!.wire?.resetsWithCodes === true) return true;
   return false;
 }

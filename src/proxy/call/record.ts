@@ -67,7 +67,7 @@ export function recordCall(c: Call): void {
 function faultRuleLabel(fs: readonly CallFilter[]): string | undefined {
   let out: string | undefined;
   for (let i = 0; i < fs.length; i++) {
-    const l = fs[i]!.faultRule;
+    const l = fs[i]!.wire?.faultRule;
     if (l !== undefined) out = out === undefined ? l : `${out},${l}`;
   }
   return out;

@@ -37,9 +37,6 @@ function rawHeader(raw: readonly string[], name: string): string {
 /** The one filter a refused call gets: it ends the call before any attempt. */
 function refusing(message: string): CallFilter {
   return Object.freeze({
-    resetsWithCodes: false,
-    statusExtra: undefined,
-    faultRule: undefined,
     onRequestHead(c: FilterCall): boolean {
       c.finishLocal(outcome(Code.RESOURCE_EXHAUSTED, message, "rate_limited"));
       return false;
@@ -64,7 +61,7 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
     forCall(c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
       const l = limiters[route.index];
       if (l === undefined || l === null) return null;
-      const key = l.byAddress ? (c.down.session?.socket?.remoteAddress ?? "") : l.header !== null ? rawHeader(raw, l.header) : "";
+      const key = l.byAddress ? (c.clientAddress) : l.header !== null ? rawHeader(raw, l.header) : "";
       return l.buckets.take(key, now()) ? null : refusals[route.index]!;
     },
   };

@@ -38,6 +38,7 @@ import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall, FilterFactory } from "./filter.js";
 import { RetryController } from "./retry.js";
+import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
 import {
   filtersFor,
@@ -179,10 +180,11 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
   pendingTrailers: OutgoingHeaders | undefined = undefined;
   /** the filters acting on this call; null on the normal path (one null test per hook point) */
   filters: CallFilter[] | null = null;
-  /** a response head a filter holds (continueResponseHead sends it) */
-  heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  /** the upstream stream closed while the head was held: decided once the head has gone out */
-  upCloseDeferred = false;
+  /**
+   * The response head held back (held.ts): by the retry controller until the call commits, then
+   * by a filter until continueResponseHead; undefined when nothing holds it (the normal path).
+   */
+  held: HeldResponse | undefined = undefined;
   /** a filter owns the rest of the response (takeOverResponse): upstream events are dropped */
   responseTakenOver = false;
   /** a filter holds the upstream's trailers (continueTrailers forwards them): not asked twice */
@@ -386,8 +388,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
   abandon(a: Attempt): void {
     this.attempt = null;
     this.upTrailers = undefined;
-    this.heldHead = undefined;
-    this.upCloseDeferred = false;
+    this.held = undefined;
     a.cancel();
     // The request waits in the client stream (flow-controlled) until the next attempt is open.
     if (this.reading) this.down.pause();
@@ -437,31 +438,37 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
     this.deliverHead(a, headers, flags, raw);
   }
 
-  /** The response head goes the normal way: through the filters' hooks, then to the client. */
-  deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+  /**
+   * The response head goes the normal way: through the filters' hooks, then to the client.
+   * `released`: the head the retry controller held until the commit (it passes to the filters).
+   */
+  deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[], released?: HeldResponse): void {
     if (this.filters !== null) {
-      this.heldHead = { headers, flags, raw };
+      let h = released;
+      if (h === undefined) h = new HeldResponse(headers, flags, raw, BY_FILTER);
+      else h.by = BY_FILTER;
+      this.held = h;
       if (!runResponseHead(this, 0)) {
         // Held: nothing of the response may reach the client before its head, so the attempt
         // stops reading (its DATA waits in the stream, flow-controlled) until continueResponseHead.
-        if (this.heldHead !== undefined && !this.done) a.pause();
+        if (this.held !== undefined && !this.done) a.pause();
         return;
       }
-      this.heldHead = undefined;
+      this.held = undefined;
     }
     this.onResponse(headers, flags, raw);
   }
 
   onAttemptEnd(a: Attempt): void {
     if (a !== this.attempt) return;
-    const r = this.retry;
-    if (r !== null && r.head !== undefined) {
+    const h = this.held;
+    if (h !== undefined && h.by === BY_RETRY) {
       // Headers, then trailers with no message between: the status counts (the grpcio shape).
-      if (this.upTrailers !== undefined && !this.done) r.onHeldStatus(a);
+      if (this.upTrailers !== undefined && !this.done) this.retry!.onHeldStatus(a);
       return; // ended without trailers: decided at close
     }
-    // (a held head: continueResponseHead forwards the trailers once the head is out)
-    if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
+    // (a head a filter holds: continueResponseHead forwards the trailers once the head is out)
+    if (this.upTrailers !== undefined && !this.done && h === undefined) this.forwardStatus(this.upTrailers, false);
   }
 
   onAttemptDrain(a: Attempt): void {
@@ -598,7 +605,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
       // The first response message: the call commits to this attempt.
       r.commitHeld(a);
       if (this.done) return;
-      if (this.heldHead !== undefined) {
+      if (this.held !== undefined) {
         // A filter holds the head now released: the chunk waits in the stream behind it.
         a.pause();
         a.up!.unshift(chunk);
@@ -628,15 +635,15 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
 
   onAttemptTrailers(a: Attempt, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
-    const r = this.retry;
-    if (r !== null && r.head !== undefined) {
+    const h = this.held;
+    if (h !== undefined && h.by === BY_RETRY) {
       this.upTrailers = copyHeaders({}, raw, undefined);
-      if (a.ended) r.onHeldStatus(a);
+      if (a.ended) this.retry!.onHeldStatus(a);
       return;
     }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
-      if (this.heldHead !== undefined) {
+      if (h !== undefined) {
         // A delayed response head: the trailers wait behind it (and behind the data).
         this.upTrailers = copyHeaders({}, raw, undefined);
         return;
@@ -715,21 +722,21 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
 
   onAttemptClose(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
-    const r = this.retry;
-    const held = r !== null && r.head !== undefined;
-    if (held || !this.responded) {
+    const byRetry = this.held !== undefined && this.held.by === BY_RETRY;
+    if (byRetry || !this.responded) {
       // No status came: a reset, a lost connection, a refused stream, or END_STREAM without
       // trailers. Retried when the decision allows; else the held head goes out first.
       if (this.retryFromClose(a)) return;
-      if (held) {
-        r.commitHeld(a);
+      if (byRetry) {
+        this.retry!.commitHeld(a);
         if (this.done) return;
       }
     }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
-      if (this.heldHead !== undefined) {
-        this.upCloseDeferred = true; // decided once the delayed head has gone out
+      const h = this.held;
+      if (h !== undefined) {
+        h.closeDeferred = true; // decided once the delayed head has gone out
         return;
       }
     }
@@ -792,16 +799,17 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
   }
 
   continueResponseHead(from: CallFilter): void {
-    const h = this.heldHead;
-    if (h === undefined || this.done) return;
+    const h = this.held;
+    // (a head the retry controller holds is not the filters' to release)
+    if (h === undefined || h.by !== BY_FILTER || this.done) return;
     if (!runResponseHead(this, nextAfter(this, from))) return;
-    this.heldHead = undefined;
+    this.held = undefined;
     // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
     // onResponseHeadSent may still pause it again in this one (a stall).
     this.attempt!.resume();
     this.onResponse(h.headers, h.flags, h.raw);
     if (this.done) return;
-    if (this.upCloseDeferred) this.decideAfterUpstreamClose();
+    if (h.closeDeferred) this.decideAfterUpstreamClose();
     else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 

@@ -28,15 +28,9 @@ import type { Endpoint } from "../upstream/endpoint.js";
 import type { Attempt } from "./attempt.js";
 import type { Call } from "./call.js";
 import { RetryBuffer } from "./retry-buffer.js";
+import { BY_RETRY, HeldResponse } from "./held.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
-
-/** A response head held back (the call forwards it when it commits). */
-export interface HeldHead {
-  readonly headers: IncomingHttpHeaders;
-  readonly flags: number;
-  readonly raw: readonly string[];
-}
 
 export class RetryController {
   /**
@@ -47,8 +41,6 @@ export class RetryController {
   buffer: RetryBuffer | null;
   /** transparent retries made (at most one) */
   transparentRetries = 0;
-  /** the response head held while a retry is still possible (policy, not committed) */
-  head: HeldHead | undefined = undefined;
   /** a retry's back-off */
   private timer: NodeJS.Timeout | undefined = undefined;
   /** the endpoint the last failed attempt used (the next one avoids it) */
@@ -134,7 +126,6 @@ export class RetryController {
     if (code !== undefined) a.status = code; // the endpoint hears that it answered
     if (a.session !== undefined) this.lastUpstream = a.endpoint.label; // (an attempt a filter failed never reached it)
     this.avoid = a.endpoint;
-    this.head = undefined;
     c.abandon(a);
     if (delayMs <= 0) c.startAttempt();
     else this.timer = setTimeout(onBackoffTimer, delayMs, this);
@@ -189,10 +180,11 @@ export class RetryController {
    */
   commitHeld(a: Attempt): void {
     this.commit();
-    const h = this.head;
-    if (h !== undefined) {
-      this.head = undefined;
-      this.call.deliverHead(a, h.headers, h.flags, h.raw);
+    const c = this.call;
+    const h = c.held;
+    if (h !== undefined && h.by === BY_RETRY) {
+      c.held = undefined;
+      c.deliverHead(a, h.headers, h.flags, h.raw, h);
     }
   }
 
@@ -235,7 +227,8 @@ export class RetryController {
     const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
     if (typeof st === "number" && st >= 100 && st < 200 && !endStream) return true;
     if (!endStream) {
-      this.head = { headers, flags, raw };
+      // (held.ts: the head waits for the status or the first message)
+      this.call.held = new HeldResponse(headers, flags, raw, BY_RETRY);
       return true;
     }
     // Trailers-Only: its grpc-status, if it is a gRPC one, may be retried.
@@ -260,7 +253,7 @@ export class RetryController {
     if (code !== undefined && code !== 0 && c.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
     this.commitHeld(a);
     // The head went out (or a filter holds it, and continueResponseHead forwards the trailers).
-    if (!c.done && c.heldHead === undefined && c.upTrailers !== undefined) c.forwardStatus(c.upTrailers, false);
+    if (!c.done && c.held === undefined && c.upTrailers !== undefined) c.forwardStatus(c.upTrailers, false);
   }
 }
 

@@ -11,35 +11,31 @@
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
-import { randomBytes } from "node:crypto";
 import {
   Code,
   atMessageBoundary,
-  classifyResponseHead,
   encodeGrpcMessage,
   newScanner,
   outcome,
   parseGrpcStatus,
   scanChunk,
-  statusTrailers,
-  trailersOnlyHeaders,
   type DecidedBy,
   type FrameScanner,
   type Outcome,
 } from "../../translate/index.js";
-import type { CompiledRoute, Router } from "../router.js";
+import type { CompiledRoute } from "../router.js";
+import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
-import type { Metrics, MethodSeries } from "../observe/metrics.js";
-import type { Journal } from "../observe/log.js";
-import type { Logger } from "pino";
+import type { MethodSeries } from "../observe/metrics.js";
 import type { AttemptEnd } from "../../translate/retry.js";
-import { copyHeaders, headerList, kRequestBytes, type OutgoingHeaders } from "./headers.js";
+import { copyHeaders, kRequestBytes, type OutgoingHeaders } from "./headers.js";
 import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
-import type { CallFilter, CallWire, FilterCall, FilterFactory } from "./filter.js";
+import type { CallFilter, CallWire, FilterCall } from "./filter.js";
 import { RetryController } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
+import { respondHead, respondLocal, sendTrailers, writeStatus } from "./respond.js";
 import {
   filtersFor,
   nextAfter,
@@ -52,30 +48,18 @@ import {
   runRequestHead,
   runResponseData,
   runResponseHead,
-  runResponseHeadSent,
   runTrailers,
-  runTrailersSent,
-  shapeResponseHead,
   statusExtra,
 } from "./filter-run.js";
-import { checkRequestHead, timeoutHeaderFor, upstreamHead } from "./request-head.js";
+import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
 import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
-/** respond()'s options for a response head with trailers to follow (node only reads them) */
-const RESPOND_WAIT_TRAILERS = { waitForTrailers: true } as const;
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
-/** Request ids made here: a random per-process prefix and a counter, unique without a
- * UUID's cost per call (x-request-id from the client is kept as it is). */
-const ID_PREFIX = randomBytes(6).toString("hex");
-let idCounter = 0;
-function newRequestId(): string {
-  return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
-}
 /** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
  * the deadline is the deadline (spec §11.2). */
 const DEADLINE_SLACK_MS = 2;
@@ -84,46 +68,7 @@ const DEADLINE_SLACK_MS = 2;
  * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
 const CLIENT_DEADLINE_SLACK_MS = 10;
 
-/**
- * One listener's part of a config snapshot (src/proxy/snapshot.ts): its compiled routes and
- * filter chain. Immutable; a call keeps the one it started with until it ends.
- */
-export interface ListenerRoutes {
-  readonly router: Router<Cluster>;
-  /** the filter chain, compiled once; null when empty (one test per call) */
-  readonly filters: readonly FilterFactory[] | null;
-}
-
-/**
- * The swap point: Dojang stores the current snapshot's ListenerRoutes here (a reload stores a
- * new one); each call reads it once, when its stream arrives.
- */
-export interface RoutesCell {
-  current: ListenerRoutes;
-}
-
-/** What every call on one listener shares; built once at start. */
-export interface CallContext {
-  readonly listener: string;
-  readonly routes: RoutesCell;
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  /** where access lines go (asynchronous) */
-  readonly access: Logger;
-  readonly accessLog: boolean;
-  /** monotonic milliseconds */
-  readonly now: () => number;
-  /** recent calls (GET /calls); size 0 keeps none */
-  readonly journal: Journal;
-  /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
-  readonly active: Set<Call>;
-  /** called when a call's downstream stream has closed (drain bookkeeping) */
-  readonly onCallClosed: () => void;
-  /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
-  readonly streamIdleTimeoutMs?: number;
-  /** the listener's attemptsHeader: x-dojang-attempts (upstream attempts made) on each response head */
-  readonly attemptsHeader?: boolean;
-}
+export type { CallContext, ListenerRoutes, RoutesCell } from "./context.js";
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
@@ -456,7 +401,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
       }
       this.held = undefined;
     }
-    this.onResponse(headers, flags, raw);
+    respondHead(this, headers, flags, raw);
   }
 
   onAttemptEnd(a: Attempt): void {
@@ -567,37 +512,6 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
 
   // === response ===
 
-  private onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    const st = headers[":status"];
-    const ct = headers["content-type"];
-    const gs = headers["grpc-status"];
-    const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    const v = classifyResponseHead({
-      status: typeof st === "number" ? st : undefined,
-      contentType: typeof ct === "string" ? ct : undefined,
-      grpcStatus: typeof gs === "string" ? gs : undefined,
-      endStream,
-    });
-    if (v.kind === "skip") return;
-    if (v.kind === "synthesize") return this.finish(v.outcome);
-    const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
-    if (this.ctx.attemptsHeader === true) this.attemptsField(out);
-    const fs = this.filters;
-    if (fs !== null) shapeResponseHead(this, out);
-    if (endStream) {
-      // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
-      return this.forwardStatus(out, endStream);
-    }
-    try {
-      // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
-      this.down.respond(this.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
-      this.responded = true;
-      if (fs !== null) runResponseHeadSent(this);
-    } catch (err) {
-      this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
-    }
-  }
-
   onAttemptData(a: Attempt, chunk: Buffer): void {
     if (this.done || a !== this.attempt) return;
     const r = this.retry;
@@ -704,20 +618,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
       this.messageEncoded = true;
       this.decidedBy = "upstream";
     }
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    if (trailersOnly) {
-      try {
-        down.respond(block, { endStream: true });
-        this.responded = true;
-        closeRequestSide(down);
-      } catch (err) {
-        this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"), undefined);
-      }
-      return;
-    }
-    this.pendingTrailers = block;
-    down.end();
+    writeStatus(this, block, trailersOnly);
   }
 
   onAttemptClose(a: Attempt): void {
@@ -783,12 +684,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
     this.decidedBy = o.decidedBy;
     const a = this.attempt;
     if (a !== null) a.cancel();
-    this.respondLocal(o, extra ?? statusExtra(this.filters));
-  }
-
-  /** x-dojang-attempts on the response head (the listener's attemptsHeader). */
-  private attemptsField(out: OutgoingHeaders): void {
-    out["x-dojang-attempts"] = String(this.attempts);
+    respondLocal(this, o, extra ?? statusExtra(this.filters));
   }
 
   // === FilterCall: the chain's continuations (filter-run.ts runs the hooks) ===
@@ -807,7 +703,7 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
     // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
     // onResponseHeadSent may still pause it again in this one (a stall).
     this.attempt!.resume();
-    this.onResponse(h.headers, h.flags, h.raw);
+    respondHead(this, h.headers, h.flags, h.raw);
     if (this.done) return;
     if (h.closeDeferred) this.decideAfterUpstreamClose();
     else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
@@ -864,40 +760,8 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
     return low;
   }
 
-  private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    if (!this.responded) {
-      this.responded = true;
-      try {
-        let head = extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra };
-        if (this.ctx.attemptsHeader === true) {
-          if (extra === undefined) head = { ...head };
-          this.attemptsField(head);
-        }
-        down.respond(head, { endStream: true });
-        closeRequestSide(down);
-      } catch {
-        down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-      }
-      return;
-    }
-    // Headers went out: the status follows the messages already forwarded, as trailers.
-    this.pendingTrailers = extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra };
-    if (!down.writableEnded) down.end();
-  }
-
   onWantTrailers(): void {
-    const down = this.down;
-    const t = this.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
-    try {
-      down.sendTrailers(t);
-    } catch {
-      down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
-    }
-    // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
-    if (!down.readableEnded) setImmediate(closeRequestSide, down);
-    if (this.filters !== null) runTrailersSent(this);
+    sendTrailers(this);
   }
 
   /**
@@ -944,16 +808,6 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
       unwatchIdle(this, g);
     }
   }
-}
-
-/**
- * After the final status, a client still sending gets RST_STREAM(NO_ERROR), as grpc-go's
- * server does (spec §4.1 "early server closure"). node does this by itself only for a stream it
- * never read from, and dojang always reads; without it the stream stays half-open until the
- * client leaves, holding a stream slot.
- */
-function closeRequestSide(down: Downstream): void {
-  if (!down.closed && !down.destroyed && !down.readableEnded) down.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===

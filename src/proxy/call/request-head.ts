@@ -1,12 +1,22 @@
 // The request head, both ways: the checks a gRPC request head must pass before anything goes
 // upstream (grpc-go's server's early aborts, spec §11.7), and the head an attempt sends
 // upstream (pseudo-headers, the forwardable fields copied from rawHeaders in one pass, the
-// verified client identity, grpc-timeout, te, x-request-id). Module functions: no per-call object.
+// verified client identity, grpc-timeout, te, x-request-id), and the request ids dojang makes.
+// Module functions: no per-call object.
 import type { IncomingHttpHeaders } from "node:http2";
+import { randomBytes } from "node:crypto";
 import { Code, MAX_INT64_NS, XFCC, decodeTimeout, encodeTimeout, isGrpcContentType, outcome, type Outcome } from "../../translate/index.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Call } from "./call.js";
-import { copyRequestHeaders, kClientCert, type ClientCertSession, type OutgoingHeaders } from "./headers.js";
+import { copyRequestHeaders, kClientCert, type OutgoingHeaders } from "./headers.js";
+
+/** Request ids made here: a random per-process prefix and a counter, unique without a
+ * UUID's cost per call (x-request-id from the client is kept as it is). */
+const ID_PREFIX = randomBytes(6).toString("hex");
+let idCounter = 0;
+export function newRequestId(): string {
+  return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
+}
 
 /**
  * The request head's own checks, before the route: :method POST (405), a gRPC content-type
@@ -55,7 +65,7 @@ export function upstreamHead(c: Call, cluster: Cluster, raw: readonly string[], 
   if (bad !== null) return bad;
   // TLS listener with client certificates (src/proxy/downstream/tls.ts): the verified identity,
   // set once per connection; the client's own x-forwarded-client-cert was dropped above.
-  const xfcc = (c.down.session as ClientCertSession | undefined)?.[kClientCert];
+  const xfcc = c.down.session?.[kClientCert];
   if (xfcc !== undefined) out[XFCC] = xfcc;
   if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
   if (out["te"] === undefined) out["te"] = "trailers";

@@ -119,6 +119,60 @@ describe("no import cycles at run time (grpc-js runs madge -c; type-only imports
   });
 });
 
+/**
+ * Inside proxy/call/ (one layer), the files are ordered too, lowest first (house review §5): a
+ * file may import the values of the files before it only; a type-only import may go either way
+ * (record.ts, retry.ts and the others name the Call type; call.ts brings them together).
+ */
+const CALL_ORDER = [
+  "headers.ts",
+  "downstream.ts",
+  "context.ts",
+  "idle.ts",
+  "retry-buffer.ts",
+  "held.ts",
+  "attempt.ts",
+  "filter.ts",
+  "request-head.ts",
+  "filter-run.ts",
+  "record.ts",
+  "respond.ts",
+  "retry.ts",
+  "call.ts",
+] as const;
+
+/** "a imports b" for each value import of a call/ file that goes up (or out of) CALL_ORDER. */
+function callOrderViolations(file: string, text: string): string[] {
+  const name = file.slice("proxy/call/".length);
+  const out: string[] = [];
+  for (const target of valueImports(file, text)) {
+    if (!target.startsWith("proxy/call/")) continue;
+    const t = target.slice("proxy/call/".length);
+    const ti = (CALL_ORDER as readonly string[]).indexOf(t);
+    if (ti < 0 || ti >= (CALL_ORDER as readonly string[]).indexOf(name)) out.push(`${name} imports ${t}`);
+  }
+  return out;
+}
+
+describe(`files inside proxy/call/ import one way (${CALL_ORDER.join(" < ")})`, () => {
+  const callFiles = files.filter((f) => f.startsWith("proxy/call/"));
+
+  it("lists every file of proxy/call/ in the order", () => {
+    expect(callFiles.map((f) => f.slice("proxy/call/".length)).sort()).toEqual([...CALL_ORDER].sort());
+  });
+
+  it("flags a value import against the order, and lets a type import through (a check that the rule can fail)", () => {
+    expect(callOrderViolations("proxy/call/attempt.ts", 'import { Call } from "./call.js";')).toEqual(["attempt.ts imports call.ts"]);
+    expect(callOrderViolations("proxy/call/attempt.ts", 'import type { Call } from "./call.js";')).toEqual([]);
+  });
+
+  describe.each(callFiles.map((f) => [f] as const))("%s", (file) => {
+    it("imports the values of earlier files only", () => {
+      expect(callOrderViolations(file, readFileSync(join(SRC, file), "utf8"))).toEqual([]);
+    });
+  });
+});
+
 /** The src-relative files `file` imports for their values (`import type` / `export type` left out). */
 function valueImports(file: string, text: string): string[] {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");

@@ -138,6 +138,7 @@ const CALL_ORDER = [
   "record.ts",
   "respond.ts",
   "retry.ts",
+  "wire.ts",
   "call.ts",
 ] as const;
 

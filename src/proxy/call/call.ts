@@ -10,7 +10,7 @@
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
+import http2, { type IncomingHttpHeaders } from "node:http2";
 import {
   Code,
   atMessageBoundary,
@@ -35,6 +35,7 @@ import type { CallFilter, CallWire, FilterCall } from "./filter.js";
 import { RetryController } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
+import { Wire } from "./wire.js";
 import { respondHead, respondLocal, sendTrailers, writeStatus } from "./respond.js";
 import {
   filtersFor,
@@ -72,7 +73,7 @@ export type { CallContext, ListenerRoutes, RoutesCell } from "./context.js";
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
+export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -266,14 +267,9 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
     return this.down.session?.socket?.remoteAddress ?? "";
   }
 
-  /** FilterCall: the wire capability is the call itself (no object made). */
+  /** FilterCall: the wire capability (wire.ts; stateless, a filter keeps the one it got). */
   wire(): CallWire {
-    return this;
-  }
-
-  /** CallWire: the current attempt's upstream stream (undefined until it is open). */
-  get upstream(): ClientHttp2Stream | undefined {
-    return this.attempt?.up;
+    return new Wire(this);
   }
 
   /** Picks an endpoint and starts the first attempt. */
@@ -674,14 +670,23 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
 
   // === ends ===
 
-  /** dojang's own status for the call; cancels the upstream if it is still open. */
-  finish(o: Outcome, extra?: OutgoingHeaders): void {
-    if (this.done) return;
+  /**
+   * Fixes the call's status once (dojang's own, or one a filter put on the wire); its timers
+   * stop. false: the status was fixed already. (forwardStatusNow fixes the upstream's.)
+   */
+  settle(code: number, message: string, decidedBy: DecidedBy): boolean {
+    if (this.done) return false;
     this.done = true;
     this.clearTimer();
-    this.code = o.code;
-    this.message = o.message;
-    this.decidedBy = o.decidedBy;
+    this.code = code;
+    this.message = message;
+    this.decidedBy = decidedBy;
+    return true;
+  }
+
+  /** dojang's own status for the call; cancels the upstream if it is still open. */
+  finish(o: Outcome, extra?: OutgoingHeaders): void {
+    if (!this.settle(o.code, o.message, o.decidedBy)) return;
     const a = this.attempt;
     if (a !== null) a.cancel();
     respondLocal(this, o, extra ?? statusExtra(this.filters));
@@ -721,43 +726,6 @@ export class Call implements AttemptOwner, FilterCall, CallWire, IdleWatched {
 
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
     this.finish(o, extra);
-  }
-
-  recordEnd(code: number, message: string, decidedBy: DecidedBy): void {
-    if (this.done) return;
-    this.done = true;
-    this.responded = true;
-    this.clearTimer();
-    this.code = code;
-    this.message = message;
-    this.decidedBy = decidedBy;
-  }
-
-  endWithTrailers(block: OutgoingHeaders, code: number, message: string, decidedBy: DecidedBy): void {
-    if (this.done) return;
-    this.done = true;
-    this.clearTimer();
-    this.code = code;
-    this.message = message;
-    this.decidedBy = decidedBy;
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    this.pendingTrailers = block;
-    down.end();
-  }
-
-  takeOverResponse(): void {
-    this.responseTakenOver = true;
-  }
-
-  lowestStreamIdOnSession(): number {
-    const session = this.down.session;
-    let low = this.down.id ?? 1;
-    for (const c of this.ctx.active) {
-      const id = c.down.id;
-      if (c.down.session === session && id !== undefined && id < low && !c.down.closed) low = id;
-    }
-    return low;
   }
 
   onWantTrailers(): void {

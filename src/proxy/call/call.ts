@@ -32,7 +32,7 @@ import { copyHeaders, kRequestBytes, type OutgoingHeaders } from "./headers.js";
 import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall } from "./filter.js";
-import { RetryController } from "./retry.js";
+import { RetryController, retryFromClose, tryRetry } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
 import { Wire } from "./wire.js";
@@ -306,24 +306,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     a.start();
   }
 
-  // === retries (retry.ts decides and acts; these are the call's side) ===
-
-  /**
-   * Attempt `a` ended without a status the call forwards yet: true when a retry was started
-   * (or the retry breaker ended the call), and `a` is abandoned. Without a controller only a
-   * transparent retry is possible, while the request can still be replayed: the controller is
-   * made then (the rare path).
-   */
-  tryRetry(a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
-    if (this.done || a !== this.attempt) return false;
-    let r = this.retry;
-    if (r === null) {
-      // (decideRetry says "committed" to these)
-      if (end !== "refused" || this.responded || this.replayChunk === null) return false;
-      r = this.retry = RetryController.transparent(this);
-    }
-    return r.tryRetry(a, end, code, pushback);
-  }
+  // === retries (retry.ts: the rules, tryRetry, retryFromClose; these are the call's side) ===
 
   /** RetryController: `a` is given up for another attempt (started now or after the back-off). */
   abandon(a: Attempt): void {
@@ -338,7 +321,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** AttemptOwner: the attempt's per-try timer (armed by the retry controller) ran out. */
   onAttemptTimeout(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
-    if (this.tryRetry(a, "per_try_timeout", undefined, undefined)) return;
+    if (tryRetry(this, a, "per_try_timeout", undefined, undefined)) return;
     this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.retry!.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
   }
 
@@ -346,7 +329,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   failAttempt(a: Attempt, o: Outcome, kind: "unreachable" | "reset", extra?: OutgoingHeaders): void {
     if (this.done || a !== this.attempt) return;
     const end: AttemptEnd = kind === "unreachable" ? "refused" : a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
-    if (this.tryRetry(a, end, undefined, undefined)) return;
+    if (tryRetry(this, a, end, undefined, undefined)) return;
     this.finish(o, extra);
   }
 
@@ -366,7 +349,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   onAttemptFailed(a: Attempt, o: Outcome): void {
     if (a !== this.attempt) return;
     // No stream reached the upstream (connect failed, session closed before it was ready).
-    if (o.decidedBy === "upstream_unreachable" && this.tryRetry(a, "refused", undefined, undefined)) return;
+    if (o.decidedBy === "upstream_unreachable" && tryRetry(this, a, "refused", undefined, undefined)) return;
     this.finish(o);
   }
 
@@ -623,7 +606,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (byRetry || !this.responded) {
       // No status came: a reset, a lost connection, a refused stream, or END_STREAM without
       // trailers. Retried when the decision allows; else the held head goes out first.
-      if (this.retryFromClose(a)) return;
+      if (retryFromClose(this, a)) return;
       if (byRetry) {
         this.retry!.commitHeld(a);
         if (this.done) return;
@@ -643,7 +626,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   private decideAfterUpstreamClose(): void {
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
     const a = this.attempt!;
-    const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
+    const o = a.outcomeAtClose(this.responded, this.pastDeadline());
     if (o === null) return;
     // A reset after the whole request was sent, on a route whose policy would retry a reset:
     // told apart, because the upstream may have done the work (not retried unless the route
@@ -654,18 +637,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.finish(o);
   }
 
-  /** The retry decision for a stream that closed before a status: true when a retry was started. */
-  private retryFromClose(a: Attempt): boolean {
-    if (this.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
-    if ((this.retry === null || this.retry.policy === null) && (this.responded || this.replayChunk === null)) return false;
-    let end: AttemptEnd;
-    if (!a.mayHaveProcessed) end = "refused";
-    else {
-      const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
-      if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
-      end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
-    }
-    return this.tryRetry(a, end, undefined, undefined);
+  /** The deadline has passed, give or take a timer's lateness (an upstream CANCEL this close to it is the deadline). */
+  pastDeadline(): boolean {
+    return this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS;
   }
 
   // === ends ===

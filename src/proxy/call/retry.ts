@@ -237,7 +237,7 @@ export class RetryController {
     if (typeof gs === "string" && isGrpcContentType(typeof ct === "string" ? ct : undefined)) {
       const code = parseGrpcStatus(gs);
       const pb = headers["grpc-retry-pushback-ms"];
-      if (code !== undefined && code !== 0 && this.call.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return true;
+      if (code !== undefined && code !== 0 && tryRetry(this.call, a, "status", code, typeof pb === "string" ? pb : undefined)) return true;
     }
     this.commit();
     return false;
@@ -250,11 +250,43 @@ export class RetryController {
     const gs = t["grpc-status"];
     const code = parseGrpcStatus(typeof gs === "string" ? gs : undefined);
     const pb = t["grpc-retry-pushback-ms"];
-    if (code !== undefined && code !== 0 && c.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
+    if (code !== undefined && code !== 0 && tryRetry(c, a, "status", code, typeof pb === "string" ? pb : undefined)) return;
     this.commitHeld(a);
     // The head went out (or a filter holds it, and continueResponseHead forwards the trailers).
     if (!c.done && c.held === undefined && c.upTrailers !== undefined) c.forwardStatus(c.upTrailers, false);
   }
+}
+
+/**
+ * Attempt `a` of call `c` ended without a status the call forwards yet: true when a retry was
+ * started (or the retry breaker ended the call), and `a` is abandoned. Without a controller only
+ * a transparent retry is possible, while the request can still be replayed: the controller is
+ * made then (the rare path).
+ */
+export function tryRetry(c: Call, a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
+  if (c.done || a !== c.attempt) return false;
+  let r = c.retry;
+  if (r === null) {
+    // (decideRetry says "committed" to these)
+    if (end !== "refused" || c.responded || c.replayChunk === null) return false;
+    r = c.retry = RetryController.transparent(c);
+  }
+  return r.tryRetry(a, end, code, pushback);
+}
+
+/** The retry decision for attempt `a`, whose stream closed before a status: true when a retry was started. */
+export function retryFromClose(c: Call, a: Attempt): boolean {
+  if (c.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
+  const r = c.retry;
+  if ((r === null || r.policy === null) && (c.responded || c.replayChunk === null)) return false;
+  let end: AttemptEnd;
+  if (!a.mayHaveProcessed) end = "refused";
+  else {
+    const o = a.outcomeAtClose(c.responded, c.pastDeadline());
+    if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
+    end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
+  }
+  return tryRetry(c, a, end, undefined, undefined);
 }
 
 function onBackoffTimer(r: RetryController): void {

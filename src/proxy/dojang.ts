@@ -202,6 +202,7 @@ export class Dojang {
       access: this.access,
       accessLog: this.cfg.accessLog,
       now: this.now,
+      rand: Math.random,
       journal: this.journal,
       active: new Set(),
       onCallClosed: this.onCallClosed,

@@ -26,9 +26,7 @@ function holder(name: string, log: string[]): FilterFactory {
   return {
     forCall(): CallFilter {
       const f: CallFilter = {
-        resetsWithCodes: false,
         statusExtra: { [`x-${name}`]: "seen" },
-        faultRule: undefined,
         onRequestHead(c: FilterCall) {
           log.push(`${name}:request-head`);
           setTimeout(() => {
@@ -60,9 +58,7 @@ function recorder(name: string, log: string[]): FilterFactory {
     forCall(): CallFilter {
       const seen = (what: string) => log.push(`${name}:${what}`);
       return {
-        resetsWithCodes: false,
         statusExtra: undefined,
-        faultRule: undefined,
         onRequestHead: () => (seen("request-head"), true),
         onAttemptStart: (_c, a) => (seen(`attempt-start ${a.endpoint.label === undefined ? "?" : "endpoint"}`), true),
         onAttemptOpen: () => seen("attempt-open"),
@@ -123,9 +119,7 @@ describe('"Faults become filters with real hooks (request head, upstream attempt
     const px = await fx.proxyFor(up.address);
     const refuser: FilterFactory = {
       forCall: (c) => ({
-        resetsWithCodes: false,
         statusExtra: { "x-refused-by": "test-filter" },
-        faultRule: undefined,
         onRequestHead: () => {
           c.finishLocal(outcome(grpc.status.PERMISSION_DENIED, "not you", "fault"));
           return false;

@@ -57,6 +57,8 @@ export interface AttemptOwner {
   onAttemptClose(a: Attempt): void;
   /** the upstream took what was written: the request source may resume */
   onAttemptDrain(a: Attempt): void;
+  /** the attempt's own timer (armTimeout: a retry policy's perTryTimeout) ran out */
+  onAttemptTimeout(a: Attempt): void;
   /**
    * Asked when the request has ended (endRequest): may END_STREAM go out now? False when the
    * call is over or the client reset (a client's RST_STREAM also ends node's readable side,
@@ -96,6 +98,11 @@ export class Attempt implements SlotWaiter, ReplaySink {
   private drainHooked = false;
   /** the request's END_STREAM was written (requestEnded) */
   private endSent = false;
+  /**
+   * This attempt's own time limit (a retry policy's perTryTimeout, armed by the call's retry
+   * controller until it commits), as Envoy's UpstreamRequest owns its per_try_timeout_.
+   */
+  private timer: NodeJS.Timeout | undefined = undefined;
 
   constructor(
     readonly owner: AttemptOwner,
@@ -287,10 +294,31 @@ export class Attempt implements SlotWaiter, ReplaySink {
     this.up?.resume();
   }
 
+  // === per-try timer ===
+
+  /** Starts this attempt's own timer: the owner hears onAttemptTimeout after `ms`. */
+  armTimeout(ms: number): void {
+    this.timer = setTimeout(onAttemptTimer, ms, this);
+  }
+
+  stopTimeout(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  /** See armTimeout. */
+  onTimer(): void {
+    this.timer = undefined;
+    this.owner.onAttemptTimeout(this);
+  }
+
   // === ends ===
 
   /** dojang ends this attempt: RST_STREAM(CANCEL) if the stream is open, or leaves the session queue. */
   cancel(): void {
+    this.stopTimeout();
     if (this.closed) return;
     const up = this.up;
     if (up === undefined) {
@@ -446,6 +474,9 @@ function flushCorked(): void {
     a.flush();
   }
   nCorked = 0;
+}
+function onAttemptTimer(a: Attempt): void {
+  a.onTimer();
 }
 function onUpWantTrailers(this: ClientHttp2Stream): void {
   // End of the request body: an empty DATA(END_STREAM), the normal end (probe U).

@@ -4,83 +4,63 @@
 // its only exits are forwardStatus() (the upstream's own grpc-status) and finish(outcome)
 // (dojang's), each of which runs at most once.
 //
-// Retries (src/translate/retry.ts decides; this file gathers the facts and acts). On a route
-// with a retry policy the call keeps a retry buffer (views of the request chunks, up to
-// bufferBytes) and holds the upstream's response headers until the first response message or
-// the trailers, so a status counts whether it came as Trailers-Only or as trailers after headers
-// with no message. The call commits to its attempt (lets the buffer go, forwards the head) on
-// the first response message, when the buffer overflows, when attempts run out, or on a status
-// it does not retry. Each retry opens a new Attempt (another endpoint when the cluster has one,
-// cluster.pick(avoid)) with grpc-previous-rpc-attempts and what is left of the deadline as its
-// grpc-timeout, replays the buffer into it, and waits the jittered back-off (or the upstream's
-// grpc-retry-pushback-ms) first; nothing outlives the call's deadline.
-//
-// Transparent retries (REFUSED_STREAM, above a GOAWAY's last-stream-id, a connect that failed
-// before the stream opened: the upstream never processed the call) happen once per call, with or
-// without a policy. Without a policy there is no buffer: the call keeps a reference to its first
-// request chunk (no copy, no allocation) until a second chunk arrives or the response starts.
-// A transparent retry needs nothing more: a connect failure comes before any request byte is read
-// (the body is read only once a stream is open), and a unary request is usually one chunk. A
-// refused stream after two or more request chunks went out is not retried without a policy.
+// Retries and transparent retries: retry.ts (RetryController), null on a call whose route has
+// no retry policy, made lazily for the one transparent retry such a call may need.
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
-import http2, { type ClientHttp2Stream, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
-import { randomBytes } from "node:crypto";
+import http2, { type IncomingHttpHeaders } from "node:http2";
 import {
   Code,
   atMessageBoundary,
-  classifyResponseHead,
-  codeName,
-  decodeGrpcMessage,
-  decodeTimeout,
   encodeGrpcMessage,
-  encodeTimeout,
-  forwardedBytes,
-  forwardedMessages,
-  isGrpcContentType,
   newScanner,
   outcome,
   parseGrpcStatus,
-  refusedBytes,
   scanChunk,
-  statusTrailers,
-  trailersOnlyHeaders,
-  MAX_INT64_NS,
-  XFCC,
   type DecidedBy,
   type FrameScanner,
   type Outcome,
 } from "../../translate/index.js";
-import type { CompiledRoute, Router } from "../router.js";
+import type { CompiledRoute } from "../router.js";
+import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
-import type { Metrics, MethodSeries } from "../observe/metrics.js";
-import type { AccessRecord, Journal } from "../observe/log.js";
-import type { Logger } from "pino";
-import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
-import type { Endpoint } from "../upstream/endpoint.js";
-import { copyHeaders, copyRequestHeaders, headerList, kClientCert, kPeer, kRequestBytes, type ClientCertSession, type ClientPeer, type OutgoingHeaders, type PeerSession, type RequestBytesSession } from "./headers.js";
+import type { MethodSeries } from "../observe/metrics.js";
+import type { AttemptEnd } from "../../translate/retry.js";
+import { copyHeaders, kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
+import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
-import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
-import { RetryBuffer } from "./retry-buffer.js";
+import type { CallFilter, CallWire, FilterCall } from "./filter.js";
+import { RetryController, retryFromClose, tryRetry } from "./retry.js";
+import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
+import { recordCall } from "./record.js";
+import { Wire } from "./wire.js";
+import { respondHead, respondLocal, sendTrailers, writeStatus } from "./respond.js";
+import {
+  filtersFor,
+  nextAfter,
+  resetsWithCodes,
+  runAttemptOpen,
+  runAttemptStart,
+  runEnd,
+  runRequestData,
+  runRequestEnd,
+  runRequestHead,
+  runResponseData,
+  runResponseHead,
+  runTrailers,
+  statusExtra,
+} from "./filter-run.js";
+import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
 import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
-/** respond()'s options for a response head with trailers to follow (node only reads them) */
-const RESPOND_WAIT_TRAILERS = { waitForTrailers: true } as const;
 const kCall = Symbol("dojang.call");
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
-/** Request ids made here: a random per-process prefix and a counter, unique without a
- * UUID's cost per call (x-request-id from the client is kept as it is). */
-const ID_PREFIX = randomBytes(6).toString("hex");
-let idCounter = 0;
-function newRequestId(): string {
-  return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
-}
 /** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
  * the deadline is the deadline (spec §11.2). */
 const DEADLINE_SLACK_MS = 2;
@@ -89,54 +69,16 @@ const DEADLINE_SLACK_MS = 2;
  * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
 const CLIENT_DEADLINE_SLACK_MS = 10;
 
-/**
- * One listener's part of a config snapshot (src/proxy/snapshot.ts): its compiled routes and
- * filter chain. Immutable; a call keeps the one it started with until it ends.
- */
-export interface ListenerRoutes {
-  readonly router: Router<Cluster>;
-  /** the filter chain, compiled once; null when empty (one test per call) */
-  readonly filters: readonly FilterFactory[] | null;
-}
+export type { CallContext, ListenerRoutes, RoutesCell } from "./context.js";
 
-/**
- * The swap point: Dojang stores the current snapshot's ListenerRoutes here (a reload stores a
- * new one); each call reads it once, when its stream arrives.
- */
-export interface RoutesCell {
-  current: ListenerRoutes;
-}
-
-/** What every call on one listener shares; built once at start. */
-export interface CallContext {
-  readonly listener: string;
-  readonly routes: RoutesCell;
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  /** where access lines go (asynchronous) */
-  readonly access: Logger;
-  readonly accessLog: boolean;
-  /** monotonic milliseconds */
-  readonly now: () => number;
-  /** recent calls (GET /calls); size 0 keeps none */
-  readonly journal: Journal;
-  /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
-  readonly active: Set<Call>;
-  /** called when a call's downstream stream has closed (drain bookkeeping) */
-  readonly onCallClosed: () => void;
-  /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
-  readonly streamIdleTimeoutMs?: number;
-  /** the listener's attemptsHeader: x-dojang-attempts (upstream attempts made) on each response head */
-  readonly attemptsHeader?: boolean;
-}
-
-type DownStream = ServerHttp2Stream & { [kCall]?: Call };
+type CallCarrier = Downstream & { [kCall]?: Call };
 
 export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
-  readonly down: ServerHttp2Stream;
+  /** the client side (downstream.ts): a native ServerHttp2Stream, or the gRPC-Web adapter */
+  readonly down: Downstream;
   readonly t0: number;
   readonly series: MethodSeries;
   readonly path: string;
@@ -149,17 +91,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** the current attempt (null before the first and between attempts) */
   attempt: Attempt | null = null;
   /**
-   * The request chunks kept for another attempt (retry-buffer.ts). null once the call has
-   * committed to its attempt, and from the start when the route has no retry policy: the
-   * commit point is then the call's start, and the hot path pays one null test.
+   * The retry rules acting on this call (retry.ts): made at the start on a route with a retry
+   * policy, else only when an attempt ends refused (a transparent retry); null on the hot path.
    */
-  retryBuffer: RetryBuffer | null = null;
-  /** the route's retry policy (null: transparent retries only) */
-  policy: RetryPolicy | null = null;
+  retry: RetryController | null = null;
   /** upstream attempts started (the access record's `attempts`) */
   attempts = 0;
-  /** transparent retries made (at most one) */
-  transparentRetries = 0;
   /**
    * Without a policy: the one request chunk read so far, kept by reference for a transparent
    * retry (undefined: none read yet; null: not replayable, a second chunk came or the response
@@ -170,20 +107,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   reqEnded = false;
   /** the request head retries copy (the first attempt's own object; a retry copies it) */
   headBase: OutgoingHeaders | undefined = undefined;
-  /** the response head held while a retry is still possible (policy, not committed) */
-  retryHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  /** a retry's back-off or an attempt's perTryTimeout */
-  retryTimer: NodeJS.Timeout | undefined = undefined;
-  perTryTimer: NodeJS.Timeout | undefined = undefined;
-  /** the endpoint the last failed attempt used (the next one avoids it) */
-  avoid: Endpoint | undefined = undefined;
-  /** the label of the last abandoned attempt's endpoint (the record's `upstream` between attempts) */
-  lastUpstream: string | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeCalls / activeRetries */
+  /** this call counts in its cluster's breaker.activeCalls */
   countedCall = false;
-  countedRetry = false;
-  /** the next attempt is a retry under the policy (it takes a maxRetries slot) */
-  nextIsRetry = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
   budgetInMs: number | undefined = undefined;
@@ -203,10 +128,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   pendingTrailers: OutgoingHeaders | undefined = undefined;
   /** the filters acting on this call; null on the normal path (one null test per hook point) */
   filters: CallFilter[] | null = null;
-  /** a response head a filter holds (continueResponseHead sends it) */
-  heldHead: { headers: IncomingHttpHeaders; flags: number; raw: readonly string[] } | undefined = undefined;
-  /** the upstream stream closed while the head was held: decided once the head has gone out */
-  upCloseDeferred = false;
+  /**
+   * The response head held back (held.ts): by the retry controller until the call commits, then
+   * by a filter until continueResponseHead; undefined when nothing holds it (the normal path).
+   */
+  held: HeldResponse | undefined = undefined;
   /** a filter owns the rest of the response (takeOverResponse): upstream events are dropped */
   responseTakenOver = false;
   /** a filter holds the upstream's trailers (continueTrailers forwards them): not asked twice */
@@ -217,7 +143,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** the upstream's trailers, held until its readable side has ended */
   upTrailers: OutgoingHeaders | undefined = undefined;
   /** the request body is being read (its listeners are on the client stream) */
-  private reading = false;
+  reading = false;
   /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
   private downDrainHooked = false;
   /**
@@ -232,17 +158,17 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   idleSlot = -1;
   /**
    * gRPC-Web (src/proxy/downstream/grpc-web.ts): "grpc-web" or "grpc-web-text" when `down` is
-   * the gRPC-Web adapter, which presents the ServerHttp2Stream members this file uses (respond,
-   * write, end, sendTrailers, close, pause/resume, the state flags and events) and translates;
-   * undefined for a native stream. Only the access record reads it.
+   * the gRPC-Web adapter (a Downstream that translates); undefined for a native stream, which
+   * alone takes a response head as node's flat list and learns of a reset before its 'end'.
    */
-  clientProtocol: string | undefined = undefined;
+  readonly clientProtocol: string | undefined;
 
 
-  constructor(ctx: CallContext, down: ServerHttp2Stream, headers: IncomingHttpHeaders) {
+  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
     this.routes = ctx.routes.current;
     this.down = down;
+    this.clientProtocol = clientProtocol;
     this.t0 = ctx.now();
     const p = headers[":path"];
     this.path = typeof p === "string" ? p : "";
@@ -251,7 +177,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // (a reference: node has let go of down.session by the time the access record is made)
     this.peer = (down.session as PeerSession | undefined)?.[kPeer];
     this.series = ctx.metrics.seriesFor(this.path);
-    (down as DownStream)[kCall] = this;
+    (down as CallCarrier)[kCall] = this;
     down.on("close", onDownClose);
     down.on("error", onDownError);
     down.on("wantTrailers", onDownWantTrailers);
@@ -273,20 +199,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.requestId = rid ?? newRequestId();
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
-    const method = headers[":method"];
-    if (method !== "POST") {
-      return this.finish(outcome(Code.INTERNAL, `Received a HEADERS frame with :method "${String(method)}" which should be POST`, "bad_request", 405));
-    }
-    const ct = headers["content-type"];
-    if (!isGrpcContentType(ct)) {
-      return this.finish(outcome(Code.INVALID_ARGUMENT, `invalid gRPC request content-type "${ct ?? ""}"`, "bad_request", 415));
-    }
-    let clientMs: number | undefined;
-    const gt = headers["grpc-timeout"];
-    if (typeof gt === "string") {
-      const d = decodeTimeout(gt);
-      if (!d.ok) return this.finish(outcome(Code.INTERNAL, `malformed grpc-timeout: ${d.error}`, "bad_request", 400));
-      clientMs = Number(d.ns) / 1e6;
+    const checked = checkRequestHead(headers);
+    if (typeof checked === "object") return this.finish(checked);
+    const clientMs = checked;
+    if (clientMs !== undefined) {
       this.budgetInMs = clientMs;
       this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
     }
@@ -309,8 +225,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
     if (policy !== null) {
-      this.policy = policy;
-      this.retryBuffer = new RetryBuffer(policy.bufferBytes);
+      this.retry = RetryController.forRoute(this, policy);
       this.replayChunk = null;
     }
 
@@ -324,8 +239,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const left = this.deadlineAt - this.ctx.now();
       // grpc-go's client never sends a call whose time is up (createHeaderFields): neither do we.
       if (left <= 0) return this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
-      const ns = left * 1e6;
-      timeoutHeader = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.ceil(ns)));
+      timeoutHeader = timeoutHeaderFor(left);
       this.budgetOutMs = left;
       this.armTimer(left);
     }
@@ -335,47 +249,31 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       this.idleGroup = watchIdle(this, this.idleMs);
     }
 
-    const out: OutgoingHeaders = {
-      ":method": "POST",
-      // clusters[].tls: the upstream connection is https (RFC 9113 §8.3.1: the scheme of the target)
-      ":scheme": cluster.cfg.tls === null ? "http" : "https",
-      ":path": this.path,
-      ":authority": this.authority ?? "",
-    };
-    // Checked in the same pass that copies: a field an upstream would take for a connection
-    // error (bad -bin base64, a name or value gRPC forbids) is this call's error alone, 400 +
-    // 13 as grpc-go's server answers malformed binary metadata (issue 10 item 9).
-    const bad = copyRequestHeaders(out, raw, "grpc-timeout");
-    if (bad !== null) return this.finish(outcome(Code.INTERNAL, bad, "bad_request", 400));
-    // TLS listener with client certificates (src/proxy/downstream/tls.ts): the verified identity,
-    // set once per connection; the client's own x-forwarded-client-cert was dropped above.
-    const xfcc = (this.down.session as ClientCertSession | undefined)?.[kClientCert];
-    if (xfcc !== undefined) out[XFCC] = xfcc;
-    if (timeoutHeader !== undefined) out["grpc-timeout"] = timeoutHeader;
-    if (out["te"] === undefined) out["te"] = "trailers";
-    if (rid === undefined) out["x-request-id"] = this.requestId;
-
+    const out = upstreamHead(this, cluster, raw, timeoutHeader, rid === undefined ? this.requestId : undefined);
+    if (typeof out === "string") return this.finish(outcome(Code.INTERNAL, out, "bad_request", 400));
     this.upHeaders = out;
     this.headBase = out;
     this.upEndStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
     const factories = this.routes.filters;
     if (factories !== null) {
-      let fs: CallFilter[] | null = null;
-      for (let i = 0; i < factories.length; i++) {
-        const f = factories[i]!.forCall(this, route, raw);
-        if (f !== null) (fs ??= []).push(f);
-      }
+      const fs = filtersFor(this, factories, route, raw);
       if (fs !== null) {
         this.filters = fs;
-        if (!this.runRequestHead(0)) return;
+        if (!runRequestHead(this, 0)) return;
       }
     }
     this.proceed();
   }
 
-  /** FilterCall: the current attempt's upstream stream (undefined until it is open). */
-  get upstream(): ClientHttp2Stream | undefined {
-    return this.attempt?.up;
+  /** FilterCall: the client's address ("" when unknown). */
+  get clientAddress(): string {
+    // read once per connection (downstream/peer.ts): no getpeername per call
+    return this.peer?.address ?? "";
+  }
+
+  /** FilterCall: the wire capability (wire.ts; stateless, a filter keeps the one it got). */
+  wire(): CallWire {
+    return new Wire(this);
   }
 
   /** Picks an endpoint and starts the first attempt. */
@@ -388,10 +286,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * first takes the request head as it is; a retry copies it with grpc-previous-rpc-attempts
    * (the count of previous attempts, gRFC A6) and what is left of the deadline as grpc-timeout.
    */
-  private startAttempt(): void {
+  startAttempt(): void {
     if (this.done) return;
     const cluster = this.route!.cluster;
-    const ep = cluster.pick(this.avoid);
+    const r = this.retry;
+    const ep = cluster.pick(r === null ? undefined : r.avoid);
     if (ep === undefined) return this.finish(outcome(Code.UNAVAILABLE, `cluster ${cluster.name} has no endpoints`, "upstream_unreachable"));
     const n = this.attempts++;
     let head: OutgoingHeaders;
@@ -403,150 +302,41 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     } else {
       head = { ...this.headBase! };
       head["grpc-previous-rpc-attempts"] = String(n);
-      if (this.deadlineAt !== Infinity) {
-        const ns = (this.deadlineAt - this.ctx.now()) * 1e6;
-        head["grpc-timeout"] = encodeTimeout(ns >= 9.2e18 ? MAX_INT64_NS : BigInt(Math.max(1, Math.ceil(ns))));
-      }
-    }
-    if (this.nextIsRetry) {
-      this.nextIsRetry = false;
-      this.countedRetry = true;
-      cluster.breaker.activeRetries++;
+      if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
-    const policy = this.policy;
-    if (policy !== null && policy.perTryTimeoutMs !== null && this.retryBuffer !== null) {
-      this.perTryTimer = setTimeout(onPerTryTimer, policy.perTryTimeoutMs, this, a);
-    }
-    if (fs !== null) {
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onAttemptStart !== undefined && !f.onAttemptStart(this, a)) return;
-        if (this.done || this.attempt !== a) return;
-      }
-    }
+    if (r !== null) r.onAttemptStarting(a);
+    if (fs !== null && !runAttemptStart(this, a)) return;
     a.start();
   }
 
-  // === retries ===
+  // === retries (retry.ts: the rules, tryRetry, retryFromClose; these are the call's side) ===
 
-  /**
-   * Attempt `a` ended without a status the call forwards yet (`end`; `code` and `pushback` for
-   * a status end). Asks decideRetry, and starts the next attempt (now or after the back-off)
-   * when it says so; true then, and `a` is abandoned. false: the caller ends the call as it would
-   * without retries.
-   */
-  private tryRetry(a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
-    if (this.done || a !== this.attempt) return false;
-    const policy = this.policy;
-    // Without a policy, a replay is possible while at most one request chunk has been read.
-    const committed = policy !== null ? this.retryBuffer === null : this.responded || this.replayChunk === null;
-    if (committed && end !== "refused") return false;
-    if (policy === null && end !== "refused") return false;
-    const cluster = this.route!.cluster;
-    const br = cluster.breaker;
-    const d = decideRetry(policy, {
-      end,
-      code,
-      pushback: parsePushback(pushback),
-      attempts: this.attempts - this.transparentRetries,
-      transparentUsed: this.transparentRetries > 0,
-      committed,
-      budgetLeftMs: this.deadlineAt - this.ctx.now(),
-      // asked below, once everything else agrees (a withdrawal counts)
-      budgetAllows: true,
-      // (this call's own running retry ends with this decision)
-      breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
-      draw: Math.random(),
-    });
-    if (!d.retry) {
-      if (d.why !== "breaker_open") return false;
-      // maxRetries: the retry the policy allows is refused at once, named.
-      const max = cluster.cfg.circuitBreaker.maxRetries;
-      this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxRetries", max), "overflow"));
-      return true;
-    }
-    // Budget denial ends retrying: the attempt's own status goes to the client.
-    if (!d.transparent && !cluster.budget.withdraw()) return false;
-    this.retryWith(a, d.reason, d.delayMs, d.transparent, code);
-    return true;
-  }
-
-  /** Abandons `a` and schedules the next attempt. */
-  private retryWith(a: Attempt, reason: RetryReason, delayMs: number, transparent: boolean, code: number | undefined): void {
-    const cluster = this.route!.cluster;
-    cluster.budget.count(reason);
-    if (transparent) this.transparentRetries++;
-    // The retry breaker (maxRetries) counts retry attempts running, not waiting: checked when a
-    // retry is decided, counted from its attempt's start until that attempt is abandoned or the
-    // call ends. (Counting the back-off too, as Envoy's max_retries does, fails every retry but
-    // three of the calls a killed upstream drops at once: they are all decided in one tick.)
-    this.releaseRetrySlot();
-    this.nextIsRetry = !transparent;
-    if (code !== undefined) a.status = code; // the endpoint hears that it answered
-    if (a.session !== undefined) this.lastUpstream = a.endpoint.label; // (an attempt a filter failed never reached it)
-    this.avoid = a.endpoint;
+  /** RetryController: `a` is given up for another attempt (started now or after the back-off). */
+  abandon(a: Attempt): void {
     this.attempt = null;
-    this.retryHead = undefined;
     this.upTrailers = undefined;
-    this.heldHead = undefined;
-    this.upCloseDeferred = false;
-    this.clearPerTry();
+    this.held = undefined;
     a.cancel();
     // The request waits in the client stream (flow-controlled) until the next attempt is open.
     if (this.reading) this.down.pause();
-    if (delayMs <= 0) this.startAttempt();
-    else this.retryTimer = setTimeout(onRetryTimer, delayMs, this);
   }
 
-  private releaseRetrySlot(): void {
-    if (this.countedRetry) {
-      this.countedRetry = false;
-      this.route!.cluster.breaker.activeRetries--;
-    }
-  }
-
-  onRetryTimer(): void {
-    this.retryTimer = undefined;
-    if (!this.done) this.startAttempt();
-  }
-
-  onPerTryTimeout(a: Attempt): void {
-    this.perTryTimer = undefined;
+  /** AttemptOwner: the attempt's per-try timer (armed by the retry controller) ran out. */
+  onAttemptTimeout(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
-    if (this.tryRetry(a, "per_try_timeout", undefined, undefined)) return;
-    this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
-  }
-
-  private clearPerTry(): void {
-    if (this.perTryTimer !== undefined) {
-      clearTimeout(this.perTryTimer);
-      this.perTryTimer = undefined;
-    }
+    if (tryRetry(this, a, "per_try_timeout", undefined, undefined)) return;
+    this.finish(outcome(Code.DEADLINE_EXCEEDED, `per-try timeout of ${this.retry!.policy!.perTryTimeoutMs} ms passed on attempt ${this.attempts}`, "deadline"));
   }
 
   /** FilterCall: a filter failed attempt `a` (an injected unreachable or upstream reset): retried as a real one would be, else `o` ends the call. */
   failAttempt(a: Attempt, o: Outcome, kind: "unreachable" | "reset", extra?: OutgoingHeaders): void {
     if (this.done || a !== this.attempt) return;
     const end: AttemptEnd = kind === "unreachable" ? "refused" : a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
-    if (this.tryRetry(a, end, undefined, undefined)) return;
+    if (tryRetry(this, a, end, undefined, undefined)) return;
     this.finish(o, extra);
-  }
-
-  /**
-   * The call stays with its current attempt: the held response head goes out, the retry
-   * buffer lets go, the per-try timer stops. Called on the first response message, on a
-   * status that is not retried, and when the buffer overflows.
-   */
-  private commitHeld(a: Attempt): void {
-    this.commit();
-    const h = this.retryHead;
-    if (h !== undefined) {
-      this.retryHead = undefined;
-      this.deliverHead(a, h.headers, h.flags, h.raw);
-    }
   }
 
   // === AttemptOwner: what the attempt reports ===
@@ -558,24 +348,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const down = this.down;
       down.on("data", onDownData);
       down.on("end", onDownEnd);
-    } else if (this.attempts > 1) this.replayInto(a);
-    const fs = this.filters;
-    if (fs !== null) {
-      for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onAttemptOpen?.(this, a);
-    }
-  }
-
-  /** A retried attempt is open: what the client sent so far goes into it, then the client resumes. */
-  private replayInto(a: Attempt): void {
-    const rb = this.retryBuffer;
-    let ok = true;
-    if (rb !== null) ok = rb.replayTo(a);
-    else {
-      const c = this.replayChunk;
-      if (c !== null && c !== undefined) ok = a.write(c);
-      if (this.reqEnded) a.endRequest();
-    }
-    if (ok) this.down.resume();
+    } else if (this.attempts > 1 && this.retry!.replayInto(a)) this.down.resume();
+    if (this.filters !== null) runAttemptOpen(this, a);
   }
 
   onAttemptFailed(a: Attempt, o: Outcome): void {
@@ -583,70 +357,50 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // A circuit breaker refused it at its start: no attempt was made (the record's attempts).
     if (o.decidedBy === "overflow") this.attempts--;
     // No stream reached the upstream (connect failed, session closed before it was ready).
-    if (o.decidedBy === "upstream_unreachable" && this.tryRetry(a, "refused", undefined, undefined)) return;
+    if (o.decidedBy === "upstream_unreachable" && tryRetry(this, a, "refused", undefined, undefined)) return;
     this.finish(o);
   }
 
   onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
     this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
-    if (this.retryBuffer !== null) {
-      // A retry is still possible: a status decides it, a message commits.
-      const st = headers[":status"];
-      if (typeof st === "number" && st >= 100 && st < 200 && (flags & NGHTTP2_FLAG_END_STREAM) === 0) return;
-      if ((flags & NGHTTP2_FLAG_END_STREAM) === 0) {
-        this.retryHead = { headers, flags, raw };
-        return;
-      }
-      // Trailers-Only: its grpc-status, if it is a gRPC one, may be retried.
-      const gs = headers["grpc-status"];
-      const ct = headers["content-type"];
-      if (typeof gs === "string" && isGrpcContentType(typeof ct === "string" ? ct : undefined)) {
-        const code = parseGrpcStatus(gs);
-        const pb = headers["grpc-retry-pushback-ms"];
-        if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
-      }
-      this.commit();
-    }
+    // A retry is still possible (the buffer is kept): a status decides it, a message commits.
+    const r = this.retry;
+    if (r !== null && r.buffer !== null && r.onHead(a, headers, flags, raw)) return;
     this.deliverHead(a, headers, flags, raw);
   }
 
-  /** The response head goes the normal way: through the filters' hooks, then to the client. */
-  private deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+  /**
+   * The response head goes the normal way: through the filters' hooks, then to the client.
+   * `released`: the head the retry controller held until the commit (it passes to the filters).
+   */
+  deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[], released?: HeldResponse): void {
     if (this.filters !== null) {
-      this.heldHead = { headers, flags, raw };
-      if (!this.runResponseHead(0)) {
+      let h = released;
+      if (h === undefined) h = new HeldResponse(headers, flags, raw, BY_FILTER);
+      else h.by = BY_FILTER;
+      this.held = h;
+      if (!runResponseHead(this, 0)) {
         // Held: nothing of the response may reach the client before its head, so the attempt
         // stops reading (its DATA waits in the stream, flow-controlled) until continueResponseHead.
-        if (this.heldHead !== undefined && !this.done) a.pause();
+        if (this.held !== undefined && !this.done) a.pause();
         return;
       }
-      this.heldHead = undefined;
+      this.held = undefined;
     }
-    this.onResponse(headers, flags, raw);
+    respondHead(this, headers, flags, raw);
   }
 
   onAttemptEnd(a: Attempt): void {
     if (a !== this.attempt) return;
-    if (this.retryHead !== undefined) {
+    const h = this.held;
+    if (h !== undefined && h.by === BY_RETRY) {
       // Headers, then trailers with no message between: the status counts (the grpcio shape).
-      if (this.upTrailers !== undefined && !this.done) this.heldHeadStatus(a);
+      if (this.upTrailers !== undefined && !this.done) this.retry!.onHeldStatus(a);
       return; // ended without trailers: decided at close
     }
-    // (a held head: continueResponseHead forwards the trailers once the head is out)
-    if (this.upTrailers !== undefined && !this.done && this.heldHead === undefined) this.forwardStatus(this.upTrailers, false);
-  }
-
-  /** Trailers came after a held head and no message: retry on their status, or forward both. */
-  private heldHeadStatus(a: Attempt): void {
-    const t = this.upTrailers!;
-    const gs = t["grpc-status"];
-    const code = parseGrpcStatus(typeof gs === "string" ? gs : undefined);
-    const pb = t["grpc-retry-pushback-ms"];
-    if (code !== undefined && code !== 0 && this.tryRetry(a, "status", code, typeof pb === "string" ? pb : undefined)) return;
-    this.commitHeld(a);
-    // The head went out (or a filter holds it, and continueResponseHead forwards the trailers).
-    if (!this.done && this.heldHead === undefined && this.upTrailers !== undefined) this.forwardStatus(this.upTrailers, false);
+    // (a head a filter holds: continueResponseHead forwards the trailers once the head is out)
+    if (this.upTrailers !== undefined && !this.done && h === undefined) this.forwardStatus(this.upTrailers, false);
   }
 
   onAttemptDrain(a: Attempt): void {
@@ -707,9 +461,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
       );
     }
-    const rb = this.retryBuffer;
-    if (rb !== null) {
-      if (!rb.push(chunk) && !this.commitOnOverflow()) return; // over the cap: no other attempt is possible
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) {
+      if (!r.buffer.push(chunk) && !r.commitOnOverflow()) return; // over the cap: no other attempt is possible
     } else {
       const r = this.replayChunk;
       if (r !== null) this.replayChunk = r === undefined ? chunk : null;
@@ -717,45 +471,21 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const a = this.attempt;
     // Between attempts (or before a retried one is open) the chunk waits in the retry buffer.
     if (a === null || a.up === undefined) return;
-    const fs = this.filters;
-    if (fs !== null) {
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onRequestData !== undefined && f.onRequestData(this, chunk)) return;
-      }
-    }
+    if (this.filters !== null && runRequestData(this, chunk)) return;
     if (!a.write(chunk)) this.down.pause();
   }
 
   /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
   commit(): void {
-    const rb = this.retryBuffer;
-    if (rb === null) return;
-    rb.commit();
-    this.retryBuffer = null;
-    this.clearPerTry();
-  }
-
-  /**
-   * The buffer overflowed: the call commits to its attempt (a held head goes out). With no
-   * open attempt to commit to (between attempts) the request cannot be replayed whole: the
-   * call ends with 14. false when the call ended.
-   */
-  private commitOnOverflow(): boolean {
-    const a = this.attempt;
-    if (a === null || a.up === undefined) {
-      this.commit();
-      this.finish(outcome(Code.UNAVAILABLE, `request larger than the retry buffer (${this.policy!.bufferBytes} bytes) arrived between attempts`, "upstream_unreachable"));
-      return false;
-    }
-    this.commitHeld(a);
-    return !this.done;
+    const r = this.retry;
+    if (r !== null) r.commit();
   }
 
   onRequestEnd(): void {
     this.reqEnded = true;
-    if (this.retryBuffer !== null) this.retryBuffer.end();
-    if (this.filters !== null && !this.runRequestEnd(0)) return;
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) r.buffer.end();
+    if (this.filters !== null && !runRequestEnd(this, 0)) return;
     this.endRequest();
   }
 
@@ -769,44 +499,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   // === response ===
 
-  private onResponse(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    const st = headers[":status"];
-    const ct = headers["content-type"];
-    const gs = headers["grpc-status"];
-    const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-    const v = classifyResponseHead({
-      status: typeof st === "number" ? st : undefined,
-      contentType: typeof ct === "string" ? ct : undefined,
-      grpcStatus: typeof gs === "string" ? gs : undefined,
-      endStream,
-    });
-    if (v.kind === "skip") return;
-    if (v.kind === "synthesize") return this.finish(v.outcome);
-    const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
-    if (this.ctx.attemptsHeader === true) this.attemptsField(out);
-    const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(this, out);
-    if (endStream) {
-      // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
-      return this.forwardStatus(out, endStream);
-    }
-    try {
-      // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
-      this.down.respond(this.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
-      this.responded = true;
-      if (fs !== null) for (let i = 0; i < fs.length && !this.done; i++) fs[i]!.onResponseHeadSent?.(this);
-    } catch (err) {
-      this.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
-    }
-  }
-
   onAttemptData(a: Attempt, chunk: Buffer): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryBuffer !== null) {
+    const r = this.retry;
+    if (r !== null && r.buffer !== null) {
       // The first response message: the call commits to this attempt.
-      this.commitHeld(a);
+      r.commitHeld(a);
       if (this.done) return;
-      if (this.heldHead !== undefined) {
+      if (this.held !== undefined) {
         // A filter holds the head now released: the chunk waits in the stream behind it.
         a.pause();
         a.up!.unshift(chunk);
@@ -822,14 +522,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
       );
     }
-    const fs = this.filters;
-    if (fs !== null) {
-      if (this.responseTakenOver) return;
-      for (let i = 0; i < fs.length; i++) {
-        const f = fs[i]!;
-        if (f.onResponseData !== undefined && f.onResponseData(this, chunk)) return;
-      }
-    }
+    if (this.filters !== null && (this.responseTakenOver || runResponseData(this, chunk))) return;
     if (!this.down.write(chunk)) {
       this.attempt!.pause();
       // The client is behind: this call's buffers now count against the budgets (overload.ts).
@@ -843,14 +536,15 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptTrailers(a: Attempt, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryHead !== undefined) {
+    const h = this.held;
+    if (h !== undefined && h.by === BY_RETRY) {
       this.upTrailers = copyHeaders({}, raw, undefined);
-      if (a.ended) this.heldHeadStatus(a);
+      if (a.ended) this.retry!.onHeldStatus(a);
       return;
     }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
-      if (this.heldHead !== undefined) {
+      if (h !== undefined) {
         // A delayed response head: the trailers wait behind it (and behind the data).
         this.upTrailers = copyHeaders({}, raw, undefined);
         return;
@@ -873,14 +567,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * without a parsable grpc-status still ends with a readable stamp: 2 UNKNOWN, as grpc-go's
    * client would decide (spec §4.1), and dojang says it decided.
    */
-  private forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
+  forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void {
     const fs = this.filters;
     if (fs !== null) {
       if (this.responseTakenOver || this.trailersHeld) return;
       if (trailersOnly) {
-        const extra = this.filterExtra();
+        const extra = statusExtra(fs);
         if (extra !== undefined) Object.assign(block, extra);
-      } else if (!this.runTrailers(0, block)) {
+      } else if (!runTrailers(this, 0, block)) {
         if (!this.done) this.trailersHeld = true; // held back by a filter (continueTrailers goes on)
         return;
       }
@@ -911,37 +605,26 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       this.messageEncoded = true;
       this.decidedBy = "upstream";
     }
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    if (trailersOnly) {
-      try {
-        down.respond(block, { endStream: true });
-        this.responded = true;
-        closeRequestSide(down);
-      } catch (err) {
-        this.respondLocal(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"), undefined);
-      }
-      return;
-    }
-    this.pendingTrailers = block;
-    down.end();
+    writeStatus(this, block, trailersOnly);
   }
 
   onAttemptClose(a: Attempt): void {
     if (this.done || a !== this.attempt) return;
-    if (this.retryHead !== undefined || !this.responded) {
+    const byRetry = this.held !== undefined && this.held.by === BY_RETRY;
+    if (byRetry || !this.responded) {
       // No status came: a reset, a lost connection, a refused stream, or END_STREAM without
       // trailers. Retried when the decision allows; else the held head goes out first.
-      if (this.retryFromClose(a)) return;
-      if (this.retryHead !== undefined) {
-        this.commitHeld(a);
+      if (retryFromClose(this, a)) return;
+      if (byRetry) {
+        this.retry!.commitHeld(a);
         if (this.done) return;
       }
     }
     if (this.filters !== null) {
       if (this.responseTakenOver) return;
-      if (this.heldHead !== undefined) {
-        this.upCloseDeferred = true; // decided once the delayed head has gone out
+      const h = this.held;
+      if (h !== undefined) {
+        h.closeDeferred = true; // decided once the delayed head has gone out
         return;
       }
     }
@@ -951,215 +634,84 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   private decideAfterUpstreamClose(): void {
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
     const a = this.attempt!;
-    const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
+    const o = a.outcomeAtClose(this.responded, this.pastDeadline());
     if (o === null) return;
     // A reset after the whole request was sent, on a route whose policy would retry a reset:
     // told apart, because the upstream may have done the work (not retried unless the route
     // says retryResetAfterRequest).
-    if (this.policy !== null && this.respScan.bytes === 0 && a.requestEnded && a.mayHaveProcessed && (o.decidedBy === "upstream_reset" || o.decidedBy === "upstream_connection_lost")) {
+    if (this.retry !== null && this.retry.policy !== null && this.respScan.bytes === 0 && a.requestEnded && a.mayHaveProcessed && (o.decidedBy === "upstream_reset" || o.decidedBy === "upstream_connection_lost")) {
       return this.finish(outcome(o.code, `${o.message} (after the request was fully sent)`, "upstream_reset_after_request"));
     }
     this.finish(o);
   }
 
-  /** The retry decision for a stream that closed before a status: true when a retry was started. */
-  private retryFromClose(a: Attempt): boolean {
-    if (this.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
-    if (this.policy === null && (this.responded || this.replayChunk === null)) return false;
-    let end: AttemptEnd;
-    if (!a.mayHaveProcessed) end = "refused";
-    else {
-      const o = a.outcomeAtClose(this.responded, this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS);
-      if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
-      end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
-    }
-    return this.tryRetry(a, end, undefined, undefined);
+  /** The deadline has passed, give or take a timer's lateness (an upstream CANCEL this close to it is the deadline). */
+  pastDeadline(): boolean {
+    return this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS;
   }
 
   // === ends ===
 
-  /** dojang's own status for the call; cancels the upstream if it is still open. */
-  finish(o: Outcome, extra?: OutgoingHeaders): void {
-    if (this.done) return;
+  /**
+   * Fixes the call's status once (dojang's own, or one a filter put on the wire); its timers
+   * stop. false: the status was fixed already. (forwardStatusNow fixes the upstream's.)
+   */
+  settle(code: number, message: string, decidedBy: DecidedBy): boolean {
+    if (this.done) return false;
     this.done = true;
     this.clearTimer();
-    this.code = o.code;
-    this.message = o.message;
-    this.decidedBy = o.decidedBy;
+    this.code = code;
+    this.message = message;
+    this.decidedBy = decidedBy;
+    return true;
+  }
+
+  /** dojang's own status for the call; cancels the upstream if it is still open. */
+  finish(o: Outcome, extra?: OutgoingHeaders): void {
+    if (!this.settle(o.code, o.message, o.decidedBy)) return;
     const a = this.attempt;
     if (a !== null) a.cancel();
-    this.respondLocal(o, extra ?? this.filterExtra());
+    respondLocal(this, o, extra ?? statusExtra(this.filters));
   }
 
-  /** x-dojang-attempts on the response head (the listener's attemptsHeader). */
-  private attemptsField(out: OutgoingHeaders): void {
-    out["x-dojang-attempts"] = String(this.attempts);
-  }
-
-  // === filter chain (filter.ts): hook runs, and FilterCall's continuations ===
-
-  private filterIndex(from: CallFilter): number {
-    return this.filters!.indexOf(from) + 1;
-  }
-
-  /** Request head hooks from `start`; true when every filter let the call go on. */
-  private runRequestHead(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onRequestHead !== undefined && !f.onRequestHead(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runResponseHead(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onResponseHead !== undefined && !f.onResponseHead(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runRequestEnd(start: number): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onRequestEnd !== undefined && !f.onRequestEnd(this)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  private runTrailers(start: number, block: OutgoingHeaders): boolean {
-    const fs = this.filters!;
-    for (let i = start; i < fs.length; i++) {
-      const f = fs[i]!;
-      if (f.onTrailers !== undefined && !f.onTrailers(this, block)) return false;
-      if (this.done) return false;
-    }
-    return true;
-  }
-
-  /** The chain's extra status fields (a rule trailer), merged in chain order. */
-  private filterExtra(): OutgoingHeaders | undefined {
-    const fs = this.filters;
-    if (fs === null) return undefined;
-    let out: OutgoingHeaders | undefined;
-    for (let i = 0; i < fs.length; i++) {
-      const e = fs[i]!.statusExtra;
-      if (e !== undefined) out = out === undefined ? e : { ...out, ...e };
-    }
-    return out;
-  }
+  // === FilterCall: the chain's continuations (filter-run.ts runs the hooks) ===
 
   continueRequestHead(from: CallFilter): void {
     if (this.done) return;
-    if (this.runRequestHead(this.filterIndex(from))) this.proceed();
+    if (runRequestHead(this, nextAfter(this, from))) this.proceed();
   }
 
   continueResponseHead(from: CallFilter): void {
-    const h = this.heldHead;
-    if (h === undefined || this.done) return;
-    if (!this.runResponseHead(this.filterIndex(from))) return;
-    this.heldHead = undefined;
+    const h = this.held;
+    // (a head the retry controller holds is not the filters' to release)
+    if (h === undefined || h.by !== BY_FILTER || this.done) return;
+    if (!runResponseHead(this, nextAfter(this, from))) return;
+    this.held = undefined;
     // Reading resumes before the head goes out: 'data' flows from the next tick, so a filter's
     // onResponseHeadSent may still pause it again in this one (a stall).
     this.attempt!.resume();
-    this.onResponse(h.headers, h.flags, h.raw);
+    respondHead(this, h.headers, h.flags, h.raw);
     if (this.done) return;
-    if (this.upCloseDeferred) this.decideAfterUpstreamClose();
+    if (h.closeDeferred) this.decideAfterUpstreamClose();
     else if (this.upTrailers !== undefined && this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
   continueTrailers(from: CallFilter, block: OutgoingHeaders): void {
     if (this.done || this.responseTakenOver) return;
-    if (this.runTrailers(this.filterIndex(from), block)) this.forwardStatusNow(block, false);
+    if (runTrailers(this, nextAfter(this, from), block)) this.forwardStatusNow(block, false);
   }
 
   continueRequestEnd(from: CallFilter): void {
     if (this.done) return;
-    if (this.runRequestEnd(this.filterIndex(from))) this.endRequest();
+    if (runRequestEnd(this, nextAfter(this, from))) this.endRequest();
   }
 
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
     this.finish(o, extra);
   }
 
-  recordEnd(code: number, message: string, decidedBy: DecidedBy): void {
-    if (this.done) return;
-    this.done = true;
-    this.responded = true;
-    this.clearTimer();
-    this.code = code;
-    this.message = message;
-    this.decidedBy = decidedBy;
-  }
-
-  endWithTrailers(block: OutgoingHeaders, code: number, message: string, decidedBy: DecidedBy): void {
-    if (this.done) return;
-    this.done = true;
-    this.clearTimer();
-    this.code = code;
-    this.message = message;
-    this.decidedBy = decidedBy;
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    this.pendingTrailers = block;
-    down.end();
-  }
-
-  takeOverResponse(): void {
-    this.responseTakenOver = true;
-  }
-
-  lowestStreamIdOnSession(): number {
-    const session = this.down.session;
-    let low = this.down.id ?? 1;
-    for (const c of this.ctx.active) {
-      const id = c.down.id;
-      if (c.down.session === session && id !== undefined && id < low && !c.down.closed) low = id;
-    }
-    return low;
-  }
-
-  private respondLocal(o: Outcome, extra: OutgoingHeaders | undefined): void {
-    const down = this.down;
-    if (down.destroyed || down.closed) return;
-    if (!this.responded) {
-      this.responded = true;
-      try {
-        let head = extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra };
-        if (this.ctx.attemptsHeader === true) {
-          if (extra === undefined) head = { ...head };
-          this.attemptsField(head);
-        }
-        down.respond(head, { endStream: true });
-        closeRequestSide(down);
-      } catch {
-        down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-      }
-      return;
-    }
-    // Headers went out: the status follows the messages already forwarded, as trailers.
-    this.pendingTrailers = extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra };
-    if (!down.writableEnded) down.end();
-  }
-
   onWantTrailers(): void {
-    const down = this.down;
-    const t = this.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
-    try {
-      down.sendTrailers(t);
-    } catch {
-      down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
-    }
-    // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
-    if (!down.readableEnded) setImmediate(closeRequestSide, down);
-    const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(this);
+    sendTrailers(this);
   }
 
   /**
@@ -1185,71 +737,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     }
     this.clearTimer();
     this.commit();
-    const fs = this.filters;
-    if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(this);
+    if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
-    const m = ctx.metrics;
-    m.live.activeCalls--;
-    if (this.countedCall) {
-      const br = this.route!.cluster.breaker;
-      br.activeCalls--;
-      if (this.countedRetry) br.activeRetries--;
-    }
-    const attempts = this.attempts;
-    if (attempts > 0) m.callAttempts.observe(attempts);
-    const code = this.code;
-    m.countCall(this.series, code, this.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
-    const dur = ctx.now() - this.t0;
-    this.series.duration.observe(dur / 1000);
-    // What was forwarded, not what was read: a message refused at its prefix is not counted
-    // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
-    // The request side drops a refused chunk whole; the response side still forwards the whole
-    // messages before the refused prefix (onAttemptData).
-    const reqMessages = forwardedMessages(this.reqScan, false);
-    const respMessages = forwardedMessages(this.respScan, true);
-    this.series.reqMessages += reqMessages;
-    this.series.respMessages += respMessages;
-    m.live.forwardedBytes += this.reqScan.bytes + this.respScan.bytes;
-    const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
-    if (logIt || ctx.journal.size > 0) {
-      const prev = this.prevAttempts;
-      const peer = this.peer;
-      const rec: AccessRecord = {
-        request_id: this.requestId,
-        path: this.path,
-        authority: this.authority,
-        client_address: peer?.address,
-        client_port: peer?.port,
-        tls_identity: peer?.tlsIdentity,
-        tls_sni: peer?.tlsSni,
-        tls_version: peer?.tlsVersion,
-        grpc_code: code,
-        grpc_status: codeName(code),
-        decided_by: this.decidedBy,
-        grpc_message: this.messageEncoded && this.message !== undefined ? decodeGrpcMessage(this.message) : this.message,
-        route: this.route?.label,
-        upstream: this.attempt?.session?.endpoint.label ?? this.lastUpstream,
-        budget_in_ms: this.budgetInMs,
-        budget_out_ms: attempts > 0 ? this.budgetOutMs : undefined,
-        duration_ms: Math.round(dur * 1000) / 1000,
-        req_messages: reqMessages,
-        req_bytes: forwardedBytes(this.reqScan, false),
-        req_refused_bytes: refusedBytes(this.reqScan, false),
-        resp_messages: respMessages,
-        resp_bytes: forwardedBytes(this.respScan, true),
-        resp_refused_bytes: refusedBytes(this.respScan, true),
-        faults: undefined,
-        fault_kinds: undefined,
-        attempt: prev === undefined ? 1 : (Number.parseInt(prev, 10) || 0) + 1,
-        attempts,
-        start_ms: Math.round(performance.timeOrigin + this.t0),
-        protocol: this.clientProtocol,
-      };
-      if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
-      ctx.journal.push(rec);
-      if (logIt) ctx.access.info(rec, "call");
-    }
+    if (this.countedCall) this.route!.cluster.breaker.activeCalls--;
+    if (this.retry !== null) this.retry.releaseSlot();
+    recordCall(this);
     ctx.onCallClosed();
   }
 
@@ -1258,11 +751,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.retryTimer !== undefined) {
-      clearTimeout(this.retryTimer);
-      this.retryTimer = undefined;
-    }
-    this.clearPerTry();
+    if (this.retry !== null) this.retry.clearTimers();
     const g = this.idleGroup;
     if (g !== undefined) {
       this.idleGroup = undefined;
@@ -1271,70 +760,39 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   }
 }
 
-function resetsWithCodes(fs: readonly CallFilter[]): boolean {
-  for (let i = 0; i < fs.length; i++) if (fs[i]!.resetsWithCodes) return true;
-  return false;
-}
-
-/** The call metric's fault_rule label: the filters' labels joined (undefined when none has one). */
-function faultRuleLabel(fs: readonly CallFilter[]): string | undefined {
-  let out: string | undefined;
-  for (let i = 0; i < fs.length; i++) {
-    const l = fs[i]!.faultRule;
-    if (l !== undefined) out = out === undefined ? l : `${out},${l}`;
-  }
-  return out;
-}
-
-/**
- * After the final status, a client still sending gets RST_STREAM(NO_ERROR), as grpc-go's
- * server does (spec §4.1 "early server closure"). node does this by itself only for a stream it
- * never read from, and dojang always reads; without it the stream stays half-open until the
- * client leaves, holding a stream slot.
- */
-function closeRequestSide(down: ServerHttp2Stream): void {
-  if (!down.closed && !down.destroyed && !down.readableEnded) down.close(http2.constants.NGHTTP2_NO_ERROR);
-}
-
 // === module-level listeners: `this` is the stream, the call is in its kCall slot ===
 
 function callOf(s: unknown): Call {
-  return (s as DownStream)[kCall]!;
+  return (s as CallCarrier)[kCall]!;
 }
 function onDeadlineTimer(c: Call): void {
   c.onDeadline();
 }
-function onRetryTimer(c: Call): void {
-  c.onRetryTimer();
-}
-function onPerTryTimer(c: Call, a: Attempt): void {
-  c.onPerTryTimeout(a);
-}
-function onDownData(this: ServerHttp2Stream, chunk: Buffer): void {
+function onDownData(this: Downstream, chunk: Buffer): void {
   // what the connection delivered as requests (the listener's unproductive-bytes guard)
-  const s = this.session as RequestBytesSession | undefined;
+  const s = this.session;
   if (s !== undefined) s[kRequestBytes] = (s[kRequestBytes] ?? 0) + chunk.length;
   callOf(this).onRequestData(chunk);
 }
-function onDownEnd(this: ServerHttp2Stream): void {
+function onDownEnd(this: Downstream): void {
   callOf(this).onRequestEnd();
 }
-function onDownDrain(this: ServerHttp2Stream): void {
+function onDownDrain(this: Downstream): void {
   const c = callOf(this);
   responseBuffers.unstall(c);
   if (!c.done) c.attempt?.resume();
 }
-function onDownClose(this: ServerHttp2Stream): void {
+function onDownClose(this: Downstream): void {
   callOf(this).onDownstreamClose();
 }
-function onDownError(this: ServerHttp2Stream): void {
+function onDownError(this: Downstream): void {
   // The stream's 'close' follows and decides; an error listener keeps the process alive.
 }
-function onDownWantTrailers(this: ServerHttp2Stream): void {
+function onDownWantTrailers(this: Downstream): void {
   callOf(this).onWantTrailers();
 }
 /** The listener's 'stream' handler. */
-export function handleStream(ctx: CallContext, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+export function handleStream(ctx: CallContext, stream: Downstream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
   const call = new Call(ctx, stream, headers);
   call.start(headers, flags, raw);
 }

@@ -3,30 +3,30 @@
 // them in chain order; a listener whose chain is empty gives its calls `filters === null`, so a
 // call without filters pays one null test per hook point. Filters live in src/proxy/filters and
 // reach the call only through FilterCall; the call never imports them.
-import type { ClientHttp2Stream, ServerHttp2Stream } from "node:http2";
+import type { ClientHttp2Stream } from "node:http2";
 import type { DecidedBy, Outcome } from "../../translate/index.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
-import type { ClientPeer, OutgoingHeaders } from "./headers.js";
+import type { Downstream } from "./downstream.js";
+import type { OutgoingHeaders } from "./headers.js";
 
 /**
  * What a filter sees of its call and may ask of it (implemented by Call). A hook that returned
  * false ("held") resumes the chain with the matching continue*(this) call, from the next filter.
+ * No raw node stream is reachable from here: a filter that acts on the wire itself declares
+ * `CallFilter.wire` and asks for `wire()`.
  */
 export interface FilterCall {
-  readonly down: ServerHttp2Stream;
   /** the call's status is fixed: nothing more goes out */
   readonly done: boolean;
   readonly requestId: string;
-  /** who the client is (its connection's facts: address, TLS identity, SNI, version) */
-  readonly peer: ClientPeer | undefined;
   readonly series: { readonly service: string; readonly method: string };
+  /** the client's address ("" when unknown; a rate limit keyed by it) */
+  readonly clientAddress: string;
   /** the current attempt (null before the first one starts) */
   readonly attempt: Attempt | null;
-  /** the current attempt's upstream stream (undefined until it is open) */
-  readonly upstream: ClientHttp2Stream | undefined;
   /** the request head attempts start from; undefined once the first attempt has taken it */
   readonly upHeaders: OutgoingHeaders | undefined;
   continueRequestHead(from: CallFilter): void;
@@ -41,6 +41,20 @@ export interface FilterCall {
   failAttempt(a: Attempt, o: Outcome, kind: "unreachable" | "reset", extra?: OutgoingHeaders): void;
   /** dojang's own status, decided by the filter (a local reply; `extra` replaces the chain's statusExtra) */
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void;
+  /** The wire capability (CallWire), for a filter that declares `wire` (the fault filter). */
+  wire(): CallWire;
+}
+
+/**
+ * The one optional capability: what only a filter that puts frames, resets and ends on the wire
+ * itself needs (the fault filter). The call's two streams, and the ways to record an end the
+ * filter has already put on the wire.
+ */
+export interface CallWire {
+  /** the client side */
+  readonly down: Downstream;
+  /** the current attempt's upstream stream (undefined until it is open) */
+  readonly upstream: ClientHttp2Stream | undefined;
   /** the filter has put the call's end on the wire itself: record it, send nothing more */
   recordEnd(code: number, message: string, decidedBy: DecidedBy): void;
   /** end the response with this trailer block as it is (no grpc-status checks), recording this status */
@@ -51,14 +65,20 @@ export interface FilterCall {
   lowestStreamIdOnSession(): number;
 }
 
-/** One filter's per-call hooks; all optional. Booleans: true = go on, false = held or ended. */
-export interface CallFilter {
+/** What a wire-acting filter (CallFilter.wire) needs of the call that runs it. */
+export interface WireNeeds {
   /** the upstream request must be resettable with any code (opened with waitForTrailers) */
   readonly resetsWithCodes: boolean;
-  /** header fields every status of this call carries (local replies, Trailers-Only, trailers) */
-  readonly statusExtra: OutgoingHeaders | undefined;
   /** the fault_rule label of the call metric (undefined: none) */
   readonly faultRule: string | undefined;
+}
+
+/** One filter's per-call hooks; all optional. Booleans: true = go on, false = held or ended. */
+export interface CallFilter {
+  /** header fields every status of this call carries (local replies, Trailers-Only, trailers) */
+  readonly statusExtra?: OutgoingHeaders | undefined;
+  /** present on a filter that acts on the wire itself (it may call `wire()`): what it needs */
+  readonly wire?: WireNeeds;
   /** request head, before any attempt (the head is `call.upHeaders`) */
   onRequestHead?(c: FilterCall): boolean;
   /** an attempt is about to open its stream (`a.headers` may be changed); false: the filter ended it */

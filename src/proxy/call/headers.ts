@@ -113,6 +113,18 @@ export function headerList(h: OutgoingHeaders): string[] {
   return out as string[];
 }
 
+/** A flat name/value list (headerList's shape) as a header object; a repeated name becomes an array. */
+export function headerObject(list: readonly string[]): OutgoingHeaders {
+  const out: OutgoingHeaders = {};
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = list[i]!;
+    const v = list[i + 1]!;
+    const prev = out[name];
+    out[name] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [String(prev), v];
+  }
+  return out;
+}
+
 /** Value of the first field named `name` in rawHeaders (names are lower-case in HTTP/2). */
 export function rawGet(raw: readonly string[], name: string): string | undefined {
   for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i] === name) return raw[i + 1];

@@ -1,9 +1,9 @@
 // The second kind of client side: a gRPC-Web request (application/grpc-web, +proto, -text;
 // HTTP/1.1 through the listener's http1Address server, or HTTP/2 on its h2c port) drives the same
-// Call as a native gRPC stream. The Call writes to its client side through a small set of
-// ServerHttp2Stream members (the Downstream surface below); WebDownstream implements that set
-// and translates, so deadline, routing, retries, filters, limits and the access log are the
-// native path's own, and the native path is untouched (its stream is still the Call's `down`).
+// Call as a native gRPC stream. The Call writes to its client side through the Downstream
+// contract (src/proxy/call/downstream.ts), which a native ServerHttp2Stream meets as it is;
+// WebDownstream implements it and translates, so deadline, routing, retries, filters, limits
+// and the access log are the native path's own, and the native path is untouched.
 //
 // Translation (grpc/grpc doc/PROTOCOL-WEB.md; pure parts in src/translate/grpc-web.ts):
 // - request: the content type becomes application/grpc(+subtype) upstream; -text bodies are
@@ -43,7 +43,8 @@ import {
   type WebContentType,
 } from "../../translate/grpc-web.js";
 import { Call, type CallContext } from "../call/call.js";
-import type { OutgoingHeaders } from "../call/headers.js";
+import type { Downstream, RespondOptions } from "../call/downstream.js";
+import { headerObject, type OutgoingHeaders } from "../call/headers.js";
 
 /**
  * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
@@ -96,12 +97,12 @@ type Carrier = Readable & { [kWeb]?: WebDownstream };
 export type CorsHeaders = Readonly<Record<string, string>> | null;
 
 /**
- * The client side of one gRPC-Web call, shaped as the part of ServerHttp2Stream the Call uses
- * (respond, write, end, sendTrailers, close, pause/resume, the state flags, and the 'data', 'end',
- * 'drain', 'wantTrailers', 'close', 'error' events). Over HTTP/1.1 it wraps node:http's request
- * and response; over HTTP/2 the gRPC-Web request's own ServerHttp2Stream.
+ * The client side of one gRPC-Web call, a Downstream (respond, write, end, sendTrailers, close,
+ * pause/resume, the state flags, and the 'data', 'end', 'drain', 'wantTrailers', 'close', 'error'
+ * events). Over HTTP/1.1 it wraps node:http's request and response; over HTTP/2 the gRPC-Web
+ * request's own ServerHttp2Stream.
  */
-export class WebDownstream extends EventEmitter {
+export class WebDownstream extends EventEmitter implements Downstream {
   /** what the access log says about the client side: "grpc-web" or "grpc-web-text" */
   readonly protocol: string;
   readonly id: number | undefined = undefined;
@@ -185,8 +186,10 @@ export class WebDownstream extends EventEmitter {
   }
 
   /** The response head: Trailers-Only when `endStream`, else headers now and the trailer frame at end(). */
-  respond(head: OutgoingHeaders, opts?: { endStream?: boolean; waitForTrailers?: boolean }): void {
+  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
     if (this.headersSent) throw new Error("response head already sent");
+    // (the Call gives a flat list only to a native stream; a filter may give either)
+    const head = isList(h) ? headerObject(h) : h;
     const out: Record<string, string | string[]> = {};
     for (const name in head) {
       if (name.charCodeAt(0) === 58 /* : */ || NOT_DOWNSTREAM.has(name)) continue;
@@ -222,12 +225,18 @@ export class WebDownstream extends EventEmitter {
     return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
   }
 
-  write(chunk: Buffer): boolean {
+  write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
     const b = this.enc === null ? chunk : this.encode(chunk, false);
-    return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);
+    if (cb === undefined) return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);
+    return this.h1 !== undefined ? this.h1.write(b, cb) : this.h2!.write(b, cb);
   }
 
-  end(): this {
+  /**
+   * Ends the response body; the status follows as the trailer frame. A last piece (only a fault
+   * filter's raw `http` reply passes one) is not gRPC-Web and is dropped: respond() already
+   * answered that reply with a gRPC-Web head.
+   */
+  end(_chunk?: Buffer | string): this {
     if (this.writableEnded) return this;
     this.writableEnded = true;
     // The Call ends its side, then supplies the status in 'wantTrailers' (as node:http2 does).
@@ -285,6 +294,9 @@ export class WebDownstream extends EventEmitter {
 }
 
 function ignore(): void {}
+function isList(h: OutgoingHeaders | readonly string[]): h is readonly string[] {
+  return Array.isArray(h);
+}
 function onNewListener(this: WebDownstream, event: string | symbol): void {
   if (event === "data") this.hookRequest();
 }
@@ -349,10 +361,8 @@ function nativeHead(method: string, path: string, authority: string | undefined,
 }
 
 function startCall(ctx: CallContext, w: WebDownstream, headers: IncomingHttpHeaders, raw: string[]): void {
-  // The Call takes the adapter for its ServerHttp2Stream: it uses only the members above.
-  const call = new Call(ctx, w as unknown as ServerHttp2Stream, headers);
+  const call = new Call(ctx, w, headers, w.protocol);
   w.call = call;
-  call.clientProtocol = w.protocol;
   call.start(headers, 0, raw);
 }
 

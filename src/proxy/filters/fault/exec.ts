@@ -17,7 +17,7 @@
 //                    messages, closing the connection after N bytes, stalls, an upstream reset
 //                    after N request messages
 //   onTrailers       a delay before trailers, trailer shape faults
-import http2, { type ClientHttp2Stream, type ServerHttp2Stream } from "node:http2";
+import http2, { type ClientHttp2Stream } from "node:http2";
 import {
   Code,
   codeFromHttpStatus,
@@ -46,8 +46,9 @@ import type {
 } from "../../../config/faults/model.js";
 import { mulberry32 } from "./prng.js";
 import type { OutgoingHeaders } from "../../call/headers.js";
+import type { Downstream } from "../../call/downstream.js";
 import type { Attempt } from "../../call/attempt.js";
-import type { CallFilter, FilterCall } from "../../call/filter.js";
+import type { CallFilter, CallWire, FilterCall, WireNeeds } from "../../call/filter.js";
 import type { AccessRecord } from "../../observe/log.js";
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
@@ -57,9 +58,10 @@ const TICK_MS = 50;
 export class FaultExec implements CallFilter {
   readonly ruleIds: readonly string[];
   readonly kinds: readonly string[];
-  /** injected resets carry any code: the upstream request is opened with waitForTrailers */
-  readonly resetsWithCodes = true;
-  readonly faultRule: string;
+  /** injected resets carry any code (the upstream request is opened with waitForTrailers); the metric's fault_rule */
+  readonly wire: WireNeeds;
+  /** the call's wire (its streams, and the ends this filter puts on them itself) */
+  readonly w: CallWire;
   private readonly rand: () => number;
   // compiled from the action list (first of each kind wins; see filters/fault docs for stacking)
   readonly before: FaultAction | null = null; // abort(Trailers-Only) | http | unreachable | blackhole | reset before_headers
@@ -91,7 +93,8 @@ export class FaultExec implements CallFilter {
     private release: (() => void) | null,
   ) {
     this.ruleIds = ruleIds;
-    this.faultRule = ruleIds.join(",");
+    this.wire = { resetsWithCodes: true, faultRule: ruleIds.join(",") };
+    this.w = call.wire();
     this.kinds = actions.map((a) => a.kind);
     this.rand = mulberry32(seed);
     const self = this as { -readonly [K in keyof FaultExec]: FaultExec[K] };
@@ -197,8 +200,9 @@ export class FaultExec implements CallFilter {
   /** true: on to the upstream. */
   private runBeforeUpstream(): boolean {
     const c = this.call;
+    const w = this.w;
     const g = this.goaway;
-    if (g !== null) sendGoaway(c, g);
+    if (g !== null) sendGoaway(w, g);
     const b = this.before;
     if (b !== null) {
       switch (b.kind) {
@@ -212,7 +216,7 @@ export class FaultExec implements CallFilter {
           // Accept and never answer: only the client's deadline (or dojang's) ends the call.
           return false;
         case "http": {
-          const down = c.down;
+          const down = w.down;
           try {
             down.respond({ ":status": b.status, "content-type": b.contentType });
             down.end(b.body);
@@ -220,12 +224,12 @@ export class FaultExec implements CallFilter {
             down.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
           }
           // What a grpc-go client makes of it (HTTPStatusConvTab), for metrics and the journal.
-          c.recordEnd(b.status === 200 ? Code.UNKNOWN : codeFromHttpStatus(b.status), `fault: HTTP ${b.status}`, "fault");
+          w.recordEnd(b.status === 200 ? Code.UNKNOWN : codeFromHttpStatus(b.status), `fault: HTTP ${b.status}`, "fault");
           return false;
         }
         case "reset":
-          c.down.close(b.code);
-          c.recordEnd(codeFromRstCode(b.code), `fault: RST_STREAM ${rstCodeName(b.code)} before headers`, "fault");
+          w.down.close(b.code);
+          w.recordEnd(codeFromRstCode(b.code), `fault: RST_STREAM ${rstCodeName(b.code)} before headers`, "fault");
           return false;
       }
     }
@@ -274,10 +278,10 @@ export class FaultExec implements CallFilter {
     this.headSeen = true;
     const wait = this.delayMs("response_headers", "response", 0);
     if (wait < 0) return true;
-    this.call.upstream?.pause();
+    this.w.upstream?.pause();
     this.after(wait, () => {
       this.call.continueResponseHead(this);
-      if (this.resp === null || !this.resp.busy) this.call.upstream?.resume();
+      if (this.resp === null || !this.resp.busy) this.w.upstream?.resume();
     });
     return false;
   }
@@ -296,21 +300,22 @@ export class FaultExec implements CallFilter {
     if (r !== null && (r.at === "after_headers" || (r.at === "after_messages" && r.messages === 0))) {
       // close() in the same tick as respond() would lose the headers: next turn. Until then
       // nothing more of the upstream's response may reach the client.
-      this.call.takeOverResponse();
+      this.w.takeOverResponse();
       setImmediate(() => this.resetDown(r, "after headers"));
       return;
     }
     if (this.abortAfter !== null && this.abortAfter.afterMessages === 0) this.abortNow(this.abortAfter);
-    if (this.stall.response) this.call.upstream?.pause();
+    if (this.stall.response) this.w.upstream?.pause();
   }
 
   resetDown(r: ResetAction, where: string): void {
     const c = this.call;
     if (c.done) return;
-    c.recordEnd(codeFromRstCode(r.code), `fault: RST_STREAM ${rstCodeName(r.code)} ${where}`, "fault");
-    const up = c.upstream;
+    const w = this.w;
+    w.recordEnd(codeFromRstCode(r.code), `fault: RST_STREAM ${rstCodeName(r.code)} ${where}`, "fault");
+    const up = w.upstream;
     if (up !== undefined && !up.closed) up.close(http2.constants.NGHTTP2_CANCEL);
-    if (!c.down.closed) c.down.close(r.code);
+    if (!w.down.closed) w.down.close(r.code);
   }
 
   abortNow(a: AbortAction): void {
@@ -365,16 +370,16 @@ export class FaultExec implements CallFilter {
     const sh = this.shape?.shape;
     if (sh === "no_trailers" || sh === "trailers_without_status") {
       // The broken ending is the fault: send it as it is, and count what a client makes of it.
-      if (sh === "no_trailers") c.endWithTrailers(block, Code.INTERNAL, "fault: stream ended without trailers", "fault");
-      else c.endWithTrailers(block, Code.UNKNOWN, "fault: trailers without grpc-status", "fault");
+      if (sh === "no_trailers") this.w.endWithTrailers(block, Code.INTERNAL, "fault: stream ended without trailers", "fault");
+      else this.w.endWithTrailers(block, Code.UNKNOWN, "fault: trailers without grpc-status", "fault");
       return;
     }
     c.continueTrailers(this, block);
   }
 
   /** After trailers were sent: RST_STREAM(NO_ERROR) for the rst_after_trailers shape. */
-  onTrailersSent(c: FilterCall): void {
-    const down = c.down;
+  onTrailersSent(): void {
+    const down = this.w.down;
     if (this.shape?.shape === "rst_after_trailers") setImmediate(() => !down.closed && down.close(NGHTTP2_NO_ERROR));
   }
 
@@ -407,7 +412,7 @@ export class FaultExec implements CallFilter {
   }
 }
 
-function sendGoaway(c: FilterCall, g: GoawayAction): void {
+function sendGoaway(c: CallWire, g: GoawayAction): void {
   const down = c.down;
   const session = down.session;
   // (a gRPC-Web call over HTTP/1.1 has no HTTP/2 session: no GOAWAY to send)
@@ -451,11 +456,11 @@ export class Pump {
     readonly dir: "request" | "response",
   ) {}
 
-  private get src(): ClientHttp2Stream | ServerHttp2Stream | undefined {
-    return this.dir === "response" ? this.exec.call.upstream : this.exec.call.down;
+  private get src(): ClientHttp2Stream | Downstream | undefined {
+    return this.dir === "response" ? this.exec.w.upstream : this.exec.w.down;
   }
-  private get dst(): ClientHttp2Stream | ServerHttp2Stream | undefined {
-    return this.dir === "response" ? this.exec.call.down : this.exec.call.upstream;
+  private get dst(): ClientHttp2Stream | Downstream | undefined {
+    return this.dir === "response" ? this.exec.w.down : this.exec.w.upstream;
   }
 
   idle(): boolean {
@@ -551,8 +556,8 @@ export class Pump {
       }
       if (closeAfter) {
         this.stopped = true;
-        const down = call.down;
-        call.recordEnd(Code.UNAVAILABLE, `fault: connection closed after ${cc!.afterBytes} response bytes`, "fault");
+        const down = ex.w.down;
+        ex.w.recordEnd(Code.UNAVAILABLE, `fault: connection closed after ${cc!.afterBytes} response bytes`, "fault");
         const close = (): void => {
           down.session?.destroy();
         };
@@ -564,7 +569,7 @@ export class Pump {
       if (this.dir === "request" && ex.upReset !== null && completedMessages(s) >= ex.upReset.afterRequestMessages && atMessageBoundary(s)) {
         this.stopped = true;
         const u = ex.upReset;
-        const up = call.upstream;
+        const up = ex.w.upstream;
         // The upstream sees exactly this code; the client gets what that code maps to.
         if (up !== undefined && !up.closed) up.close(u.code);
         call.finishLocal(
@@ -582,7 +587,7 @@ export class Pump {
         const rr = ex.reset;
         if (rr !== null && rr.at === "after_messages" && atMessageBoundary(s) && completedMessages(s) >= rr.messages) {
           this.stopped = true;
-          (dst as ServerHttp2Stream).write(Buffer.alloc(0), () => ex.resetDown(rr, `after ${rr.messages} messages`));
+          (dst as Downstream).write(Buffer.alloc(0), () => ex.resetDown(rr, `after ${rr.messages} messages`));
           return;
         }
       }

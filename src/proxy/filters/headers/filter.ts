@@ -45,9 +45,6 @@ function apply(h: OutgoingHeaders, remove: readonly string[], add: readonly (rea
 
 function filterOf(rules: Rules): CallFilter {
   return Object.freeze({
-    resetsWithCodes: false,
-    statusExtra: undefined,
-    faultRule: undefined,
     onRequestHead(c: FilterCall): boolean {
       const h = c.upHeaders;
       if (h === undefined) return true;

@@ -51,9 +51,6 @@ function rawHeader(raw: readonly string[], name: string): string {
 
 /** The filter a refused call gets: it ends the call before any attempt, with `extra` on its status. */
 class Refusal implements CallFilter {
-  readonly resetsWithCodes = false;
-  readonly statusExtra = undefined;
-  readonly faultRule = undefined;
   constructor(
     private readonly message: string,
     private readonly extra: OutgoingHeaders | undefined,
@@ -97,7 +94,7 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
       const l = limiters[route.index];
       if (l === undefined || l === null) return null;
       // (the address read once per connection: no getpeername per call)
-      const key = l.byAddress ? (c.peer?.address ?? "") : l.header !== null ? rawHeader(raw, l.header) : "";
+      const key = l.byAddress ? c.clientAddress : l.header !== null ? rawHeader(raw, l.header) : "";
       if (l.buckets.take(key, now())) return null;
       return l.hints ? refusalWithHint(l, key) : l.refusal;
     },

@@ -1,0 +1,119 @@
+// Writing the response to the client side (downstream.ts): the upstream's response head
+// (classified, copied from rawHeaders, shaped by the filters), a status block as Trailers-Only or
+// as trailers after the messages, dojang's own local replies, and the trailers when the client
+// stream asks for them. The call decides when (its two exits, forwardStatus and finish); this
+// file says how. Module functions: no per-call object.
+import http2, { type IncomingHttpHeaders } from "node:http2";
+import { Code, classifyResponseHead, outcome, statusTrailers, trailersOnlyHeaders, type Outcome } from "../../translate/index.js";
+import type { Call } from "./call.js";
+import type { Downstream } from "./downstream.js";
+import { runResponseHeadSent, runTrailersSent, shapeResponseHead } from "./filter-run.js";
+import { copyHeaders, headerList, type OutgoingHeaders } from "./headers.js";
+
+const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
+/** respond()'s options for a response head with trailers to follow (node only reads them) */
+const RESPOND_WAIT_TRAILERS = { waitForTrailers: true } as const;
+const RESPOND_END = { endStream: true } as const;
+
+/** The upstream's response head, released (no retry or filter holds it): to the client, or the call's end. */
+export function respondHead(c: Call, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+  const st = headers[":status"];
+  const ct = headers["content-type"];
+  const gs = headers["grpc-status"];
+  const endStream = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
+  const v = classifyResponseHead({
+    status: typeof st === "number" ? st : undefined,
+    contentType: typeof ct === "string" ? ct : undefined,
+    grpcStatus: typeof gs === "string" ? gs : undefined,
+    endStream,
+  });
+  if (v.kind === "skip") return;
+  if (v.kind === "synthesize") return c.finish(v.outcome);
+  const out: OutgoingHeaders = copyHeaders({ ":status": 200 }, raw, undefined);
+  if (c.ctx.attemptsHeader === true) attemptsField(c, out);
+  const fs = c.filters;
+  if (fs !== null) shapeResponseHead(c, out);
+  if (endStream) {
+    // Trailers-Only stays Trailers-Only: A6 retries depend on no headers going out first.
+    return c.forwardStatus(out, endStream);
+  }
+  try {
+    // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
+    c.down.respond(c.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
+    c.responded = true;
+    if (fs !== null) runResponseHeadSent(c);
+  } catch (err) {
+    c.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
+  }
+}
+
+/** The upstream's status block (already checked and recorded by the call) goes out: Trailers-Only, or trailers at the end. */
+export function writeStatus(c: Call, block: OutgoingHeaders, trailersOnly: boolean): void {
+  const down = c.down;
+  if (down.destroyed || down.closed) return;
+  if (trailersOnly) {
+    try {
+      down.respond(block, RESPOND_END);
+      c.responded = true;
+      closeRequestSide(down);
+    } catch (err) {
+      respondLocal(c, outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"), undefined);
+    }
+    return;
+  }
+  c.pendingTrailers = block;
+  down.end();
+}
+
+/** dojang's own status: Trailers-Only when nothing went out yet, else trailers after what did. */
+export function respondLocal(c: Call, o: Outcome, extra: OutgoingHeaders | undefined): void {
+  const down = c.down;
+  if (down.destroyed || down.closed) return;
+  if (!c.responded) {
+    c.responded = true;
+    try {
+      let head = extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra };
+      if (c.ctx.attemptsHeader === true) {
+        if (extra === undefined) head = { ...head };
+        attemptsField(c, head);
+      }
+      down.respond(head, RESPOND_END);
+      closeRequestSide(down);
+    } catch {
+      down.close(NGHTTP2_INTERNAL_ERROR);
+    }
+    return;
+  }
+  // Headers went out: the status follows the messages already forwarded, as trailers.
+  c.pendingTrailers = extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra };
+  if (!down.writableEnded) down.end();
+}
+
+/** The client stream's 'wantTrailers': the call's pending status block goes out. */
+export function sendTrailers(c: Call): void {
+  const down = c.down;
+  const t = c.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
+  try {
+    down.sendTrailers(t);
+  } catch {
+    down.sendTrailers(statusTrailers(outcome(Code.INTERNAL, "upstream trailers could not be forwarded", "upstream_protocol")));
+  }
+  // A close() in the same tick would discard the trailers just submitted (probed on Node 24).
+  if (!down.readableEnded) setImmediate(closeRequestSide, down);
+  if (c.filters !== null) runTrailersSent(c);
+}
+
+/** x-dojang-attempts on the response head (the listener's attemptsHeader). */
+function attemptsField(c: Call, out: OutgoingHeaders): void {
+  out["x-dojang-attempts"] = String(c.attempts);
+}
+
+/**
+ * After the final status, a client still sending gets RST_STREAM(NO_ERROR), as grpc-go's
+ * server does (spec §4.1 "early server closure"). node does this by itself only for a stream it
+ * never read from, and dojang always reads; without it the stream stays half-open until the
+ * client leaves, holding a stream slot.
+ */
+export function closeRequestSide(down: Downstream): void {
+  if (!down.closed && !down.destroyed && !down.readableEnded) down.close(NGHTTP2_NO_ERROR);
+}

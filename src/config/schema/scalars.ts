@@ -7,15 +7,15 @@ import { parseDuration, parseHostPort, parseSize, type HostPort } from "../units
 import { CODE_NAMES } from "../../translate/codes.js";
 import { CONCURRENT_MARKING_MODES, LOG_LEVELS, LIMITS } from "../types.js";
 
-export type Range = { readonly min: number; readonly max: number };
+type Range = { readonly min: number; readonly max: number };
 
 /** Message for a wrong-typed (or missing) value of a unit-bearing field. */
 export const expected = (what: string) => (iss: { readonly input?: unknown }) =>
   iss.input === undefined ? "is required" : `expected ${what}, got ${describeValue(iss.input)}`;
 
-export const stringOrNumber = (what: string) => z.union([z.string(), z.number()], { error: expected(what) });
+const stringOrNumber = (what: string) => z.union([z.string(), z.number()], { error: expected(what) });
 
-export const outOfRange = (shown: string, r: Range, unit = "") =>
+const outOfRange = (shown: string, r: Range, unit = "") =>
   `${shown} is out of range (${r.min}${unit} to ${r.max}${unit})`;
 
 /** A duration ("5s", "250ms", plain number = ms) → whole ms within `min`..MAX_DURATION_MS. */
@@ -87,7 +87,7 @@ export function hostPort(allowPortZero: boolean) {
   });
 }
 
-export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 export const name = z
   .string({ error: expected("a name") })
   .max(LIMITS.nameLength.max, `names are at most ${LIMITS.nameLength.max} characters`)

@@ -60,7 +60,7 @@ const FLAG: JsonSchema = { type: ["boolean", "string"], pattern: withEnv("true|f
 const ADDRESS: JsonSchema = { type: "string", pattern: withEnv(HOST_PORT_RE) };
 const FILE: JsonSchema = { type: "string", minLength: 1 };
 const NULLABLE_FILE: JsonSchema = { type: ["string", "null"], minLength: 1 };
-/** schema.ts serverName: a DNS name, optionally "*." first (any case; dojang lower-cases it). */
+/** schema/tls.ts serverName: a DNS name, optionally "*." first (any case; dojang lower-cases it). */
 const SERVER_NAME_RE = "\\s*(?:\\*\\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\s*";
 const SERVER_NAME: JsonSchema = { type: "string", pattern: withEnv(SERVER_NAME_RE) };
 const NAME: JsonSchema = { type: "string", pattern: withEnv(NAME_RE), maxLength: LIMITS.nameLength.max };

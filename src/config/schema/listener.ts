@@ -1,0 +1,58 @@
+// A listener's schema: its routes, HTTP/2 settings, timeouts, TLS, gRPC-Web and CORS
+// (src/proxy/downstream/grpc-web.ts, cors.ts).
+
+import { z } from "zod";
+import { describeValue } from "../issues.js";
+import { DEFAULTS, LIMITS } from "../types.js";
+import { count, durationMs, expected, flag, hostPort, name, sizeBytes } from "./scalars.js";
+import { route } from "./route.js";
+import { listenerTls } from "./tls.js";
+
+/** "*", an origin "https://app.example.com(:port)", or a wildcard "https://*.example.com" / "*.example.com". */
+const ORIGIN_RE = /^(\*|([a-z][a-z0-9+.-]*:\/\/)?(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?)$/;
+const corsOrigin = z.string({ error: expected('an origin like "https://app.example.com", "*.example.com" or "*"') }).transform((v, ctx) => {
+  const o = v.trim().toLowerCase();
+  if (!ORIGIN_RE.test(o)) {
+    ctx.addIssue({ code: "custom", message: `expected an origin like "https://app.example.com", "*.example.com" or "*", got ${describeValue(v)}` });
+    return z.NEVER;
+  }
+  return o;
+});
+const cors = z.strictObject(
+  { allowOrigins: z.array(corsOrigin, { error: expected("a list of origins") }).min(1, "needs at least one origin") },
+  { error: expected('a mapping like { allowOrigins: ["https://app.example.com"] }') },
+);
+
+export const listener = z.strictObject(
+  {
+    name,
+    address: hostPort(true),
+    routes: z.array(route, { error: expected("a list of routes") }).min(1, "needs at least one route"),
+    maxConcurrentStreams: count(LIMITS.maxConcurrentStreams).default(DEFAULTS.listener.maxConcurrentStreams),
+    maxHeaderListPairs: count(LIMITS.maxHeaderListPairs).default(DEFAULTS.listener.maxHeaderListPairs),
+    maxHeaderListSize: sizeBytes(LIMITS.maxHeaderListSize).default(DEFAULTS.listener.maxHeaderListSize),
+    initialWindowSize: sizeBytes(LIMITS.initialWindowSize).default(DEFAULTS.listener.initialWindowSize),
+    connectionWindowSize: sizeBytes(LIMITS.connectionWindowSize).default(DEFAULTS.listener.connectionWindowSize),
+    maxSessionMemoryMiB: count(LIMITS.maxSessionMemoryMiB).default(DEFAULTS.listener.maxSessionMemoryMiB),
+    faults: z.array(z.unknown(), { error: expected("a list of fault rules") }).default([]),
+    faultHeaders: flag.default(false),
+    faultTrailer: flag.default(false),
+    streamIdleTimeout: durationMs(0).default(DEFAULTS.listener.streamIdleTimeoutMs),
+    maxConnectionAge: durationMs(1).nullable().default(DEFAULTS.listener.maxConnectionAgeMs),
+    maxConnectionAgeGrace: durationMs(0).default(DEFAULTS.listener.maxConnectionAgeGraceMs),
+    idleTimeout: durationMs(1).nullable().default(DEFAULTS.listener.idleTimeoutMs),
+    maxConnections: count(LIMITS.maxConnections).nullable().default(DEFAULTS.listener.maxConnections),
+    requestHeadersTimeout: durationMs(1).nullable().default(DEFAULTS.listener.requestHeadersTimeoutMs),
+    healthService: flag.default(DEFAULTS.listener.healthService),
+    attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
+    tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
+    grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
+    cors: cors.nullable().default(DEFAULTS.listener.cors),
+    http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
+  },
+  { error: expected("a listener mapping") },
+).superRefine((l, ctx) => {
+  // These serve gRPC-Web only: without it they would be a key with nothing behind it.
+  if (!l.grpcWeb && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true (it answers browsers' gRPC-Web calls)" });
+  if (!l.grpcWeb && l.http1Address !== null) ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true (it serves gRPC-Web over HTTP/1.1)" });
+});

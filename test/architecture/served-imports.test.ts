@@ -32,7 +32,7 @@ function eager(meta: Metafile, entry: string): Map<string, string[]> {
   return chains;
 }
 
-const PARSERS = /^(node_modules\/(zod|yaml)\/|src\/config\/(schema|parse|load|default|index|json-schema)\.ts$|src\/config\/faults\/parse\.ts$)/;
+const PARSERS = /^(node_modules\/(zod|yaml)\/|src\/config\/(schema|parse|load|default|index|json-schema)\.ts$|src\/config\/schema\/|src\/config\/faults\/(parse|format)\.ts$|src\/config\/faults\/schema\/)/;
 
 describe("the served process's start-up imports", () => {
   it("leave the config parsers out: they are in the bundle, behind import()", async () => {

@@ -29,6 +29,7 @@ import type { Attempt } from "./attempt.js";
 import type { Call } from "./call.js";
 import { RetryBuffer } from "./retry-buffer.js";
 import { BY_RETRY, HeldResponse } from "./held.js";
+import { pastDeadline } from "./deadline.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
@@ -282,7 +283,7 @@ export function retryFromClose(c: Call, a: Attempt): boolean {
   let end: AttemptEnd;
   if (!a.mayHaveProcessed) end = "refused";
   else {
-    const o = a.outcomeAtClose(c.responded, c.pastDeadline());
+    const o = a.outcomeAtClose(c.responded, pastDeadline(c));
     if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
     end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
   }

@@ -77,7 +77,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   reqEnded = false;
   /** the request head retries copy (the first attempt's own object; a retry copies it) */
   headBase: OutgoingHeaders | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeCalls */
+  /** this call counts in its cluster's breaker.activeCalls (maxCalls) */
   countedCall = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
@@ -182,15 +182,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
     }
     this.route = route;
-    // maxCalls is enforced here, at the call (the cluster's other breakers in its sessions):
-    // overflow answers 14 at once, before anything goes upstream.
+    // maxCalls is asked here, at the call (upstream/breaker.ts): overflow answers 14 at once,
+    // before anything goes upstream.
     const cluster = route.cluster;
-    const br = cluster.breaker;
-    const maxCalls = cluster.cfg.circuitBreaker.maxCalls;
-    if (br.activeCalls >= maxCalls) {
-      return this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxCalls", maxCalls), "overflow"));
-    }
-    br.activeCalls++;
+    const refused = cluster.breaker.admitCall();
+    if (refused !== undefined) return this.finish(outcome(Code.UNAVAILABLE, refused, "overflow"));
     this.countedCall = true;
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
@@ -547,7 +543,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
-    if (this.countedCall) this.route!.cluster.breaker.activeCalls--;
+    if (this.countedCall) this.route!.cluster.breaker.releaseCall();
     if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();

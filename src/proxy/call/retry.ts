@@ -48,7 +48,7 @@ export class RetryController {
   avoid: Endpoint | undefined = undefined;
   /** the label of the last abandoned attempt's endpoint (the record's `upstream` between attempts) */
   lastUpstream: string | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeRetries */
+  /** this call counts in its cluster's breaker.activeRetries (maxRetries) */
   private countedRetry = false;
   /** the next attempt is a retry under the policy (it takes a maxRetries slot) */
   private nextIsRetry = false;
@@ -85,7 +85,6 @@ export class RetryController {
     if (committed && end !== "refused") return false;
     if (policy === null && end !== "refused") return false;
     const cluster = c.route!.cluster;
-    const br = cluster.breaker;
     const d = decideRetry(policy, {
       end,
       code,
@@ -97,14 +96,13 @@ export class RetryController {
       // asked below, once everything else agrees (a withdrawal counts)
       budgetAllows: true,
       // (this call's own running retry ends with this decision)
-      breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
+      breakerAllows: cluster.breaker.mayRetry(this.countedRetry),
       draw: c.ctx.rand(),
     });
     if (!d.retry) {
       if (d.why !== "breaker_open") return false;
       // maxRetries: the retry the policy allows is refused at once, named.
-      const max = cluster.cfg.circuitBreaker.maxRetries;
-      c.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxRetries", max), "overflow"));
+      c.finish(outcome(Code.UNAVAILABLE, cluster.breaker.overflow("maxRetries"), "overflow"));
       return true;
     }
     // Budget denial ends retrying: the attempt's own status goes to the client.
@@ -136,7 +134,7 @@ export class RetryController {
   releaseSlot(): void {
     if (this.countedRetry) {
       this.countedRetry = false;
-      this.call.route!.cluster.breaker.activeRetries--;
+      this.call.route!.cluster.breaker.retryEnded();
     }
   }
 
@@ -150,7 +148,7 @@ export class RetryController {
     if (this.nextIsRetry) {
       this.nextIsRetry = false;
       this.countedRetry = true;
-      this.call.route!.cluster.breaker.activeRetries++;
+      this.call.route!.cluster.breaker.retryStarted();
     }
     const policy = this.policy;
     if (policy !== null && policy.perTryTimeoutMs !== null && this.buffer !== null) a.armTimeout(policy.perTryTimeoutMs);

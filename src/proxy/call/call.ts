@@ -5,30 +5,21 @@
 // (dojang's), each of which runs at most once.
 //
 // Retries and transparent retries: retry.ts (RetryController), null on a call whose route has
-// no retry policy, made lazily for the one transparent retry such a call may need.
+// no retry policy, made lazily for the one transparent retry such a call may need. Beside it,
+// as module functions taking the call: deadline.ts (its clocks), request-body.ts (client DATA
+// → upstream), response-body.ts (upstream DATA and trailers → client), respond.ts (writes).
 //
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import {
-  Code,
-  atMessageBoundary,
-  encodeGrpcMessage,
-  newScanner,
-  outcome,
-  parseGrpcStatus,
-  scanChunk,
-  type DecidedBy,
-  type FrameScanner,
-  type Outcome,
-} from "../../translate/index.js";
+import { Code, newScanner, outcome, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import type { CompiledRoute } from "../router.js";
 import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
 import type { AttemptEnd } from "../../translate/retry.js";
-import { copyHeaders, kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
+import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
 import type { Downstream } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall } from "./filter.js";
@@ -36,39 +27,18 @@ import { RetryController, retryFromClose, tryRetry } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
 import { Wire } from "./wire.js";
-import { respondHead, respondLocal, sendTrailers, writeStatus } from "./respond.js";
-import {
-  filtersFor,
-  nextAfter,
-  resetsWithCodes,
-  runAttemptOpen,
-  runAttemptStart,
-  runEnd,
-  runRequestData,
-  runRequestEnd,
-  runRequestHead,
-  runResponseData,
-  runResponseHead,
-  runTrailers,
-  statusExtra,
-} from "./filter-run.js";
+import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers } from "./respond.js";
+import { responseData, responseTrailers } from "./response-body.js";
+import { filtersFor, nextAfter, resetsWithCodes, runAttemptOpen, runAttemptStart, runEnd, runRequestEnd, runRequestHead, runResponseHead, runTrailers, statusExtra } from "./filter-run.js";
 import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
-import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
+import type { IdleGroup, IdleWatched } from "./idle.js";
+import { clientPastDeadline, idleTimedOut, pastDeadline, startClocks, stopClocks } from "./deadline.js";
+import { endRequest, mayEndRequest, requestData, requestEnd } from "./request-body.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
-/** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
-const MAX_TIMER_MS = 2_147_483_647;
-/** A deadline timer may fire up to a tick late; an upstream CANCEL that lands this close to
- * the deadline is the deadline (spec §11.2). */
-const DEADLINE_SLACK_MS = 2;
-/** A client's deadline is anchored before dojang's (at its send time, not at dojang's t0), so
- * its own timer usually fires first and it resets the stream with CANCEL a transit time before
- * dojang's timer would: a client reset this close to the deadline is the deadline deciding. */
-const CLIENT_DEADLINE_SLACK_MS = 10;
-
 export type { CallContext, ListenerRoutes, RoutesCell } from "./context.js";
 
 type CallCarrier = Downstream & { [kCall]?: Call };
@@ -107,7 +77,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   reqEnded = false;
   /** the request head retries copy (the first attempt's own object; a retry copies it) */
   headBase: OutgoingHeaders | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeCalls */
+  /** this call counts in its cluster's breaker.activeCalls (maxCalls) */
   countedCall = false;
   /** absolute monotonic ms; Infinity when there is no budget */
   deadlineAt = Infinity;
@@ -212,15 +182,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
     }
     this.route = route;
-    // maxCalls is enforced here, at the call (the cluster's other breakers in its sessions):
-    // overflow answers 14 at once, before anything goes upstream.
+    // maxCalls is asked here, at the call (upstream/breaker.ts): overflow answers 14 at once,
+    // before anything goes upstream.
     const cluster = route.cluster;
-    const br = cluster.breaker;
-    const maxCalls = cluster.cfg.circuitBreaker.maxCalls;
-    if (br.activeCalls >= maxCalls) {
-      return this.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxCalls", maxCalls), "overflow"));
-    }
-    br.activeCalls++;
+    const refused = cluster.breaker.admitCall();
+    if (refused !== undefined) return this.finish(outcome(Code.UNAVAILABLE, refused, "overflow"));
     this.countedCall = true;
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
@@ -229,25 +195,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       this.replayChunk = null;
     }
 
-    // The budget: the client's grpc-timeout capped by the route's timeout; the clock started
-    // when the request headers arrived (t0).
-    let budget = clientMs;
-    if (route.timeoutMs !== null && (budget === undefined || route.timeoutMs < budget)) budget = route.timeoutMs;
-    let timeoutHeader: string | undefined;
-    if (budget !== undefined) {
-      this.deadlineAt = this.t0 + budget;
-      const left = this.deadlineAt - this.ctx.now();
-      // grpc-go's client never sends a call whose time is up (createHeaderFields): neither do we.
-      if (left <= 0) return this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
-      timeoutHeader = timeoutHeaderFor(left);
-      this.budgetOutMs = left;
-      this.armTimer(left);
-    }
-    const idle = route.streamIdleTimeoutMs ?? this.ctx.streamIdleTimeoutMs ?? 0;
-    if (idle > 0 && this.deadlineAt - this.t0 > idle) {
-      this.idleMs = idle > MAX_TIMER_MS ? MAX_TIMER_MS : idle;
-      this.idleGroup = watchIdle(this, this.idleMs);
-    }
+    const timeoutHeader = startClocks(this, clientMs, route);
+    if (timeoutHeader === null) return;
 
     const out = upstreamHead(this, cluster, raw, timeoutHeader, rid === undefined ? this.requestId : undefined);
     if (typeof out === "string") return this.finish(outcome(Code.INTERNAL, out, "bad_request", 400));
@@ -408,33 +357,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   }
 
   mayEndRequest(): boolean {
-    const down = this.down;
-    if (this.done || down.aborted || down.destroyed) return false;
-    // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided
-    // at once (issue 10 item 12): grpc-go's server reads it as io.ErrUnexpectedEOF and answers
-    // 13 "unexpected EOF" (spec §3). A client's RST_STREAM ends node's readable side too, but
-    // marks the stream aborted first (attempt.ts endRequest), so it stays a cancel here. The
-    // upstream gets CANCEL (finish cancels the attempt), never END_STREAM after half a message.
-    if (!atMessageBoundary(this.reqScan)) {
-      this.finish(outcome(Code.INTERNAL, "unexpected EOF", "bad_request"));
-      return false;
-    }
-    return true;
-  }
-
-  private armTimer(ms: number): void {
-    // Whole milliseconds: node keeps one timer list per duration, and a budget's fractional
-    // remainder made a new list (and its queue entry) per call; calls with the same
-    // grpc-timeout now share one. The deadline is still checked when it fires (onDeadline).
-    this.timer = setTimeout(onDeadlineTimer, ms > MAX_TIMER_MS ? MAX_TIMER_MS : Math.ceil(ms), this);
-  }
-
-  onDeadline(): void {
-    this.timer = undefined;
-    if (this.done) return;
-    const left = this.deadlineAt - this.ctx.now();
-    if (left > DEADLINE_SLACK_MS) return this.armTimer(left);
-    this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+    return mayEndRequest(this);
   }
 
   /** IdleWatched: what moved either way (compared between ticks of the idle watch). */
@@ -442,38 +365,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     return this.reqScan.bytes + this.respScan.bytes + (this.responded ? 1 : 0);
   }
 
-  /** IdleWatched: nothing moved for a whole period. */
+  /** IdleWatched: nothing moved for a whole period (deadline.ts). */
   onIdle(): void {
-    if (this.done) return;
-    // 14: an intermediary giving up on a silent stream, as a connection idle timeout surfaces
-    // in gRPC; 4 would blame a deadline the client never set (Envoy answers 408 "stream timeout").
-    this.finish(outcome(Code.UNAVAILABLE, `stream idle timeout: nothing moved either way for ${this.idleMs} ms`, "stream_idle"));
+    idleTimedOut(this);
   }
 
-  // === request body ===
-
-  onRequestData(chunk: Buffer): void {
-    if (this.done) return;
-    const route = this.route!;
-    if (!scanChunk(this.reqScan, chunk, route.maxRequestMessageBytes)) {
-      // Refused at the prefix: the over-limit message (and this chunk) never goes upstream.
-      return this.finish(
-        outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqScan.overLimit} vs. ${route.maxRequestMessageBytes})`, "message_too_large"),
-      );
-    }
-    const r = this.retry;
-    if (r !== null && r.buffer !== null) {
-      if (!r.buffer.push(chunk) && !r.commitOnOverflow()) return; // over the cap: no other attempt is possible
-    } else {
-      const r = this.replayChunk;
-      if (r !== null) this.replayChunk = r === undefined ? chunk : null;
-    }
-    const a = this.attempt;
-    // Between attempts (or before a retried one is open) the chunk waits in the retry buffer.
-    if (a === null || a.up === undefined) return;
-    if (this.filters !== null && runRequestData(this, chunk)) return;
-    if (!a.write(chunk)) this.down.pause();
-  }
+  // === request body: request-body.ts ===
 
   /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
   commit(): void {
@@ -481,85 +378,22 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (r !== null) r.commit();
   }
 
-  onRequestEnd(): void {
-    this.reqEnded = true;
-    const r = this.retry;
-    if (r !== null && r.buffer !== null) r.buffer.end();
-    if (this.filters !== null && !runRequestEnd(this, 0)) return;
-    this.endRequest();
-  }
-
-  private endRequest(): void {
-    const a = this.attempt;
-    if (this.done || a === null) return;
-    // A native stream is known to be reset before its 'end' (attempt.ts endRequest); the
-    // gRPC-Web adapter learns of a reset only at its 'close': decided in the check phase.
-    a.endRequest(this.clientProtocol !== undefined);
-  }
-
   // === response ===
 
   onAttemptData(a: Attempt, chunk: Buffer): void {
-    if (this.done || a !== this.attempt) return;
-    const r = this.retry;
-    if (r !== null && r.buffer !== null) {
-      // The first response message: the call commits to this attempt.
-      r.commitHeld(a);
-      if (this.done) return;
-      if (this.held !== undefined) {
-        // A filter holds the head now released: the chunk waits in the stream behind it.
-        a.pause();
-        a.up!.unshift(chunk);
-        return;
-      }
-    }
-    const route = this.route!;
-    if (!scanChunk(this.respScan, chunk, route.maxResponseMessageBytes)) {
-      // The whole messages before the refused prefix still reach the client (a view, no copy).
-      const at = this.respScan.overLimitAt;
-      if (at > 0) this.down.write(chunk.subarray(0, at));
-      return this.finish(
-        outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
-      );
-    }
-    if (this.filters !== null && (this.responseTakenOver || runResponseData(this, chunk))) return;
-    if (!this.down.write(chunk)) {
-      this.attempt!.pause();
-      // The client is behind: this call's buffers now count against the budgets (overload.ts).
-      responseBuffers.stall(this);
-      if (!this.downDrainHooked) {
-        this.downDrainHooked = true;
-        this.down.on("drain", onDownDrain);
-      }
-    }
+    responseData(this, a, chunk);
   }
 
   onAttemptTrailers(a: Attempt, raw: readonly string[]): void {
-    if (this.done || a !== this.attempt) return;
-    const h = this.held;
-    if (h !== undefined && h.by === BY_RETRY) {
-      this.upTrailers = copyHeaders({}, raw, undefined);
-      if (a.ended) this.retry!.onHeldStatus(a);
-      return;
+    responseTrailers(this, a, raw);
+  }
+
+  /** The client is behind (a write returned false): the attempt resumes on its 'drain' (listened to once). */
+  waitForDrain(): void {
+    if (!this.downDrainHooked) {
+      this.downDrainHooked = true;
+      this.down.on("drain", onDownDrain);
     }
-    if (this.filters !== null) {
-      if (this.responseTakenOver) return;
-      if (h !== undefined) {
-        // A delayed response head: the trailers wait behind it (and behind the data).
-        this.upTrailers = copyHeaders({}, raw, undefined);
-        return;
-      }
-    }
-    if (!this.responded) {
-      // Trailers without response headers cannot happen in HTTP/2 (the first HEADERS is the
-      // response); guard anyway so the status still reaches the client.
-      return this.finish(outcome(Code.INTERNAL, "upstream sent trailers before response headers", "upstream_protocol"));
-    }
-    // node emits 'trailers' as soon as the frame is parsed, even while DATA read before it is
-    // still buffered behind backpressure: forward the status only after 'end', once every
-    // message has been passed on, or the client would get OK with its last messages missing.
-    this.upTrailers = copyHeaders({}, raw, undefined);
-    if (this.attempt!.ended) this.forwardStatus(this.upTrailers, false);
   }
 
   /**
@@ -579,33 +413,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         return;
       }
     }
-    this.forwardStatusNow(block, trailersOnly);
-  }
-
-  private forwardStatusNow(block: OutgoingHeaders, trailersOnly: boolean): void {
-    this.done = true;
-    this.clearTimer();
-    const gsRaw = block["grpc-status"];
-    const gs = parseGrpcStatus(typeof gsRaw === "string" ? gsRaw : undefined);
-    const gm = block["grpc-message"];
-    if (gs === undefined) {
-      const why = gsRaw === undefined ? "missing grpc-status in upstream " + (trailersOnly ? "response" : "trailers") : `malformed grpc-status: ${String(gsRaw)}`;
-      this.code = Code.UNKNOWN;
-      this.message = typeof gm === "string" && gm !== "" ? gm : encodeGrpcMessage(why);
-      this.messageEncoded = true;
-      this.decidedBy = "upstream_protocol";
-      block["grpc-status"] = "2";
-      if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
-      if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
-    } else {
-      this.code = gs;
-      this.attempt!.status = gs;
-      // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
-      this.message = typeof gm === "string" ? gm : undefined;
-      this.messageEncoded = true;
-      this.decidedBy = "upstream";
-    }
-    writeStatus(this, block, trailersOnly);
+    forwardUpstreamStatus(this, block, trailersOnly);
   }
 
   onAttemptClose(a: Attempt): void {
@@ -634,7 +442,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   private decideAfterUpstreamClose(): void {
     if (this.upTrailers !== undefined) return this.forwardStatus(this.upTrailers, false);
     const a = this.attempt!;
-    const o = a.outcomeAtClose(this.responded, this.pastDeadline());
+    const o = a.outcomeAtClose(this.responded, pastDeadline(this));
     if (o === null) return;
     // A reset after the whole request was sent, on a route whose policy would retry a reset:
     // told apart, because the upstream may have done the work (not retried unless the route
@@ -643,11 +451,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       return this.finish(outcome(o.code, `${o.message} (after the request was fully sent)`, "upstream_reset_after_request"));
     }
     this.finish(o);
-  }
-
-  /** The deadline has passed, give or take a timer's lateness (an upstream CANCEL this close to it is the deadline). */
-  pastDeadline(): boolean {
-    return this.ctx.now() >= this.deadlineAt - DEADLINE_SLACK_MS;
   }
 
   // === ends ===
@@ -659,7 +462,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   settle(code: number, message: string, decidedBy: DecidedBy): boolean {
     if (this.done) return false;
     this.done = true;
-    this.clearTimer();
+    stopClocks(this);
     this.code = code;
     this.message = message;
     this.decidedBy = decidedBy;
@@ -698,12 +501,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   continueTrailers(from: CallFilter, block: OutgoingHeaders): void {
     if (this.done || this.responseTakenOver) return;
-    if (runTrailers(this, nextAfter(this, from), block)) this.forwardStatusNow(block, false);
+    if (runTrailers(this, nextAfter(this, from), block)) forwardUpstreamStatus(this, block, false);
   }
 
   continueRequestEnd(from: CallFilter): void {
     if (this.done) return;
-    if (runRequestEnd(this, nextAfter(this, from))) this.endRequest();
+    if (runRequestEnd(this, nextAfter(this, from))) endRequest(this);
   }
 
   finishLocal(o: Outcome, extra?: OutgoingHeaders): void {
@@ -732,31 +535,18 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       // PROTOCOL_ERROR: nghttp2 reset a malformed request (e.g. DATA beyond its content-length,
       // issue 10 item 11), or the client said its own stream was broken: not a cancel.
       if (this.down.rstCode === http2.constants.NGHTTP2_PROTOCOL_ERROR) this.finish(outcome(Code.INTERNAL, "request stream reset with PROTOCOL_ERROR (malformed request, e.g. DATA beyond its content-length)", "bad_request"));
-      else if (this.ctx.now() >= this.deadlineAt - CLIENT_DEADLINE_SLACK_MS) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
+      else if (clientPastDeadline(this)) this.finish(outcome(Code.DEADLINE_EXCEEDED, "context deadline exceeded", "deadline"));
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
-    this.clearTimer();
+    stopClocks(this);
     this.commit();
     if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
-    if (this.countedCall) this.route!.cluster.breaker.activeCalls--;
+    if (this.countedCall) this.route!.cluster.breaker.releaseCall();
     if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
-  }
-
-  private clearTimer(): void {
-    if (this.timer !== undefined) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
-    if (this.retry !== null) this.retry.clearTimers();
-    const g = this.idleGroup;
-    if (g !== undefined) {
-      this.idleGroup = undefined;
-      unwatchIdle(this, g);
-    }
   }
 }
 
@@ -765,17 +555,14 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 function callOf(s: unknown): Call {
   return (s as CallCarrier)[kCall]!;
 }
-function onDeadlineTimer(c: Call): void {
-  c.onDeadline();
-}
 function onDownData(this: Downstream, chunk: Buffer): void {
   // what the connection delivered as requests (the listener's unproductive-bytes guard)
   const s = this.session;
   if (s !== undefined) s[kRequestBytes] = (s[kRequestBytes] ?? 0) + chunk.length;
-  callOf(this).onRequestData(chunk);
+  requestData(callOf(this), chunk);
 }
 function onDownEnd(this: Downstream): void {
-  callOf(this).onRequestEnd();
+  requestEnd(callOf(this));
 }
 function onDownDrain(this: Downstream): void {
   const c = callOf(this);

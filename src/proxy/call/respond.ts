@@ -4,8 +4,9 @@
 // stream asks for them. The call decides when (its two exits, forwardStatus and finish); this
 // file says how. Module functions: no per-call object.
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, classifyResponseHead, outcome, statusTrailers, trailersOnlyHeaders, type Outcome } from "../../translate/index.js";
+import { Code, classifyResponseHead, encodeGrpcMessage, outcome, parseGrpcStatus, statusTrailers, trailersOnlyHeaders, type Outcome } from "../../translate/index.js";
 import type { Call } from "./call.js";
+import { stopClocks } from "./deadline.js";
 import type { Downstream } from "./downstream.js";
 import { runResponseHeadSent, runTrailersSent, shapeResponseHead } from "./filter-run.js";
 import { copyHeaders, headerList, type OutgoingHeaders } from "./headers.js";
@@ -14,6 +15,37 @@ const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = ht
 /** respond()'s options for a response head with trailers to follow (node only reads them) */
 const RESPOND_WAIT_TRAILERS = { waitForTrailers: true } as const;
 const RESPOND_END = { endStream: true } as const;
+
+/**
+ * The upstream's own status block goes out (the call's forwardStatus, once no filter holds it):
+ * the call's status is fixed from it. A block without a parsable grpc-status still ends with a
+ * readable stamp: 2 UNKNOWN, as grpc-go's client would decide (spec §4.1), and dojang says it decided.
+ */
+export function forwardUpstreamStatus(c: Call, block: OutgoingHeaders, trailersOnly: boolean): void {
+  c.done = true;
+  stopClocks(c);
+  const gsRaw = block["grpc-status"];
+  const gs = parseGrpcStatus(typeof gsRaw === "string" ? gsRaw : undefined);
+  const gm = block["grpc-message"];
+  if (gs === undefined) {
+    const why = gsRaw === undefined ? "missing grpc-status in upstream " + (trailersOnly ? "response" : "trailers") : `malformed grpc-status: ${String(gsRaw)}`;
+    c.code = Code.UNKNOWN;
+    c.message = typeof gm === "string" && gm !== "" ? gm : encodeGrpcMessage(why);
+    c.messageEncoded = true;
+    c.decidedBy = "upstream_protocol";
+    block["grpc-status"] = "2";
+    if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
+    if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
+  } else {
+    c.code = gs;
+    c.attempt!.status = gs;
+    // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
+    c.message = typeof gm === "string" ? gm : undefined;
+    c.messageEncoded = true;
+    c.decidedBy = "upstream";
+  }
+  writeStatus(c, block, trailersOnly);
+}
 
 /** The upstream's response head, released (no retry or filter holds it): to the client, or the call's end. */
 export function respondHead(c: Call, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {

@@ -29,6 +29,7 @@ import type { Attempt } from "./attempt.js";
 import type { Call } from "./call.js";
 import { RetryBuffer } from "./retry-buffer.js";
 import { BY_RETRY, HeldResponse } from "./held.js";
+import { pastDeadline } from "./deadline.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
@@ -47,7 +48,7 @@ export class RetryController {
   avoid: Endpoint | undefined = undefined;
   /** the label of the last abandoned attempt's endpoint (the record's `upstream` between attempts) */
   lastUpstream: string | undefined = undefined;
-  /** this call counts in its cluster's breaker.activeRetries */
+  /** this call counts in its cluster's breaker.activeRetries (maxRetries) */
   private countedRetry = false;
   /** the next attempt is a retry under the policy (it takes a maxRetries slot) */
   private nextIsRetry = false;
@@ -84,7 +85,6 @@ export class RetryController {
     if (committed && end !== "refused") return false;
     if (policy === null && end !== "refused") return false;
     const cluster = c.route!.cluster;
-    const br = cluster.breaker;
     const d = decideRetry(policy, {
       end,
       code,
@@ -96,14 +96,13 @@ export class RetryController {
       // asked below, once everything else agrees (a withdrawal counts)
       budgetAllows: true,
       // (this call's own running retry ends with this decision)
-      breakerAllows: br.activeRetries - (this.countedRetry ? 1 : 0) < cluster.cfg.circuitBreaker.maxRetries,
+      breakerAllows: cluster.breaker.mayRetry(this.countedRetry),
       draw: c.ctx.rand(),
     });
     if (!d.retry) {
       if (d.why !== "breaker_open") return false;
       // maxRetries: the retry the policy allows is refused at once, named.
-      const max = cluster.cfg.circuitBreaker.maxRetries;
-      c.finish(outcome(Code.UNAVAILABLE, cluster.overflow("maxRetries", max), "overflow"));
+      c.finish(outcome(Code.UNAVAILABLE, cluster.breaker.overflow("maxRetries"), "overflow"));
       return true;
     }
     // Budget denial ends retrying: the attempt's own status goes to the client.
@@ -135,7 +134,7 @@ export class RetryController {
   releaseSlot(): void {
     if (this.countedRetry) {
       this.countedRetry = false;
-      this.call.route!.cluster.breaker.activeRetries--;
+      this.call.route!.cluster.breaker.retryEnded();
     }
   }
 
@@ -149,7 +148,7 @@ export class RetryController {
     if (this.nextIsRetry) {
       this.nextIsRetry = false;
       this.countedRetry = true;
-      this.call.route!.cluster.breaker.activeRetries++;
+      this.call.route!.cluster.breaker.retryStarted();
     }
     const policy = this.policy;
     if (policy !== null && policy.perTryTimeoutMs !== null && this.buffer !== null) a.armTimeout(policy.perTryTimeoutMs);
@@ -282,7 +281,7 @@ export function retryFromClose(c: Call, a: Attempt): boolean {
   let end: AttemptEnd;
   if (!a.mayHaveProcessed) end = "refused";
   else {
-    const o = a.outcomeAtClose(c.responded, c.pastDeadline());
+    const o = a.outcomeAtClose(c.responded, pastDeadline(c));
     if (o === null || (o.decidedBy !== "upstream_reset" && o.decidedBy !== "upstream_connection_lost")) return false;
     end = a.requestEnded ? "reset_after_request_end" : "reset_before_request_end";
   }

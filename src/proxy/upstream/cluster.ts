@@ -1,7 +1,7 @@
 // A named group of endpoints: where their addresses come from (static list or DNS), a picker
 // over them (rebuilt when endpoints, weights, health or ejections change, never per call), the
-// open sessions, active health checks, outlier ejection, keepalive's interval, and the counters
-// circuit breakers and the retry budget read. Must not import src/proxy/call.
+// open sessions, active health checks, outlier ejection, keepalive's interval, its circuit
+// breakers (breaker.ts) and its retry budget (budget.ts). Must not import src/proxy/call.
 //
 // Time and randomness are arguments (ClusterOptions.now / rand), so tests can fix them.
 import type { Logger } from "pino";
@@ -14,26 +14,12 @@ import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.
 import { Endpoint } from "./endpoint.js";
 import { upstreamTlsOptions } from "./tls.js";
 import { RetryBudget } from "./budget.js";
+import { Breaker, type BreakerLimit } from "./breaker.js";
 import { HealthChecker } from "./health-check.js";
 import { staticResolver, type Resolver } from "./resolver.js";
 import type { UpstreamSession } from "./session.js";
 
-/** Concurrency counters the circuit breakers compare with their limits. */
-export interface BreakerCounters {
-  /** calls routed here that have not ended (maxCalls, enforced at the call) */
-  activeCalls: number;
-  /**
-   * attempts waiting now: among a connecting session's waiters (for its SETTINGS) or in an
-   * endpoint's queue (every session at its stream limit); kept live by session.ts and endpoint.ts
-   */
-  pendingAttempts: number;
-  /** retries in flight (maxRetries, enforced at the call) */
-  activeRetries: number;
-}
-
-/** Circuit breaker names, as in the config and the overflow metric's `limit` label. */
-export type BreakerLimit = "maxConnections" | "maxPendingCalls" | "maxCalls" | "maxRetries";
-export const BREAKER_LIMITS: readonly BreakerLimit[] = ["maxConnections", "maxPendingCalls", "maxCalls", "maxRetries"];
+export { BREAKER_LIMITS, type BreakerLimit } from "./breaker.js";
 
 export interface ClusterOptions {
   /** monotonic milliseconds (ejection times); default performance.now */
@@ -58,13 +44,13 @@ export class Cluster implements ClusterMetricsSource {
   readonly connectCounters: Record<"ok" | "error" | "timeout", { inc(): void }>;
   /** every session not yet closed, in rotation or draining */
   readonly open = new Set<UpstreamSession>();
-  readonly breaker: BreakerCounters = { activeCalls: 0, pendingAttempts: 0, activeRetries: 0 };
+  /** the four circuit breakers, their counts and limits (breaker.ts) */
+  readonly breaker: Breaker;
   /** the retry budget (budget.ts); a reload that keeps this cluster keeps it */
   readonly budget: RetryBudget;
   /** the keepalive PING interval now (the config's, doubled on each too_many_pings) */
   keepaliveIntervalMs: number;
   private readonly outlierCfg: OutlierConfig | null;
-  private readonly overflowCounters: Record<BreakerLimit, { inc(): void }>;
   private readonly now: () => number;
   private readonly rand: () => number;
   private readonly wall: () => number;
@@ -92,9 +78,7 @@ export class Cluster implements ClusterMetricsSource {
       error: metrics.upstreamConnects.labels(cfg.name, "error"),
       timeout: metrics.upstreamConnects.labels(cfg.name, "timeout"),
     };
-    const oc = {} as Record<BreakerLimit, { inc(): void }>;
-    for (const l of BREAKER_LIMITS) oc[l] = metrics.upstreamOverflow.labels(cfg.name, l);
-    this.overflowCounters = oc;
+    this.breaker = new Breaker(cfg.name, cfg.circuitBreaker, this.open, metrics);
     this.picker = buildPicker<Endpoint>({ policy: cfg.lb, endpoints: [], usable: [], weights: [], active: activeOf, rand: this.rand });
     this.setEndpoints(this.resolver.resolve(), cfg.endpointWeights);
     metrics.clusterSources.add(this);
@@ -243,17 +227,11 @@ export class Cluster implements ClusterMetricsSource {
     this.rebuild();
   }
 
-  // === circuit breakers ===
+  // === circuit breakers (breaker.ts) ===
 
   /** Attempts waiting now: for a session's SETTINGS, or in an endpoint's queue for a stream slot (maxPendingCalls counts them). */
   pendingAttempts(): number {
     return this.breaker.pendingAttempts;
-  }
-
-  /** A limit was reached: counts it, and returns the message the call ends with. */
-  overflow(limit: BreakerLimit, value: number): string {
-    this.overflowCounters[limit].inc();
-    return `cluster ${this.name}: ${limit} ${value} reached`;
   }
 
   // === keepalive ===
@@ -334,7 +312,6 @@ export class Cluster implements ClusterMetricsSource {
   describe(): ClusterView {
     const now = this.now();
     const wall = this.wall();
-    const cb = this.cfg.circuitBreaker;
     const sessionsOf = new Map<Endpoint, { open: number; draining: number; streams: number }>();
     for (const s of this.open) {
       let v = sessionsOf.get(s.endpoint);
@@ -371,12 +348,7 @@ export class Cluster implements ClusterMetricsSource {
       })),
       sessions: this.open.size,
       activeCalls: this.breaker.activeCalls,
-      breaker: {
-        maxConnections: { current: this.open.size, limit: cb.maxConnections },
-        maxPendingCalls: { current: this.pendingAttempts(), limit: cb.maxPendingCalls },
-        maxCalls: { current: this.breaker.activeCalls, limit: cb.maxCalls },
-        maxRetries: { current: this.breaker.activeRetries, limit: cb.maxRetries },
-      },
+      breaker: this.breaker.view(),
       keepalive: this.cfg.keepalive === null ? null : { intervalMs: this.keepaliveIntervalMs, timeoutMs: this.cfg.keepalive.timeoutMs },
     };
   }

@@ -100,14 +100,13 @@ export class Endpoint {
         if (s.state === "ready" && s.active < s.limit) return s;
       }
     }
-    const c = this.cluster;
-    const cb = c.cfg.circuitBreaker;
-    if (c.breaker.pendingAttempts >= cb.maxPendingCalls) return c.overflow("maxPendingCalls", cb.maxPendingCalls);
+    const b = this.cluster.breaker;
+    if (!b.mayWait()) return b.overflow("maxPendingCalls");
     if (this.qHead === undefined) {
       const s = this.connectingWithRoom() ?? this.openIfAllowed();
       if (s !== undefined) return s;
       // No new session (maxConnections): wait for a stream on one of its own, if it has any.
-      if (list.length === 0) return c.overflow("maxConnections", cb.maxConnections);
+      if (list.length === 0) return b.overflow("maxConnections");
     }
     this.enqueue(w);
     return undefined;
@@ -134,7 +133,7 @@ export class Endpoint {
   /** A new session, if maxSessionsPerEndpoint and the cluster's maxConnections allow one. */
   private openIfAllowed(): UpstreamSession | undefined {
     const c = this.cluster;
-    if (this.sessions.length >= c.cfg.maxSessionsPerEndpoint || c.open.size >= c.cfg.circuitBreaker.maxConnections) return undefined;
+    if (this.sessions.length >= c.cfg.maxSessionsPerEndpoint || !c.breaker.mayConnect()) return undefined;
     const s = new UpstreamSession(this, c.cfg);
     this.sessions.push(s);
     return s;
@@ -143,7 +142,7 @@ export class Endpoint {
   // === the queue: attempts waiting for a stream slot, first come first served ===
   // A list linked through the waiters themselves (qPrev/qNext): queueing allocates nothing, and
   // a waiter that gives up leaves at once. Each queued waiter counts in the cluster's
-  // breaker.pendingAttempts. Kept true: while the queue is not empty, no session of the
+  // breaker.pendingAttempts (maxPendingCalls). Kept true: while the queue is not empty, no session of the
   // endpoint has room and no session may be opened; whatever changes that (a stream ends, a
   // session gets its SETTINGS or leaves rotation, a connection of the cluster closes, a SETTINGS
   // waiter gives up) calls dispatch().
@@ -155,7 +154,7 @@ export class Endpoint {
     else this.qTail.qNext = w;
     this.qTail = w;
     this.queued++;
-    this.cluster.breaker.pendingAttempts++;
+    this.cluster.breaker.waiting(1);
   }
 
   /** Takes `w` out of the queue if it is in it (it gave up: cancelled, deadline, per-try timeout). */
@@ -170,7 +169,7 @@ export class Endpoint {
     w.qPrev = undefined;
     w.qNext = undefined;
     this.queued--;
-    this.cluster.breaker.pendingAttempts--;
+    this.cluster.breaker.doneWaiting(1);
   }
 
   /**
@@ -187,7 +186,7 @@ export class Endpoint {
       else this.qHead.qPrev = w;
       this.qHead = w;
       this.queued++;
-      this.cluster.breaker.pendingAttempts++;
+      this.cluster.breaker.waiting(1);
     }
     this.dispatch();
   }

@@ -16,7 +16,7 @@ export const RESET_RETIRE_MIN = 200;
 /**
  * An attempt waiting for a stream slot: among a connecting session's waiters (for its first
  * SETTINGS), or in its endpoint's queue (every session at its limit). Counted in the cluster's
- * breaker.pendingAttempts while it waits.
+ * breaker.pendingAttempts (maxPendingCalls) while it waits.
  */
 export interface SlotWaiter {
   /** a slot on `s`: open the stream now (s ready), or wait among its waiters (s connecting) */
@@ -146,7 +146,7 @@ export class UpstreamSession {
       return this.failWaiters();
     }
     this.waiting = [];
-    this.endpoint.cluster.breaker.pendingAttempts -= w.length;
+    this.endpoint.cluster.breaker.doneWaiting(w.length);
     let i = 0;
     for (; i < w.length && this.active < this.limit && this.state === "ready"; i++) w[i]!.onSlot(this);
     if (i < w.length) this.endpoint.requeueFront(w, i);
@@ -259,7 +259,7 @@ export class UpstreamSession {
   /** `w` waits here for the peer's SETTINGS (the endpoint found room for it among the waiters). */
   addWaiter(w: SlotWaiter): void {
     this.waiting.push(w);
-    this.endpoint.cluster.breaker.pendingAttempts++;
+    this.endpoint.cluster.breaker.waiting(1);
   }
 
   /** A waiter gave up (its attempt was cancelled): it no longer waits, nor counts as pending. */
@@ -268,7 +268,7 @@ export class UpstreamSession {
     if (i < 0) return;
     this.waiting.splice(i, 1);
     const e = this.endpoint;
-    e.cluster.breaker.pendingAttempts--;
+    e.cluster.breaker.doneWaiting(1);
     // its place among the waiters can go to an attempt queued at the endpoint
     if (e.queued !== 0 && this.state === "connecting") e.dispatch();
   }
@@ -277,7 +277,7 @@ export class UpstreamSession {
     const w = this.waiting;
     if (w.length === 0) return;
     this.waiting = [];
-    this.endpoint.cluster.breaker.pendingAttempts -= w.length;
+    this.endpoint.cluster.breaker.doneWaiting(w.length);
     for (let i = 0; i < w.length; i++) w[i]!.onSessionFailed(this);
   }
 

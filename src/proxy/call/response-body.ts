@@ -1,0 +1,75 @@
+// The response body and trailers, upstream → client: each DATA chunk commits a retrying call
+// to its attempt, is scanned for the message-size limit, passed through the filters and written
+// to the client (a stall pauses the attempt and counts against the response-buffer budgets);
+// the trailers wait until every message has gone out. Module functions taking the Call (no
+// per-call object); the call's forwardStatus is the exit.
+import { Code, outcome, scanChunk } from "../../translate/index.js";
+// issue 12 (protections): stalled calls count against the response-buffer budgets
+import { responseBuffers } from "../observe/overload.js";
+import type { Attempt } from "./attempt.js";
+import type { Call } from "./call.js";
+import { runResponseData } from "./filter-run.js";
+import { copyHeaders } from "./headers.js";
+import { BY_RETRY } from "./held.js";
+
+/** AttemptOwner.onAttemptData: a DATA chunk from the upstream. */
+export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
+  if (c.done || a !== c.attempt) return;
+  const r = c.retry;
+  if (r !== null && r.buffer !== null) {
+    // The first response message: the call commits to this attempt.
+    r.commitHeld(a);
+    if (c.done) return;
+    if (c.held !== undefined) {
+      // A filter holds the head now released: the chunk waits in the stream behind it.
+      a.pause();
+      a.up!.unshift(chunk);
+      return;
+    }
+  }
+  const route = c.route!;
+  if (!scanChunk(c.respScan, chunk, route.maxResponseMessageBytes)) {
+    // The whole messages before the refused prefix still reach the client (a view, no copy).
+    const at = c.respScan.overLimitAt;
+    if (at > 0) c.down.write(chunk.subarray(0, at));
+    return c.finish(
+      outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${c.respScan.overLimit} vs. ${route.maxResponseMessageBytes})`, "message_too_large"),
+    );
+  }
+  if (c.filters !== null && (c.responseTakenOver || runResponseData(c, chunk))) return;
+  if (!c.down.write(chunk)) {
+    c.attempt!.pause();
+    // The client is behind: this call's buffers now count against the budgets (overload.ts).
+    responseBuffers.stall(c);
+    c.waitForDrain();
+  }
+}
+
+/** AttemptOwner.onAttemptTrailers: the upstream's trailers (forwarded once its body has ended). */
+export function responseTrailers(c: Call, a: Attempt, raw: readonly string[]): void {
+  if (c.done || a !== c.attempt) return;
+  const h = c.held;
+  if (h !== undefined && h.by === BY_RETRY) {
+    c.upTrailers = copyHeaders({}, raw, undefined);
+    if (a.ended) c.retry!.onHeldStatus(a);
+    return;
+  }
+  if (c.filters !== null) {
+    if (c.responseTakenOver) return;
+    if (h !== undefined) {
+      // A delayed response head: the trailers wait behind it (and behind the data).
+      c.upTrailers = copyHeaders({}, raw, undefined);
+      return;
+    }
+  }
+  if (!c.responded) {
+    // Trailers without response headers cannot happen in HTTP/2 (the first HEADERS is the
+    // response); guard anyway so the status still reaches the client.
+    return c.finish(outcome(Code.INTERNAL, "upstream sent trailers before response headers", "upstream_protocol"));
+  }
+  // node emits 'trailers' as soon as the frame is parsed, even while DATA read before it is
+  // still buffered behind backpressure: forward the status only after 'end', once every
+  // message has been passed on, or the client would get OK with its last messages missing.
+  c.upTrailers = copyHeaders({}, raw, undefined);
+  if (c.attempt!.ended) c.forwardStatus(c.upTrailers, false);
+}

@@ -2,9 +2,11 @@
 // session limits and the cluster's circuit breakers; an attempt that finds none waits in this
 // endpoint's queue, in dojang), and what the attempts that rode on it reported (attemptEnded),
 // which feeds outlier detection. Health (a HealthChecker's verdict) and ejection are flags the
-// cluster reads when it rebuilds its picker. Must not import src/proxy/call.
-import type { Cluster } from "./cluster.js";
-import { UpstreamSession, type SlotWaiter } from "./session.js";
+// cluster reads when it rebuilds its picker. Must not import src/proxy/call, nor cluster.ts (even
+// for types): what it needs from its cluster is EndpointHost. It is its sessions' SessionOwner.
+import type { Logger } from "pino";
+import type { ClusterConfig } from "../../config/index.js";
+import { UpstreamSession, type SessionOwner, type SlotWaiter } from "./session.js";
 import type { HealthChecker } from "./health-check.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
 
@@ -32,7 +34,33 @@ export function isFailingStatus(code: number): boolean {
   return code >= 0 && code < 32 && (FAILING_STATUS_MASK & (1 << code)) !== 0;
 }
 
-export class Endpoint {
+/**
+ * What an endpoint needs from its cluster (implemented by Cluster): the config and the counters
+ * its circuit breakers read (pending attempts, open sessions), the overflow message, where
+ * attempt results (outlier detection), connect results and session counts go, and keepalive.
+ */
+export interface EndpointHost {
+  readonly name: string;
+  readonly cfg: ClusterConfig;
+  /** attempts waiting now, of every endpoint (maxPendingCalls); kept live here and in session.ts */
+  readonly breaker: { pendingAttempts: number };
+  /** every session of the cluster not yet closed (maxConnections) */
+  readonly open: { readonly size: number };
+  readonly connectCounters: Readonly<Record<"ok" | "error" | "timeout", { inc(): void }>>;
+  readonly log: Pick<Logger, "warn">;
+  /** the keepalive PING interval now */
+  readonly keepaliveIntervalMs: number;
+  /** a limit was reached: counts it, and returns the message the attempt ends with */
+  overflow(limit: "maxConnections" | "maxPendingCalls", value: number): string;
+  /** an attempt's verdict on `e` (outlier detection) */
+  onAttemptResult(e: Endpoint, ok: boolean): void;
+  sessionOpened(s: UpstreamSession): void;
+  sessionClosed(s: UpstreamSession): void;
+  onTooManyPings(s: UpstreamSession): void;
+  onKeepaliveTimeout(s: UpstreamSession): void;
+}
+
+export class Endpoint implements SessionOwner {
   readonly url: string;
   readonly label: string;
   readonly sessions: UpstreamSession[] = [];
@@ -63,7 +91,7 @@ export class Endpoint {
   retired = false;
 
   constructor(
-    readonly cluster: Cluster,
+    readonly cluster: EndpointHost,
     readonly host: string,
     readonly port: number,
     weight = 1,
@@ -248,6 +276,24 @@ export class Endpoint {
     const c = this.cluster;
     c.connectCounters[result].inc();
     if (result !== "ok") c.log.warn({ cluster: c.name, endpoint: this.label, reason: s.failure }, "upstream connect failed");
+  }
+
+  /** SessionOwner: the cluster's interval (doubled on each too_many_pings) */
+  get keepaliveIntervalMs(): number {
+    return this.cluster.keepaliveIntervalMs;
+  }
+
+  /** SessionOwner: a session's waiters for its SETTINGS count in the cluster's pending attempts. */
+  addPending(delta: number): void {
+    this.cluster.breaker.pendingAttempts += delta;
+  }
+
+  onTooManyPings(s: UpstreamSession): void {
+    this.cluster.onTooManyPings(s);
+  }
+
+  onKeepaliveTimeout(s: UpstreamSession): void {
+    this.cluster.onKeepaliveTimeout(s);
   }
 
   onSessionOpened(s: UpstreamSession): void {

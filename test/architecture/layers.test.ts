@@ -191,6 +191,35 @@ describe(`files inside proxy/call/ import one way (${CALL_ORDER.join(" < ")})`, 
 });
 
 /**
+ * Inside proxy/upstream/, no import cycle at all, type imports counted (house review §2, issue 19):
+ * cluster → endpoint → session by value, and what a session or an endpoint needs from above is an
+ * interface it declares itself (SessionOwner, EndpointHost), so each can be built and tested alone.
+ */
+function upstreamImports(file: string, text: string): string[] {
+  return importsOf(text)
+    .filter((s) => s.startsWith("."))
+    .map((s) => relative(SRC, resolve(SRC, dirname(file), s)).split("\\").join("/").replace(/\.js$/, ".ts"))
+    .filter((t) => t.startsWith("proxy/upstream/"));
+}
+
+describe("no import cycle inside proxy/upstream/, type imports included", () => {
+  const upstreamFiles = files.filter((f) => f.startsWith("proxy/upstream/"));
+
+  it("finds the files and none of their cycles", () => {
+    expect(upstreamFiles).toEqual(expect.arrayContaining(["proxy/upstream/cluster.ts", "proxy/upstream/endpoint.ts", "proxy/upstream/session.ts"]));
+    expect(runtimeCycles(new Map(upstreamFiles.map((f) => [f, upstreamImports(f, readFileSync(join(SRC, f), "utf8"))])))).toEqual([]);
+  });
+
+  it("counts a type import as an edge (a check that the rule can fail)", () => {
+    const g = new Map([
+      ["proxy/upstream/cluster.ts", upstreamImports("proxy/upstream/cluster.ts", 'import { Endpoint } from "./endpoint.js";')],
+      ["proxy/upstream/endpoint.ts", upstreamImports("proxy/upstream/endpoint.ts", 'import type { Cluster } from "./cluster.js";\nimport type { Config } from "../../config/index.js";')],
+    ]);
+    expect(runtimeCycles(g)).toEqual(["proxy/upstream/cluster.ts -> proxy/upstream/endpoint.ts -> proxy/upstream/cluster.ts"]);
+  });
+});
+
+/**
  * The packages (node: built-ins and npm packages) each layer may import. `values`: imported for
  * their code (import, export … from, import(), require()); `types`: also allowed as `import type`.
  * A package in neither list is refused: e.g. zod and yaml stay in config/ (and the CLI), prom-client

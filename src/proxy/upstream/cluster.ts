@@ -11,13 +11,13 @@ import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
 import { buildPicker, type Picker } from "./balancer.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
-import { Endpoint } from "./endpoint.js";
+import { Endpoint, type EndpointHost } from "./endpoint.js";
 import { upstreamTlsOptions } from "./tls.js";
 import { RetryBudget } from "./budget.js";
 import { Breaker, type BreakerLimit } from "./breaker.js";
 import { HealthChecker } from "./health-check.js";
 import { staticResolver, type Resolver } from "./resolver.js";
-import type { UpstreamSession } from "./session.js";
+import type { SessionOwner, UpstreamSession } from "./session.js";
 
 export { BREAKER_LIMITS, type BreakerLimit } from "./breaker.js";
 
@@ -32,7 +32,7 @@ export interface ClusterOptions {
   readonly dns?: DnsResolverOptions["resolver"];
 }
 
-export class Cluster implements ClusterMetricsSource {
+export class Cluster implements ClusterMetricsSource, EndpointHost {
   readonly name: string;
   /** the endpoints now (replaced as a whole by setEndpoints) */
   endpoints: readonly Endpoint[] = [];
@@ -312,7 +312,7 @@ export class Cluster implements ClusterMetricsSource {
   describe(): ClusterView {
     const now = this.now();
     const wall = this.wall();
-    const sessionsOf = new Map<Endpoint, { open: number; draining: number; streams: number }>();
+    const sessionsOf = new Map<SessionOwner, { open: number; draining: number; streams: number }>();
     for (const s of this.open) {
       let v = sessionsOf.get(s.endpoint);
       if (v === undefined) sessionsOf.set(s.endpoint, (v = { open: 0, draining: 0, streams: 0 }));

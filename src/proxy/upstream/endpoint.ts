@@ -2,10 +2,13 @@
 // session limits and the cluster's circuit breakers; an attempt that finds none waits in this
 // endpoint's queue, in dojang), and what the attempts that rode on it reported (attemptEnded),
 // which feeds outlier detection. Health (a HealthChecker's verdict) and ejection are flags the
-// cluster reads when it rebuilds its picker. Must not import src/proxy/call.
-import type { Cluster } from "./cluster.js";
-import { UpstreamSession, type SlotWaiter } from "./session.js";
+// cluster reads when it rebuilds its picker. Must not import src/proxy/call, nor cluster.ts (even
+// for types): what it needs from its cluster is EndpointHost. It is its sessions' SessionOwner.
+import type { Logger } from "pino";
+import type { ClusterConfig } from "../../config/index.js";
+import { UpstreamSession, type SessionOwner, type SlotWaiter } from "./session.js";
 import type { HealthChecker } from "./health-check.js";
+import type { Breaker } from "./breaker.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
 
 /**
@@ -32,7 +35,31 @@ export function isFailingStatus(code: number): boolean {
   return code >= 0 && code < 32 && (FAILING_STATUS_MASK & (1 << code)) !== 0;
 }
 
-export class Endpoint {
+/**
+ * What an endpoint needs from its cluster (implemented by Cluster): the config and the counters
+ * circuit breakers (pending attempts, new connections, the overflow message), where
+ * attempt results (outlier detection), connect results and session counts go, and keepalive.
+ */
+export interface EndpointHost {
+  readonly name: string;
+  readonly cfg: ClusterConfig;
+  /** the cluster's circuit breakers (upstream/breaker.ts): the four limits and their counts */
+  readonly breaker: Breaker;
+  /** every session of the cluster not yet closed (maxConnections) */
+  readonly open: { readonly size: number };
+  readonly connectCounters: Readonly<Record<"ok" | "error" | "timeout", { inc(): void }>>;
+  readonly log: Pick<Logger, "warn">;
+  /** the keepalive PING interval now */
+  readonly keepaliveIntervalMs: number;
+  /** an attempt's verdict on `e` (outlier detection) */
+  onAttemptResult(e: Endpoint, ok: boolean): void;
+  sessionOpened(s: UpstreamSession): void;
+  sessionClosed(s: UpstreamSession): void;
+  onTooManyPings(s: UpstreamSession): void;
+  onKeepaliveTimeout(s: UpstreamSession): void;
+}
+
+export class Endpoint implements SessionOwner {
   readonly url: string;
   readonly label: string;
   readonly sessions: UpstreamSession[] = [];
@@ -63,7 +90,7 @@ export class Endpoint {
   retired = false;
 
   constructor(
-    readonly cluster: Cluster,
+    readonly cluster: EndpointHost,
     readonly host: string,
     readonly port: number,
     weight = 1,
@@ -247,6 +274,25 @@ export class Endpoint {
     const c = this.cluster;
     c.connectCounters[result].inc();
     if (result !== "ok") c.log.warn({ cluster: c.name, endpoint: this.label, reason: s.failure }, "upstream connect failed");
+  }
+
+  /** SessionOwner: the cluster's interval (doubled on each too_many_pings) */
+  get keepaliveIntervalMs(): number {
+    return this.cluster.keepaliveIntervalMs;
+  }
+
+  /** SessionOwner: a session's waiters for its SETTINGS count in the cluster's pending attempts. */
+  addPending(delta: number): void {
+    if (delta > 0) this.cluster.breaker.waiting(delta);
+    else if (delta < 0) this.cluster.breaker.doneWaiting(-delta);
+  }
+
+  onTooManyPings(s: UpstreamSession): void {
+    this.cluster.onTooManyPings(s);
+  }
+
+  onKeepaliveTimeout(s: UpstreamSession): void {
+    this.cluster.onKeepaliveTimeout(s);
   }
 
   onSessionOpened(s: UpstreamSession): void {

@@ -2,10 +2,10 @@
 // draining → closed). A stream's close cannot tell a real RST_STREAM from a lost connection
 // (node reports both as a stream close, the latter with a synthetic rstCode 8; spec §10.2 P3),
 // so an attempt keeps the session it rode on and reads `lost` and `goawayLastStreamId` here.
-// Must not import src/proxy/call (the waiter interface lives here, attempts implement it).
+// Must not import src/proxy/call (the waiter interface lives here, attempts implement it), nor
+// endpoint.ts or cluster.ts, even for types: what it needs from above is SessionOwner.
 import http2, { type ClientHttp2Session } from "node:http2";
 import type { ClusterConfig } from "../../config/index.js";
-import type { Endpoint } from "./endpoint.js";
 import { httpsUrl, isVerificationError, upstreamTlsOptions } from "./tls.js";
 
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
@@ -32,6 +32,39 @@ export interface SlotWaiter {
   qNext: SlotWaiter | undefined;
 }
 
+/**
+ * What a session needs from above (implemented by Endpoint, which hands the cluster's part on):
+ * where to connect, the endpoint's queue of attempts waiting for a stream slot, and what the
+ * session reports (connect result, opened and closed, the upstream's too_many_pings, a keepalive
+ * PING not answered).
+ */
+export interface SessionOwner {
+  /** `host:port` (IPv6 in brackets), for messages */
+  readonly label: string;
+  readonly host: string;
+  /** `http://host:port` (a TLS cluster's session connects to its https: form, tls.ts) */
+  readonly url: string;
+  /** attempts waiting in the owner's queue for a stream slot */
+  readonly queued: number;
+  /** the keepalive PING interval now (the cluster's, doubled on each too_many_pings) */
+  readonly keepaliveIntervalMs: number;
+  /** gives queued attempts what can be had now (a stream slot freed, a session ready or gone) */
+  dispatch(): void;
+  /** the waiters `ws[from..]` the session had no slot for: first in the owner's queue again */
+  requeueFront(ws: readonly SlotWaiter[], from: number): void;
+  /** takes `s` out of rotation (it may still carry streams) */
+  remove(s: UpstreamSession): void;
+  /** attempts that wait among a session's waiters count as pending (maxPendingCalls): `delta` more or fewer */
+  addPending(delta: number): void;
+  onConnectResult(s: UpstreamSession, result: "ok" | "error" | "timeout"): void;
+  onSessionOpened(s: UpstreamSession): void;
+  onSessionClosed(s: UpstreamSession): void;
+  /** GOAWAY ENHANCE_YOUR_CALM "too_many_pings" */
+  onTooManyPings(s: UpstreamSession): void;
+  /** a keepalive PING was not answered in time (the session is dropped) */
+  onKeepaliveTimeout(s: UpstreamSession): void;
+}
+
 export class UpstreamSession {
   state: SessionState = "connecting";
   /** streams currently open on this session (never above `limit`: the endpoint holds the rest) */
@@ -55,11 +88,13 @@ export class UpstreamSession {
   private connectTimer: NodeJS.Timeout | undefined;
   /** keepalive: the next PING (interval), or the wait for its ACK (timeout) */
   private keepaliveTimer: NodeJS.Timeout | undefined;
+  private readonly keepalive: ClusterConfig["keepalive"];
 
   constructor(
-    readonly endpoint: Endpoint,
+    readonly endpoint: SessionOwner,
     cfg: ClusterConfig,
   ) {
+    this.keepalive = cfg.keepalive;
     this.limit = cfg.maxConcurrentStreamsPerSession;
     const options: http2.SecureClientSessionOptions = {
       settings: { enablePush: false, initialWindowSize: cfg.initialWindowSize },
@@ -110,7 +145,7 @@ export class UpstreamSession {
       // grpc-go and grpc-js servers say our PINGs come too often this way; as grpc-go's client
       // does, the cluster doubles its keepalive interval.
       if (code === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM && debug !== undefined && debug.toString("latin1") === "too_many_pings") {
-        self.endpoint.cluster.onTooManyPings(self);
+        self.endpoint.onTooManyPings(self);
       }
       self.retire();
     });
@@ -146,7 +181,7 @@ export class UpstreamSession {
       return this.failWaiters();
     }
     this.waiting = [];
-    this.endpoint.cluster.breaker.doneWaiting(w.length);
+    this.endpoint.addPending(-w.length);
     let i = 0;
     for (; i < w.length && this.active < this.limit && this.state === "ready"; i++) w[i]!.onSlot(this);
     if (i < w.length) this.endpoint.requeueFront(w, i);
@@ -193,7 +228,7 @@ export class UpstreamSession {
   private scheduleKeepalive(): void {
     this.clearKeepalive();
     if (this.state === "closed") return;
-    const t = setTimeout(sendKeepalivePing, this.endpoint.cluster.keepaliveIntervalMs, this);
+    const t = setTimeout(sendKeepalivePing, this.endpoint.keepaliveIntervalMs, this);
     t.unref();
     this.keepaliveTimer = t;
   }
@@ -203,7 +238,7 @@ export class UpstreamSession {
     this.keepaliveTimer = undefined;
     const h2 = this.h2;
     if (this.state === "closed" || h2.destroyed || h2.closed) return;
-    const ka = this.endpoint.cluster.cfg.keepalive!;
+    const ka = this.keepalive!;
     const self = this;
     const sent = h2.ping((err) => {
       if (err !== null || self.state === "closed") return;
@@ -221,7 +256,7 @@ export class UpstreamSession {
     if (this.state === "closed") return;
     this.failure = `keepalive PING to ${this.endpoint.label} not answered within ${ms}ms`;
     this.lost = true;
-    this.endpoint.cluster.onKeepaliveTimeout(this);
+    this.endpoint.onKeepaliveTimeout(this);
     this.retire();
     this.h2.destroy();
   }
@@ -259,7 +294,7 @@ export class UpstreamSession {
   /** `w` waits here for the peer's SETTINGS (the endpoint found room for it among the waiters). */
   addWaiter(w: SlotWaiter): void {
     this.waiting.push(w);
-    this.endpoint.cluster.breaker.waiting(1);
+    this.endpoint.addPending(1);
   }
 
   /** A waiter gave up (its attempt was cancelled): it no longer waits, nor counts as pending. */
@@ -268,7 +303,7 @@ export class UpstreamSession {
     if (i < 0) return;
     this.waiting.splice(i, 1);
     const e = this.endpoint;
-    e.cluster.breaker.doneWaiting(1);
+    e.addPending(-1);
     // its place among the waiters can go to an attempt queued at the endpoint
     if (e.queued !== 0 && this.state === "connecting") e.dispatch();
   }
@@ -277,7 +312,7 @@ export class UpstreamSession {
     const w = this.waiting;
     if (w.length === 0) return;
     this.waiting = [];
-    this.endpoint.cluster.breaker.doneWaiting(w.length);
+    this.endpoint.addPending(-w.length);
     for (let i = 0; i < w.length; i++) w[i]!.onSessionFailed(this);
   }
 

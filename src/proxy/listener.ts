@@ -216,6 +216,7 @@ export class Listener {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
         const overLimit = countStream(conn, stream);
+        heapPressure.onStream();
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.
         const overloaded = responseBuffers.overloaded || heapPressure.pressed;
@@ -308,6 +309,7 @@ export class Listener {
     }
     // Past the process's response-buffer budget no call is taken (the native port's
     // REFUSED_STREAM): 14 UNAVAILABLE, safe for the client to retry, and never sent upstream.
+    heapPressure.onStream();
     if (responseBuffers.overloaded || heapPressure.pressed) {
       responseBuffers.refused++;
       this.ctx.metrics.refusedStreams.inc();

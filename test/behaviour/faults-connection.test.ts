@@ -351,7 +351,7 @@ describe("upstream_reset", () => {
   });
 });
 
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
+async function until(cond: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
 }

@@ -1,7 +1,8 @@
 // The overload manager's heap trigger (observe/overload.ts): the pure decision, property-tested.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { HEAP_PRESSED_ABOVE, HEAP_RELIEVED_BELOW, nextHeapPressure } from "../../src/proxy/observe/overload.js";
+import v8 from "node:v8";
+import { HEAP_FORCE_ABOVE, HEAP_PRESSED_ABOVE, HEAP_RELIEVED_BELOW, HeapPressureGuard, nextHeapPressure } from "../../src/proxy/observe/overload.js";
 
 const MiB = 1_048_576;
 
@@ -25,5 +26,23 @@ describe("nextHeapPressure", () => {
         if (hi > HEAP_PRESSED_ABOVE) expect(nextHeapPressure(pressed, hi * limit, limit)).toBe(true);
       }),
     );
+  });
+});
+
+describe("HeapPressureGuard.onStream (a burst of new streams between GC reports)", () => {
+  it("forces no GC while the heap is under the force threshold, however many streams arrive", () => {
+    const h = v8.getHeapStatistics();
+    // this test process is far from its heap limit: the look must find nothing to do
+    expect(h.used_heap_size).toBeLessThan(h.heap_size_limit * HEAP_FORCE_ABOVE);
+    const g = new HeapPressureGuard();
+    let gcs = 0;
+    g.start(() => void gcs++);
+    try {
+      for (let i = 0; i < 64 * 50; i++) g.onStream();
+      expect(gcs).toBe(0);
+      expect(g.pressed).toBe(false);
+    } finally {
+      g.stop();
+    }
   });
 });

@@ -7,12 +7,12 @@ import { HEAP_FORCE_ABOVE, HEAP_PRESSED_ABOVE, HEAP_RELIEVED_BELOW, HeapPressure
 const MiB = 1_048_576;
 
 describe("nextHeapPressure", () => {
-  it("presses past 60 % of the heap limit and relieves only under 45 % (hysteresis)", () => {
+  it("presses past 50 % of the heap limit and relieves only under 40 % (hysteresis)", () => {
     const limit = 48 * MiB;
-    expect(nextHeapPressure(false, 0.59 * limit, limit)).toBe(false);
-    expect(nextHeapPressure(false, 0.61 * limit, limit)).toBe(true);
-    expect(nextHeapPressure(true, 0.5 * limit, limit)).toBe(true);
-    expect(nextHeapPressure(true, 0.44 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(false, 0.49 * limit, limit)).toBe(false);
+    expect(nextHeapPressure(false, 0.51 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.45 * limit, limit)).toBe(true);
+    expect(nextHeapPressure(true, 0.39 * limit, limit)).toBe(false);
     expect(nextHeapPressure(true, 10, 0)).toBe(false);
   });
 

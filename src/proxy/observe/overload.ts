@@ -193,9 +193,9 @@ export const responseBuffers = new ResponseBufferGuard();
 // nothing else runs. Nothing runs per call; node reports GCs to the observer in batches.
 
 /** In-use heap over V8's heap limit past which new streams are refused. */
-export const HEAP_PRESSED_ABOVE = 0.6;
+export const HEAP_PRESSED_ABOVE = 0.5;
 /** ... and under which they are taken again. */
-export const HEAP_RELIEVED_BELOW = 0.45;
+export const HEAP_RELIEVED_BELOW = 0.4;
 const HEAP_RECHECK_MS = 1000;
 /**
  * In-use heap (garbage included) over V8's heap limit past which a new stream makes dojang collect

@@ -3,13 +3,13 @@
 // INTERNAL, blamed on the client). The CLI refuses to start, in one line, exit 2; startDojang()
 // rejects with that line. Run with a real older node when this machine has one: the first `node`
 // on PATH outside node_modules (the machine's own), or $DOJANG_TEST_OLD_NODE.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { accessSync, constants, readFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NODE_RANGE, nodeSupported, nodeVersionProblem } from "../../src/version.js";
-import { CLI, REPO_ROOT, assertDistBuilt, canConnect, childEnv, configYaml, freePort, killSpawned, tempDir } from "../helpers/process.js";
+import { CLI, REPO_ROOT, assertDistBuilt, canConnect, childEnv, configYaml, freePort, killSpawned, runGroup, tempDir, type GroupRun } from "../helpers/process.js";
 
 /** An executable `node` that is not the one running the tests and is too old for dojang, with its version. */
 function findOldNode(): { path: string; version: string } | undefined {
@@ -37,23 +37,9 @@ afterEach(async () => {
 });
 afterAll(() => tmp.remove());
 
-/** Runs `node args` with the old node to completion (bounded); children are killed on timeout. */
-function runOld(args: readonly string[], ms = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(old!.path, [...args], { cwd: REPO_ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`${old!.path} ${args.join(" ")} did not exit within ${ms}ms\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, ms);
-    child.once("close", (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `node args` with the old node to completion, bounded (its process group is killed on timeout). */
+function runOld(args: readonly string[], ms = 15_000): Promise<GroupRun> {
+  return runGroup(old!.path, args, { cwd: REPO_ROOT, env: childEnv() }, ms);
 }
 
 describe("which Node.js versions dojang accepts", () => {

@@ -2,7 +2,7 @@
 // --pid-file, `dojang reload` and its exit codes, --admin-mutations (the fault API from the
 // command line), and `npm start`, which must pass signals on and never leave dojang orphaned.
 // Real processes: `node dist/cli.js`, and `npm start` in the repository.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +18,7 @@ import {
   occupyPort,
   runCli,
   spawnDojang,
+  spawnGroup,
   tempDir,
   waitFor,
   waitReady,
@@ -25,20 +26,9 @@ import {
 } from "../helpers/process.js";
 
 const dirs: ReturnType<typeof tempDir>[] = [];
-const others: ChildProcess[] = [];
 beforeAll(() => assertDistBuilt());
 afterEach(async () => {
-  for (const c of others.splice(0)) {
-    // npm runs in a process group of its own (detached): end the group, dojang included, even
-    // when npm itself has exited (what is left of the group, if anything)
-    if (c.pid !== undefined) {
-      try {
-        process.kill(-c.pid, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-    }
-  }
+  // npm start runs in a process group of its own (spawnGroup): killSpawned ends it, dojang included
   await killSpawned();
   for (const d of dirs.splice(0)) d.remove();
 });
@@ -267,8 +257,7 @@ describe.runIf(process.platform === "linux")("npm start", () => {
     const pidFile = join(d.dir, "npm.pid");
     // --ignore-scripts skips prestart (a build in the repository while other tests use dist/;
     // test/process/fresh-start.test.ts covers it in a clone): only the start script runs
-    const npm = spawn("npm", ["start", "--silent", "--ignore-scripts", "--", "--config", file, "--pid-file", pidFile], { cwd: REPO_ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true });
-    others.push(npm);
+    const npm = spawnGroup("npm", ["start", "--silent", "--ignore-scripts", "--", "--config", file, "--pid-file", pidFile], { cwd: REPO_ROOT, env: childEnv(), stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     npm.stdout!.setEncoding("utf8").on("data", (c: string) => (out += c));
     npm.stderr!.setEncoding("utf8").on("data", (c: string) => (out += c));

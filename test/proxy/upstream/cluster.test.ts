@@ -3,32 +3,16 @@
 // maxEjectionPercent, and the return when the time is up; stop() takes the cluster off the
 // metrics. Attempt results are fed as Endpoint.attemptEnded would be called.
 import { afterEach, describe, expect, it } from "vitest";
-import { configFromText, type ClusterConfig } from "../../../src/config/index.js";
 import { createLogger } from "../../../src/proxy/observe/log.js";
 import { Metrics } from "../../../src/proxy/observe/metrics.js";
 import { Cluster } from "../../../src/proxy/upstream/cluster.js";
 import { waitFor } from "../../helpers/fixtures.js";
+import { clusterCfg } from "./peer.js";
 
 const clusters: Cluster[] = [];
 afterEach(() => {
   for (const c of clusters.splice(0)) c.close(true);
 });
-
-function clusterCfg(extra: string): ClusterConfig {
-  const text = [
-    "listeners:",
-    "  - name: main",
-    "    address: 127.0.0.1:0",
-    "    routes:",
-    '      - match: { prefix: "/" }',
-    "        cluster: backend",
-    "clusters:",
-    "  - name: backend",
-    ...extra.split("\n").map((l) => `    ${l}`),
-    "",
-  ].join("\n");
-  return configFromText(text, "test.yaml").clusters[0]!;
-}
 
 function make(extra: string, now: () => number = () => 0): { c: Cluster; metrics: Metrics } {
   const metrics = new Metrics();

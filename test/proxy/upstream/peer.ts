@@ -12,6 +12,7 @@ export function closeServers(): void {
   for (const f of cleanup.splice(0)) f();
 }
 
+/** The `backend` cluster of a one-route config, with `extra` lines under it (a placeholder endpoint unless they name `endpoints:`). */
 export function clusterCfg(extra: string): ClusterConfig {
   const text = [
     "listeners:",
@@ -22,7 +23,7 @@ export function clusterCfg(extra: string): ClusterConfig {
     "        cluster: backend",
     "clusters:",
     "  - name: backend",
-    '    endpoints: ["127.0.0.1:1"]',
+    ...(/^\s*endpoints:/m.test(extra) ? [] : ['    endpoints: ["127.0.0.1:1"]']),
     ...extra.split("\n").map((l) => `    ${l}`),
     "",
   ].join("\n");

@@ -38,6 +38,13 @@ export function healthTarget(config: Config): HostPort | string {
   return { host, port };
 }
 
+/** A subcommand's `--timeout DURATION` in ms (`dflt` when absent), or the usage error's line. */
+export function timeoutOption(value: string | undefined, dflt: number): number | string {
+  if (value === undefined) return dflt;
+  const t = parseDuration(value);
+  return t.ok && t.ms >= 1 ? t.ms : `--timeout: ${t.ok ? "must be at least 1ms" : t.error}`;
+}
+
 /** GET http://target/ready within timeoutMs: 0 on 200, 1 otherwise. Never throws. */
 export function checkReady(target: HostPort, timeoutMs: number): Promise<HealthResult> {
   const url = `http://${formatHostPort(target)}/ready`;
@@ -84,12 +91,8 @@ export async function runHealth(argv: readonly string[], env: Readonly<Record<st
     return { code: 2, line: `${(err as Error).message}\n${HEALTH_USAGE}` };
   }
   if (args.help) return { code: 0, line: HEALTH_USAGE };
-  let timeoutMs = DEFAULT_HEALTH_TIMEOUT_MS;
-  if (args.timeout !== undefined) {
-    const t = parseDuration(args.timeout);
-    if (!t.ok || t.ms < 1) return { code: 2, line: `--timeout: ${t.ok ? "must be at least 1ms" : t.error}` };
-    timeoutMs = t.ms;
-  }
+  const timeoutMs = timeoutOption(args.timeout, DEFAULT_HEALTH_TIMEOUT_MS);
+  if (typeof timeoutMs === "string") return { code: 2, line: timeoutMs };
   const given = args.config ?? env["DOJANG_CONFIG"];
   const file = given === undefined || given === "" ? undefined : given;
   let config: Config;

@@ -8,9 +8,9 @@
 // not dojang; nothing sent), 4 sent but not confirmed (no admin listener to ask, or no answer
 // within --timeout).
 import { parseArgs } from "node:util";
-import { formatHostPort, loadConfigFile, parseDuration, type Config, type HostPort } from "./config/index.js";
+import { formatHostPort, loadConfigFile, type Config, type HostPort } from "./config/index.js";
 import { ConfigError } from "./errors.js";
-import { healthTarget } from "./health.js";
+import { healthTarget, timeoutOption } from "./health.js";
 import { readPidFile } from "./pid-file.js";
 import { http } from "./proxy/downstream/node-http.js";
 
@@ -76,12 +76,8 @@ export async function runReload(argv: readonly string[], env: Readonly<Record<st
     return { code: 2, line: `${(err as Error).message}\n${RELOAD_USAGE}` };
   }
   if (args.help) return { code: 0, line: RELOAD_USAGE };
-  let timeoutMs = DEFAULT_RELOAD_TIMEOUT_MS;
-  if (args.timeout !== undefined) {
-    const t = parseDuration(args.timeout);
-    if (!t.ok || t.ms < 1) return { code: 2, line: `--timeout: ${t.ok ? "must be at least 1ms" : t.error}` };
-    timeoutMs = t.ms;
-  }
+  const timeoutMs = timeoutOption(args.timeout, DEFAULT_RELOAD_TIMEOUT_MS);
+  if (typeof timeoutMs === "string") return { code: 2, line: timeoutMs };
   const pidFile = nonEmpty(args["pid-file"] ?? env["DOJANG_PID_FILE"]);
   if (pidFile === undefined) return { code: 2, line: `no pid file: give --pid-file PATH (the one dojang was started with) or set $DOJANG_PID_FILE\n${RELOAD_USAGE}` };
   const file = nonEmpty(args.config ?? env["DOJANG_CONFIG"]);

@@ -11,7 +11,7 @@ import { reloadReport } from "../config/reload.js";
 import { configAsApplied, planReload } from "../config/reload-plan.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
-import type { CallContext } from "./call/call.js";
+import type { CallContext } from "./call/context.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
@@ -26,9 +26,6 @@ import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { Journal } from "./observe/log.js";
 
 // moved out of this file (issue 19); the CLI and the cluster primary import them from here
-export { configAsApplied } from "../config/reload-plan.js";
-export { watchConfigFile } from "../config/watch.js";
-export { applyMemoryPlan, startHeapTuning } from "./observe/heap-tuning.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */

@@ -24,7 +24,8 @@ import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH } from "../translate/health.js";
-import { handleStream, type CallContext } from "./call/call.js";
+import { handleStream } from "./call/call.js";
+import type { CallContext } from "./call/context.js";
 import { heapPressure, responseBuffers } from "./observe/overload.js";
 
 export { advertisedStreams } from "./downstream/guards.js";

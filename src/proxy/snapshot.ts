@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { FaultParsers } from "../config/parsers.js";
 import { DojangError } from "../errors.js";
-import type { ListenerRoutes } from "./call/call.js";
+import type { ListenerRoutes } from "./call/context.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";

@@ -39,7 +39,6 @@ import { responseBuffers } from "../observe/overload.js";
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 const kCall = Symbol("dojang.call");
-export type { CallContext, ListenerRoutes, RoutesCell } from "./context.js";
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 

@@ -42,7 +42,8 @@ import {
   type Base64Encoder,
   type WebContentType,
 } from "../../translate/grpc-web.js";
-import { Call, type CallContext } from "../call/call.js";
+import { Call } from "../call/call.js";
+import type { CallContext } from "../call/context.js";
 import type { Downstream, RespondOptions } from "../call/downstream.js";
 import { headerObject, type OutgoingHeaders } from "../call/headers.js";
 

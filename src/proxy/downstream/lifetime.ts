@@ -5,7 +5,7 @@
 import http2, { type ServerHttp2Session } from "node:http2";
 import type { ListenerConfig } from "../../config/index.js";
 import { Code, outcome } from "../../translate/index.js";
-import type { CallContext } from "../call/call.js";
+import type { CallContext } from "../call/context.js";
 import { clampTimer, type ConnState } from "./connection.js";
 
 /** What the lifetime asks its listener: the calls in flight (to end an aged connection's) and the log. */

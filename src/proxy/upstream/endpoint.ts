@@ -282,9 +282,12 @@ export class Endpoint implements SessionOwner {
   }
 
   /** SessionOwner: a session's waiters for its SETTINGS count in the cluster's pending attempts. */
-  addPending(delta: number): void {
-    if (delta > 0) this.cluster.breaker.waiting(delta);
-    else if (delta < 0) this.cluster.breaker.doneWaiting(-delta);
+  waiting(n: number): void {
+    this.cluster.breaker.waiting(n);
+  }
+
+  doneWaiting(n: number): void {
+    this.cluster.breaker.doneWaiting(n);
   }
 
   onTooManyPings(s: UpstreamSession): void {

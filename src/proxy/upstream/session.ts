@@ -54,8 +54,9 @@ export interface SessionOwner {
   requeueFront(ws: readonly SlotWaiter[], from: number): void;
   /** takes `s` out of rotation (it may still carry streams) */
   remove(s: UpstreamSession): void;
-  /** attempts that wait among a session's waiters count as pending (maxPendingCalls): `delta` more or fewer */
-  addPending(delta: number): void;
+  /** attempts that wait among a session's waiters count as pending (maxPendingCalls), as the breaker's waiting/doneWaiting */
+  waiting(n: number): void;
+  doneWaiting(n: number): void;
   onConnectResult(s: UpstreamSession, result: "ok" | "error" | "timeout"): void;
   onSessionOpened(s: UpstreamSession): void;
   onSessionClosed(s: UpstreamSession): void;
@@ -181,7 +182,7 @@ export class UpstreamSession {
       return this.failWaiters();
     }
     this.waiting = [];
-    this.endpoint.addPending(-w.length);
+    this.endpoint.doneWaiting(w.length);
     let i = 0;
     for (; i < w.length && this.active < this.limit && this.state === "ready"; i++) w[i]!.onSlot(this);
     if (i < w.length) this.endpoint.requeueFront(w, i);
@@ -294,7 +295,7 @@ export class UpstreamSession {
   /** `w` waits here for the peer's SETTINGS (the endpoint found room for it among the waiters). */
   addWaiter(w: SlotWaiter): void {
     this.waiting.push(w);
-    this.endpoint.addPending(1);
+    this.endpoint.waiting(1);
   }
 
   /** A waiter gave up (its attempt was cancelled): it no longer waits, nor counts as pending. */
@@ -303,7 +304,7 @@ export class UpstreamSession {
     if (i < 0) return;
     this.waiting.splice(i, 1);
     const e = this.endpoint;
-    e.addPending(-1);
+    e.doneWaiting(1);
     // its place among the waiters can go to an attempt queued at the endpoint
     if (e.queued !== 0 && this.state === "connecting") e.dispatch();
   }
@@ -312,7 +313,7 @@ export class UpstreamSession {
     const w = this.waiting;
     if (w.length === 0) return;
     this.waiting = [];
-    this.endpoint.addPending(-w.length);
+    this.endpoint.doneWaiting(w.length);
     for (let i = 0; i < w.length; i++) w[i]!.onSessionFailed(this);
   }
 

@@ -45,8 +45,6 @@ export interface EndpointHost {
   readonly cfg: ClusterConfig;
   /** the cluster's circuit breakers (upstream/breaker.ts): the four limits and their counts */
   readonly breaker: Breaker;
-  /** every session of the cluster not yet closed (maxConnections) */
-  readonly open: { readonly size: number };
   readonly connectCounters: Readonly<Record<"ok" | "error" | "timeout", { inc(): void }>>;
   readonly log: Pick<Logger, "warn">;
   /** the keepalive PING interval now */

@@ -30,7 +30,6 @@ describe("Endpoint alone (a fake EndpointHost)", () => {
       name: "backend",
       cfg,
       breaker: new Breaker("backend", cfg.circuitBreaker, open, metrics),
-      open,
       connectCounters: { ok: counter("ok"), error: counter("error"), timeout: counter("timeout") },
       log: { warn: () => void calls.push("warn") } as unknown as EndpointHost["log"],
       keepaliveIntervalMs: 60_000,

@@ -36,8 +36,8 @@ export function isFailingStatus(code: number): boolean {
 }
 
 /**
- * What an endpoint needs from its cluster (implemented by Cluster): the config and the counters
- * circuit breakers (pending attempts, new connections, the overflow message), where
+ * What an endpoint needs from its cluster (implemented by Cluster): the config, the circuit
+ * breakers (pending attempts, new connections, the overflow message), where
  * attempt results (outlier detection), connect results and session counts go, and keepalive.
  */
 export interface EndpointHost {

@@ -12,7 +12,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, REPO_ROOT, assertDistBuilt, childEnv, spawnGroup } from "../helpers/process.js";
+import { CLI, REPO_ROOT, assertDistBuilt, childEnv, runGroup } from "../helpers/process.js";
 import { alignEllipses, fencesOf, normalizeOutput, shownOutputs } from "../helpers/readme.js";
 
 /** Untyped blocks that show no command's output, by their first line. */
@@ -53,22 +53,9 @@ function runnable(command: string): string {
 }
 
 /** Runs `command` with sh (bounded), stdout and stderr in one stream as a terminal shows them. */
-function run(command: string, cwd: string, ms = 30_000): Promise<string> {
+async function run(command: string, cwd: string, ms = 30_000): Promise<string> {
   const env = childEnv({ PATH: `${bin}:${process.env["PATH"] ?? ""}`, NO_COLOR: "1", FORCE_COLOR: undefined });
-  const child = spawnGroup("sh", ["-c", `exec 2>&1; ${runnable(command)}`], { cwd: join(REPO_ROOT, cwd), env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      reject(new Error(`${command} did not finish within ${ms}ms:\n${out}`));
-    }, ms);
-    child.once("close", () => {
-      clearTimeout(t);
-      resolve(out);
-    });
-  });
+  return (await runGroup("sh", ["-c", `exec 2>&1; ${runnable(command)}`], { cwd: join(REPO_ROOT, cwd), env }, ms)).stdout;
 }
 
 describe("command outputs in the docs are the real ones", () => {

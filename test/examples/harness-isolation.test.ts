@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, assertDistBuilt, childEnv, spawnGroup } from "../helpers/process.js";
+import { REPO_ROOT, assertDistBuilt, childEnv, runGroup } from "../helpers/process.js";
 import { DOC_PAGES, HARNESS_MARKER, readDoc, readmeBlockAfter } from "../helpers/readme.js";
 
 const block = readmeBlockAfter(readDoc(DOC_PAGES.testHarness), HARNESS_MARKER);
@@ -40,25 +40,7 @@ type Outcome = Record<string, "passed" | "failed" | string>;
 async function vitest(dir: string): Promise<{ outcome: Outcome; out: string }> {
   const env = childEnv({ NO_COLOR: "1" });
   for (const k of Object.keys(env)) if (k.startsWith("VITEST") || k === "TEST" || k === "NODE_ENV" || k === "FORCE_COLOR") delete env[k];
-  const child = spawnGroup(process.execPath, [join(REPO_ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--reporter=json", "harness.test.ts"], {
-    cwd: dir,
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
-  await new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-      reject(new Error(`vitest did not finish within 60 s:\n${out}\n${err}`));
-    }, 60_000);
-    child.once("close", () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
+  const { stdout: out, stderr: err } = await runGroup(process.execPath, [join(REPO_ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--reporter=json", "harness.test.ts"], { cwd: dir, env }, 60_000);
   const json = JSON.parse(out.slice(out.indexOf("{"))) as { testResults: { assertionResults: { title: string; status: string }[] }[] };
   const outcome: Outcome = {};
   for (const f of json.testResults) for (const a of f.assertionResults) outcome[a.title] = a.status;

@@ -16,8 +16,9 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY src ./src
 COPY scripts ./scripts
-# tsc, then esbuild bundles the serving process, dependencies included, into dist/dojang.mjs
-RUN ./node_modules/.bin/tsc -p tsconfig.json && node scripts/bundle.mjs
+# the protobuf descriptors (xDS, rate-limit and authorization services) into src/protos, tsc, then
+# esbuild bundles the serving process, dependencies included, into dist/dojang.mjs
+RUN node scripts/protos.mjs && ./node_modules/.bin/tsc -p tsconfig.json && node scripts/bundle.mjs
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production

@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 const SRC = resolve(import.meta.dirname, "../../src");
 
 /** Lowest first. A file's layer is the first rule whose prefix its path (relative to src/) starts with. */
-const LAYERS = ["translate", "config", "observe", "upstream", "call", "filters", "listener", "snapshot", "dojang", "main"] as const;
+const LAYERS = ["translate", "config", "observe", "protos", "upstream", "call", "filters", "listener", "snapshot", "dojang", "main"] as const;
 type Layer = (typeof LAYERS)[number];
 const RULES: readonly [prefix: string, layer: Layer][] = [
   ["translate/", "translate"],
@@ -23,6 +23,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["version.ts", "translate"],
   ["config/", "config"],
   ["proxy/observe/", "observe"],
+  // the protobuf services dojang calls (xDS, rate-limit, authorization): descriptors generated at build
+  ["protos/", "protos"],
   ["proxy/upstream/", "upstream"],
   ["proxy/call/", "call"],
   // the route table is what a call matches against: a call-layer concept (generic in its cluster)
@@ -230,6 +232,7 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
   // node:crypto and node:tls: tls-files.ts loads certificates and keys as a start does (--check)
   config: { values: ["zod", "yaml", "node:fs", "node:path", "node:net", "node:v8", "node:crypto", "node:tls"] },
   observe: { values: ["pino", "prom-client", "node:fs", "node:os", "node:v8", "node:vm", "node:perf_hooks"] },
+  protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino", "node:net"] },
   filters: { values: ["node:http2"], types: ["pino"] },

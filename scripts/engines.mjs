@@ -1,0 +1,99 @@
+// Builds and installs the real engines the tests talk to, before vitest starts (npm test runs this;
+// .ci/run too). Nothing here is dojang: each is a registry package or a small test-only Go fixture.
+//
+//  - test/engines/<name>/ is a Go module (go.mod + go.sum committed). Its engine.json, if present,
+//    names the binaries to build: {"binaries": {"<bin>": "<package path>"}}; without it the module's
+//    own main package becomes .engines/bin/<name>. Modules come from the Go module proxy at the
+//    versions go.sum pins; go's build cache makes a rebuild cheap, and a stamp skips it entirely
+//    when nothing under the folder changed.
+//  - Debian packages the tests start (redis-server) are installed with apt-get when missing.
+//
+// Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const enginesDir = join(root, "test", "engines");
+const binDir = join(root, ".engines", "bin");
+const stampDir = join(root, ".engines", "stamps");
+
+/** Debian packages whose programs the tests run, by program. */
+const APT = { "redis-server": "redis-server" };
+
+const only = (() => {
+  const i = process.argv.indexOf("--only");
+  return i > 0 ? new Set(process.argv[i + 1].split(",")) : undefined;
+})();
+
+function haveCommand(cmd) {
+  return spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
+}
+
+function ensureApt() {
+  const missing = Object.entries(APT).filter(([cmd]) => !haveCommand(cmd) && !existsSync(`/usr/sbin/${cmd}`) && !existsSync(`/usr/bin/${cmd}`));
+  if (missing.length === 0) return;
+  const pkgs = [...new Set(missing.map(([, p]) => p))];
+  const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
+  console.log(`engines: installing ${pkgs.join(" ")} with apt-get`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  for (const args of [["apt-get", "-qq", "update"], ["apt-get", "-qq", "install", "-y", "--no-install-recommends", ...pkgs]]) {
+    const argv = [...sudo, ...args];
+    const r = spawnSync(argv[0], argv.slice(1), { stdio: "inherit", env });
+    if (r.status !== 0) throw new Error(`engines: ${argv.join(" ")} failed (exit ${r.status}); install ${pkgs.join(" ")} and run again`);
+  }
+}
+
+function hashTree(dir) {
+  const h = createHash("sha256");
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else h.update(p.slice(dir.length)).update(readFileSync(p));
+    }
+  };
+  walk(dir);
+  return h.digest("hex");
+}
+
+function run(cmd, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, CGO_ENABLED: process.env.CGO_ENABLED ?? "0" } });
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")} (in ${cwd}) exited ${code}`))));
+  });
+}
+
+async function buildEngine(name) {
+  const dir = join(enginesDir, name);
+  const spec = existsSync(join(dir, "engine.json")) ? JSON.parse(readFileSync(join(dir, "engine.json"), "utf8")) : {};
+  const binaries = spec.binaries ?? { [name]: "." };
+  const stamp = join(stampDir, name);
+  const digest = hashTree(dir);
+  const outs = Object.keys(binaries).map((b) => join(binDir, b));
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === digest && outs.every((o) => existsSync(o))) {
+    console.log(`engines: ${name} up to date`);
+    return;
+  }
+  const t0 = Date.now();
+  for (const [bin, pkg] of Object.entries(binaries)) await run("go", ["build", "-trimpath", "-o", join(binDir, bin), pkg], dir);
+  writeFileSync(stamp, digest);
+  console.log(`engines: ${name} built in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Object.keys(binaries).join(", ")})`);
+}
+
+async function main() {
+  mkdirSync(binDir, { recursive: true });
+  mkdirSync(stampDir, { recursive: true });
+  ensureApt();
+  if (!existsSync(enginesDir)) return;
+  const names = readdirSync(enginesDir).filter((n) => statSync(join(enginesDir, n)).isDirectory() && existsSync(join(enginesDir, n, "go.mod")) && (!only || only.has(n)));
+  if (names.length && !haveCommand("go")) throw new Error("engines: the tests need Go (the go command) to build test/engines/*; install Go 1.26");
+  // Two at a time: the CI machine has two cores.
+  const queue = [...names];
+  await Promise.all([0, 1].map(async () => { for (let n = queue.shift(); n; n = queue.shift()) await buildEngine(n); }));
+}
+
+main().catch((err) => { console.error(err.message); process.exit(1); });

@@ -32,6 +32,8 @@ export function newRlsClient(address: string, metrics: Metrics): RlsClient {
     // reconnect soon after an outage ends (grpc-js backs off up to 120 s by default)
     "grpc.max_reconnect_backoff_ms": 5_000,
     "grpc.enable_retries": 0,
+    // channelz keeps per-call bookkeeping nobody here reads
+    "grpc.enable_channelz": 0,
   });
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
   const counters = metrics.rateLimitServiceCounters(address);

@@ -60,15 +60,17 @@ const proxies: DojangHandle[] = [];
 interface Rls {
   readonly address: string;
   readonly child: ChildProcess;
+  /** grpc, http, debug */
+  readonly ports: readonly [number, number, number];
 }
 
 /** envoyproxy/ratelimit on free ports, against the test's redis; ready when its health check answers. */
-async function startRls(): Promise<Rls> {
+async function startRls(ports?: readonly [number, number, number]): Promise<Rls> {
   const d = tempDir();
   dirs.push(d);
   mkdirSync(join(d.dir, "rl", "config"), { recursive: true });
   writeFileSync(join(d.dir, "rl", "config", "test.yaml"), RLS_CONFIG);
-  const [grpcPort, port, debugPort] = [await freePort(), await freePort(), await freePort()];
+  const [grpcPort, port, debugPort] = ports ?? [await freePort(), await freePort(), await freePort()];
   const child = spawnGroup(engineBinary("ratelimit"), [], {
     env: {
       PATH: process.env["PATH"] ?? "",
@@ -101,7 +103,7 @@ async function startRls(): Promise<Rls> {
     60_000,
     100,
   );
-  return { address: `127.0.0.1:${grpcPort}`, child };
+  return { address: `127.0.0.1:${grpcPort}`, child, ports: [grpcPort, port, debugPort] };
 }
 
 beforeAll(async () => {
@@ -284,7 +286,7 @@ describe("rateLimit.global with envoyproxy/ratelimit on redis", () => {
 });
 
 describe("rateLimit.global when the service fails", () => {
-  it("an outage under load: no call fails (fail-open), and the failures are counted", { timeout: 120_000 }, async () => {
+  it("an outage under load: no call fails (fail-open), the failures are counted, and the service is asked again once it is back", { timeout: 120_000 }, async () => {
     const rls = await startRls();
     const { px, c } = await proxy({ global: global(rls.address, { timeout: "2s", descriptors: [[{ key: "big", value: "load" }]] }) });
     let stop = false;
@@ -301,6 +303,10 @@ describe("rateLimit.global when the service fails", () => {
     process.kill(-rls.child.pid!, "SIGKILL");
     const okBefore = ok;
     await waitFor("failures counted", async () => ((await metric(px, "unavailable")) + (await metric(px, "error")) + (await metric(px, "timeout")) >= 20 ? true : undefined), 30_000, 50);
+    const okAnswersInOutage = await metric(px, "ok");
+    // the service comes back on the same port: the channel reconnects (backoff capped at 5 s) and calls ask it again
+    await startRls(rls.ports);
+    await waitFor("answers again after the outage", async () => ((await metric(px, "ok")) > okAnswersInOutage + 10 ? true : undefined), 60_000, 100);
     stop = true;
     await Promise.all(loops);
     expect(errors).toEqual([]);

@@ -9,7 +9,7 @@ function withRateLimit(rateLimit: unknown): string {
   });
 }
 function parse(rateLimit: unknown) {
-  return parseConfigText(withRateLimit(rateLimit), {}, "json");
+  return parseConfigText(withRateLimit(rateLimit), {}, { format: "json" });
 }
 function issues(rateLimit: unknown): string[] {
   const r = parse(rateLimit);

@@ -157,6 +157,32 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: FLAG,
     default: true,
   },
+  "listeners[].routes[].rateLimit.global": {
+    description:
+      "A global rate limit: each call on the route asks an Envoy RateLimitService (ShouldRateLimit, e.g. envoyproxy/ratelimit) shared by every replica, after the local limit; OVER_LIMIT ends it 8 RESOURCE_EXHAUSTED (decided_by rate_limited_global). null = none.",
+    default: null,
+  },
+  "listeners[].routes[].rateLimit.global.service": { description: 'The rate-limit service\'s gRPC address, "host:port" (plaintext; one shared channel per address).', kind: { type: "string", pattern: withEnv(HOST_PORT_RE) } },
+  "listeners[].routes[].rateLimit.global.domain": { description: "The domain the service's limits are configured under.", kind: { type: "string", minLength: 1 } },
+  "listeners[].routes[].rateLimit.global.timeout": {
+    description: "The longest a call waits for the service's answer (the gRPC deadline of each ShouldRateLimit); past it the call is admitted (or refused with failureModeDeny).",
+    kind: durationKind(1),
+    default: formatDuration(DEFAULTS.rateLimitGlobal.timeoutMs),
+  },
+  "listeners[].routes[].rateLimit.global.failureModeDeny": {
+    description: "When the service fails or is late: false admits the call (and counts it in dojang_rate_limit_service_calls_total); true refuses it with 14 UNAVAILABLE (decided_by rate_limit_service_failed).",
+    kind: FLAG,
+    default: false,
+  },
+  "listeners[].routes[].rateLimit.global.descriptors": { description: "The descriptors sent with each call (1 to 16); one whose entry has no value for the call is left out." },
+  "listeners[].routes[].rateLimit.global.descriptors[]": { description: "A descriptor: a list of entries, in order." },
+  "listeners[].routes[].rateLimit.global.descriptors[][]": { description: "An entry: key, and either from (a value of the call) or value (a literal)." },
+  "listeners[].routes[].rateLimit.global.descriptors[][].key": { description: 'The entry\'s key, as the service\'s config names it ("remote_address", "generic_key", ...).', kind: { type: "string", minLength: 1 } },
+  "listeners[].routes[].rateLimit.global.descriptors[][].from": {
+    description: 'The call\'s value: "client_address" (its IP address), "service" or "method" (from :path /<service>/<method>), or "metadata:<name>" (a request header; absent or empty leaves the descriptor out).',
+    kind: { type: "string", pattern: withEnv("client_address|service|method|metadata:[0-9a-z!#$%&'*+.^_`|~-]+") },
+  },
+  "listeners[].routes[].rateLimit.global.descriptors[][].value": { description: "A literal value.", kind: { type: "string", minLength: 1 } },
   "listeners[].routes[].headers": { description: "Header rules: fields added (set, replacing) and removed on the request sent upstream and on the response head sent to the client. null = none.", default: null },
   "listeners[].routes[].headers.request": { description: "Rules for the request head every attempt starts from." },
   "listeners[].routes[].headers.response": { description: "Rules for the upstream's response head (and Trailers-Only answer) going to the client." },

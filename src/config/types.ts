@@ -61,14 +61,40 @@ export interface HeaderRulesConfig {
 
 /** A route's `rateLimit` (src/proxy/filters/rate-limit): over it a call ends 8 RESOURCE_EXHAUSTED (rate_limited). */
 export interface RateLimitConfig {
-  /** tokens added per second */
-  readonly callsPerSecond: number;
-  /** the most calls at once above the rate (the bucket's size); default: callsPerSecond rounded up */
+  /** tokens added per second; null = no local limit (only `global`) */
+  readonly callsPerSecond: number | null;
+  /** the most calls at once above the rate (the bucket's size); default: callsPerSecond rounded up (0 without a local limit) */
   readonly burst: number;
   /** "route" (one bucket), "client_address", or "metadata:<name>" (one bucket per value; calls without it share one) */
   readonly key: string;
   /** a refusal carries x-ratelimit-limit/-remaining/-reset and grpc-retry-pushback-ms (default true) */
   readonly responseHeaders: boolean;
+  /** `global`: the limit an Envoy RateLimitService keeps for every replica; null = none */
+  readonly global: GlobalRateLimitConfig | null;
+}
+
+/** One entry of a global descriptor: its key and where its value comes from (src/translate/rate-limit-global.ts). */
+export interface GlobalDescriptorEntry {
+  readonly key: string;
+  readonly source:
+    | { readonly kind: "client_address" }
+    | { readonly kind: "header"; readonly name: string }
+    | { readonly kind: "service" }
+    | { readonly kind: "method" }
+    | { readonly kind: "literal"; readonly value: string };
+}
+
+/** `rateLimit.global`: ask an Envoy RateLimitService (ShouldRateLimit) about each call, after the local limit. */
+export interface GlobalRateLimitConfig {
+  /** the service's "host:port" (plaintext gRPC; one channel per distinct address) */
+  readonly service: HostPort;
+  readonly domain: string;
+  /** the longest a call waits for the service's answer */
+  readonly timeoutMs: number;
+  /** a failed or late answer refuses the call (14, rate_limit_service_failed) instead of admitting it */
+  readonly failureModeDeny: boolean;
+  /** descriptors, each a list of entries */
+  readonly descriptors: readonly (readonly GlobalDescriptorEntry[])[];
 }
 
 /** A route's `retry` block, normalized (see src/translate/retry.ts for the decision). */
@@ -277,6 +303,8 @@ const MiB = 1_048_576;
 
 /** Every default, one place. config/example-full.yaml shows each of them. */
 export const DEFAULTS = Object.freeze({
+  // rateLimit.global.timeout: Envoy's rate limit filter waits 20 ms by default
+  rateLimitGlobal: Object.freeze({ timeoutMs: 20 }),
   route: Object.freeze({
     timeoutMs: null,
     // grpc-go and grpc-java default max receive size (4 MiB).

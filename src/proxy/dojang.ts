@@ -23,6 +23,7 @@ import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-a
 import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
+import { closeRlsPool, newRlsPool } from "./filters/rate-limit/global.js";
 import { Journal } from "./observe/log.js";
 
 // moved out of this file (issue 19); the CLI and the cluster primary import them from here
@@ -141,7 +142,7 @@ export class Dojang {
     this.journal = new Journal(config.journal);
     this.loadConfigFaults(config);
     this.faultParsers = opts.faultParsers ?? null;
-    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers };
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers, rls: newRlsPool(this.metrics) };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
     for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
     if (config.admin !== null) {
@@ -607,6 +608,7 @@ export class Dojang {
       c.close(true);
     }
     this.retired.clear();
+    closeRlsPool(this.snapshotDeps.rls);
     if (this.retireTimer !== undefined) clearInterval(this.retireTimer);
     await Promise.all(all.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();

@@ -11,6 +11,7 @@ import type { ListenerRoutes } from "./call/context.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
+import { globalRateLimitFilterFactory, type RlsPool } from "./filters/rate-limit/global.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
@@ -33,6 +34,8 @@ export interface SnapshotDeps {
   readonly faultParsers: FaultParsers | null;
   /** monotonic milliseconds */
   readonly now: () => number;
+  /** the global rate limits' service clients (rateLimit.global), shared by every snapshot */
+  readonly rls: RlsPool;
 }
 
 export interface Snapshot {
@@ -104,9 +107,12 @@ export function buildSnapshot(
     // issue 12: the route rate limits come first (a refused call meets no fault rule); no factory
     // at all when no route of the listener has one
     const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
+    // issue 20: then the global limits (a call the local limit refused never asks the service)
+    const globalLimits = globalRateLimitFilterFactory(l.routes, deps.rls);
     const headerRules = headerRulesFilterFactory(l.routes);
     const filters = compileFilterChain([
       ...(rateLimits === null ? [] : [rateLimits]),
+      ...(globalLimits === null ? [] : [globalLimits]),
       ...(headerRules === null ? [] : [headerRules]),
       faultFilterFactory({
         listener: l.name,

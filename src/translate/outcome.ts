@@ -28,6 +28,8 @@ export const DECIDED_BY = {
   shutdown: "dojang was shutting down and did not start or finish the call",
   overload: "the client did not read its responses and their buffers went past the connection's or the process's budget: dojang cut the call (RST_STREAM ENHANCE_YOUR_CALM)",
   rate_limited: "the route's rateLimit had no token left for the call's key: the call was not sent (8, not 14: it should not be retried at once; grpc-retry-pushback-ms and x-ratelimit-reset say when a token is back)",
+  rate_limited_global: "the route's global rate-limit service (rateLimit.global) answered OVER_LIMIT: the call was not sent (8; x-ratelimit-* and grpc-retry-pushback-ms say when the limit resets)",
+  rate_limit_service_failed: "the route's global rate-limit service did not answer in time or failed, and rateLimit.global.failureModeDeny is on: the call was not sent (14)",
   fault: "a fault rule injected this status (abort, reset, raw HTTP, unreachable, cut connection)",
 } as const;
 export type DecidedBy = keyof typeof DECIDED_BY;

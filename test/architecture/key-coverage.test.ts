@@ -112,8 +112,8 @@ function schemaKeys(schema: Node): { leaves: string[]; all: string[] } {
 
 // === the rule ===
 
-/** a.b[].c → ["a", "b", "c"] (the first segment of a fault rule key is "<faultRule>"). */
-const segments = (key: string): string[] => key.split(".").map((s) => s.replace(/\[\]$/, ""));
+/** a.b[].c → ["a", "b", "c"] (a list of lists, b[][], too; the first segment of a fault rule key is "<faultRule>"). */
+const segments = (key: string): string[] => key.split(".").map((s) => s.replace(/(\[\])+$/, ""));
 
 const ALIASES: Readonly<Record<string, readonly string[]>> = {
   listeners: ["listeners", "listener"],

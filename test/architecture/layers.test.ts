@@ -235,7 +235,8 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
   protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino", "node:net"] },
-  filters: { values: ["node:http2"], types: ["pino"] },
+  // @grpc/grpc-js: the global rate limit's client (rate-limit/rls-client.ts, loaded with import())
+  filters: { values: ["node:http2", "@grpc/grpc-js"], types: ["pino"] },
   listener: {
     values: ["node:http2", "node:http", "node:https", "node:net", "node:tls", "node:crypto", "node:events", "node:stream", "node:module", "node:fs", "node:path"],
     types: ["pino"],

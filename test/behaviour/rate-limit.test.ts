@@ -126,7 +126,7 @@ describe("route rateLimit", () => {
     expect(issues("{ callsPerSecond: 0 }")).toEqual(["listeners[0].routes[0].rateLimit.callsPerSecond: must be more than 0"]);
     expect(issues("{ callsPerSecond: 10 }")).toEqual([]);
     const ok = parseConfigText(base("{ callsPerSecond: 2.5 }"), {});
-    expect(ok.ok && ok.config.listeners[0]!.routes[0]!.rateLimit).toEqual({ callsPerSecond: 2.5, burst: 3, key: "route", responseHeaders: true });
+    expect(ok.ok && ok.config.listeners[0]!.routes[0]!.rateLimit).toEqual({ callsPerSecond: 2.5, burst: 3, key: "route", responseHeaders: true, global: null });
     expect(issues("{ callsPerSecond: 10, responseHeaders: maybe }")).toEqual(["listeners[0].routes[0].rateLimit.responseHeaders: expected true or false, got \"maybe\""]);
   });
 });

@@ -156,6 +156,10 @@ export class NumberHistogram {
   }
 }
 
+/** The results dojang_rate_limit_service_calls_total counts. */
+export const RLS_RESULTS = ["ok", "over_limit", "timeout", "unavailable", "error"] as const;
+export type RlsResult = (typeof RLS_RESULTS)[number];
+
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
 export class MethodSeries {
   readonly service: string;
@@ -243,6 +247,8 @@ export class Metrics {
   readonly upstreamEjections: client.Counter<string>;
   /** upstream sessions dropped because a keepalive PING went unanswered */
   readonly upstreamKeepaliveTimeouts: client.Counter<string>;
+  /** rateLimit.global: the rate-limit service's answers and failures, by service and result */
+  readonly rateLimitService: client.Counter<string>;
   /** the clusters the per-endpoint gauges read at scrape time (a cluster adds itself, stop() removes it) */
   readonly clusterSources = new Set<ClusterMetricsSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
@@ -337,6 +343,12 @@ export class Metrics {
       labelNames: ["cluster", "endpoint"],
       registers: r,
     });
+    this.rateLimitService = new client.Counter({
+      name: "dojang_rate_limit_service_calls_total",
+      help: "ShouldRateLimit calls to a global rate-limit service (rateLimit.global), by service and result: ok, over_limit, or a failure (timeout, unavailable, error), after which the call was admitted (or refused with failureModeDeny).",
+      labelNames: ["service", "result"],
+      registers: r,
+    });
     this.upstreamKeepaliveTimeouts = new client.Counter({
       name: "dojang_upstream_keepalive_timeouts_total",
       help: "Upstream sessions dropped because a keepalive PING was not answered within keepalive.timeout, by cluster.",
@@ -412,6 +424,13 @@ export class Metrics {
     s = new MethodSeries(this, service, method);
     this.methods.set(path, s);
     return s;
+  }
+
+  /** dojang_rate_limit_service_calls_total's children for one service, bound once (by its client). */
+  rateLimitServiceCounters(service: string): Record<RlsResult, client.Counter.Internal> {
+    const out = {} as Record<RlsResult, client.Counter.Internal>;
+    for (const result of RLS_RESULTS) out[result] = this.rateLimitService.labels(service, result);
+    return out;
   }
 
   /** dojang_retries_total's children for one cluster, one per reason (bound once, by the cluster's budget). */

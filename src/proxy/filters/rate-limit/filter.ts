@@ -74,12 +74,13 @@ function refusalWithHint(l: Limiter, key: string): CallFilter {
   });
 }
 
-/** The listener's rate-limit filter factory; null when none of its routes has a rateLimit. */
+/** The listener's local rate-limit filter factory; null when none of its routes has a local rateLimit (callsPerSecond). */
 export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () => number): FilterFactory | null {
-  if (!routes.some((r) => r.rateLimit !== null)) return null;
+  if (!routes.some((r) => r.rateLimit?.callsPerSecond != null)) return null;
   const limiters: (Limiter | null)[] = routes.map((r) => {
     const rl = r.rateLimit;
-    if (rl === null) return null;
+    // a route with only a global limit (rateLimit.global, global.ts) has no bucket here
+    if (rl === null || rl.callsPerSecond === null) return null;
     const message = `rate limited: more than ${rl.callsPerSecond} calls per second (burst ${rl.burst}) by ${rl.key}`;
     return {
       buckets: new KeyedBuckets({ ratePerSecond: rl.callsPerSecond, burst: rl.burst }, MAX_KEYS),

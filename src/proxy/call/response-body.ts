@@ -12,6 +12,23 @@ import { runResponseData } from "./filter-run.js";
 import { copyHeaders } from "./headers.js";
 import { BY_RETRY } from "./held.js";
 
+/**
+ * What one call may queue towards a client that is not reading before its upstream stream is
+ * paused (issue 22: a stalled reader costs what the proxy has promised): one DATA frame. A
+ * paused upstream stream can still send what is left of its window (the cluster's
+ * initialWindowSize), so a stalled call holds at most this plus that window.
+ */
+export const STREAM_QUEUE_BYTES = 16 * 1024;
+
+/** node's Writable state (node:http2 streams have it; the gRPC-Web adapter does not). */
+interface WithWritableState {
+  readonly _writableState?: { highWaterMark: number };
+}
+
+interface WithReadableState {
+  readonly _readableState?: { highWaterMark: number };
+}
+
 /** AttemptOwner.onAttemptData: a DATA chunk from the upstream. */
 export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
   if (c.done || a !== c.attempt) return;
@@ -37,7 +54,19 @@ export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
     );
   }
   if (c.filters !== null && (c.responseTakenOver || runResponseData(c, chunk))) return;
-  if (!c.down.write(chunk)) {
+  const down = c.down;
+  const ws = (down as WithWritableState)._writableState;
+  // The client's queue is held to STREAM_QUEUE_BYTES (node's own high-water mark is 64 KiB):
+  // write() then returns false, and the upstream is paused, once that much waits for a client
+  // that is not reading. Set at the first chunk (the gRPC-Web adapter has no such state).
+  if (ws !== undefined && ws.highWaterMark !== STREAM_QUEUE_BYTES) ws.highWaterMark = STREAM_QUEUE_BYTES;
+  if (!down.write(chunk)) {
+    // Paused, the upstream stream still takes DATA into its readable buffer, and node keeps
+    // opening its window until that buffer reaches its high-water mark (64 KiB by default):
+    // hold it to one frame, so what a stalled call holds is its queue, one frame and the
+    // upstream window.
+    const rs = (a.up as WithReadableState | undefined)?._readableState;
+    if (rs !== undefined) rs.highWaterMark = STREAM_QUEUE_BYTES;
     c.attempt!.pause();
     // The client is behind: this call's buffers now count against the budgets (overload.ts).
     responseBuffers.stall(c);

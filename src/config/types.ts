@@ -356,7 +356,10 @@ export const DEFAULTS = Object.freeze({
     connectTimeoutMs: 5000,
     maxConcurrentStreamsPerSession: 1000,
     maxSessionsPerEndpoint: 8,
-    initialWindowSize: 1 * MiB,
+    // What a paused upstream stream may still send while its client does not read (issue 22:
+    // a stalled reader costs what dojang has promised): HTTP/2's own 64 KiB, as nginx's and
+    // HAProxy's; the connection window stays large, so many streams still flow at once.
+    initialWindowSize: 64 * 1024,
     connectionWindowSize: 16 * MiB,
     tls: null,
   }),

@@ -101,10 +101,14 @@ const STREAMS = Number(process.env["ATTACK_STREAMS"] ?? 200);
  *   to +39 with them (+38 to +43 in earlier runs). No RSS bound can tell those apart; the 48 MiB
  *   bound is the small window's (without the budgets the 1 MiB window costs +213), and the
  *   budgets' work at 64 KiB is asserted by the cut count alone.
+ * Since issue 22 a stalled call queues one 16 KiB frame for its client (node's own high-water
+ * mark, 64 KiB, before) and its paused upstream stream's buffer stops at one frame too, so each
+ * holds about 80 KiB at 64 KiB: +23.9 MiB, 72 of 200 cut in one run (the connection's 8 MiB
+ * budget then holds ~100 of them; asserted: ≥ 40, none without the budgets).
  */
 const CASES = [
   { window: "1MiB", boundMiB: 192, minCut: STREAMS - 16 },
-  { window: "64KiB", boundMiB: 48, minCut: 100 },
+  { window: "64KiB", boundMiB: 48, minCut: 40 },
 ] as const;
 
 describe("attack: a client that never opens its window (zero-window stall), real dojang process", () => {
@@ -203,7 +207,8 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
   });
 
   it("past the process budget new streams are refused with REFUSED_STREAM until the stalled buffers are cut back", { timeout: 30_000 }, async () => {
-    responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 4 * 1_048_576 };
+    // 60 stalled calls hold ~60 × (16 KiB queued + the 64 KiB default upstream window)
+    responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 2 * 1_048_576 };
     const px = await startProxy(upstream.address, { listener: { grpcWeb: true, http1Address: "127.0.0.1:0" } });
     proxies.push(px);
     const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
@@ -228,9 +233,9 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     expect(upstream.flood).toBe(floodsBefore);
     // once idle (IDLE_MS without a drain) the largest stalled buffers are cut, the rest stay within the budget
     const cutIds = (): number[] => ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM));
-    while (Date.now() < deadline && (cutIds().length === 0 || responseBuffers.lastTotal > 4 * 1_048_576)) await sleep(20);
+    while (Date.now() < deadline && (cutIds().length === 0 || responseBuffers.lastTotal > 2 * 1_048_576)) await sleep(20);
     expect(cutIds().length).toBeGreaterThan(0);
-    expect(responseBuffers.lastTotal).toBeLessThanOrEqual(4 * 1_048_576);
+    expect(responseBuffers.lastTotal).toBeLessThanOrEqual(2 * 1_048_576);
     // the attacker leaves: its stalled calls end, the overload ends, streams are taken again
     atk.close();
     while (Date.now() < deadline && responseBuffers.overloaded) await sleep(20);

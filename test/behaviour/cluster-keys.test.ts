@@ -143,10 +143,10 @@ describe("clusters[].initialWindowSize and connectionWindowSize: the windows doj
     expect(up.got).toEqual([{ initialWindowSize: 96 * 1024, connectionWindow: 3 * 1024 * 1024 }]);
   });
 
-  it("the defaults, for contrast: 1 MiB per stream, 16 MiB per connection", async () => {
+  it("the defaults, for contrast: 64 KiB per stream, 16 MiB per connection", async () => {
     const up = await windowUpstream();
     const px = await fx.proxyFor(up.address);
     expect((await unary(fx.client(px.address), Buffer.from("x"))).err).toBeNull();
-    expect(up.got).toEqual([{ initialWindowSize: 1024 * 1024, connectionWindow: 16 * 1024 * 1024 }]);
+    expect(up.got).toEqual([{ initialWindowSize: 64 * 1024, connectionWindow: 16 * 1024 * 1024 }]);
   });
 });

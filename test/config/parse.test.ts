@@ -89,7 +89,7 @@ describe("parseConfigText(): a valid config", () => {
           connectTimeoutMs: 5000,
           maxConcurrentStreamsPerSession: 1000,
           maxSessionsPerEndpoint: 8,
-          initialWindowSize: 1048576,
+          initialWindowSize: 65536,
           connectionWindowSize: 16777216,
           tls: null,
         },

@@ -48,7 +48,9 @@ const BUDGET = noCgroup === undefined ? `in a real ${LIMIT_MIB} MiB memory cgrou
  * Streams of the zero-window stall's 100 per connection the per-connection budget must cut. With
  * a 128 MiB budget it is 4 MiB per connection (src/config/memory.ts), and each stalled stream
  * holds at least its 64 KiB window once the upstream filled it: 100 of them hold 6.25 MiB or
- * more, so at least 36 are cut (measured: 75 on each connection); without the budget none is.
+ * more, so at least 36 are cut (measured: 75 on each connection before issue 22, 36 since, now
+ * that a stalled stream no longer also holds 64 KiB queued for its client); without the budget
+ * none is.
  */
 const STALL_MIN_CUT = 36;
 

@@ -263,6 +263,36 @@ describe("tracing: spans in a real backend", () => {
   );
 });
 
+describe("tracing: a fault on the call's span", () => {
+  it(
+    "an injected abort: the SERVER span names the rule and its kind, decided_by fault, an error status; no attempt span",
+    async () => {
+      const sink = await startSink();
+      const up = await startRawUpstream((s) => okWithMessage(s));
+      cleanups.push(() => up.close());
+      const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpHttp, sampleRatio: 1, exportInterval: "50ms" } } });
+      cleanups.push(() => proxy.close(0));
+      proxy.faults.add({ id: "down-for-tracing", action: { kind: "abort", code: "UNAVAILABLE", message: "injected" } });
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      const r = await unary(client, Buffer.from("x"));
+      expect(r.err?.code).toBe(14);
+      expect(up.seen).toHaveLength(0);
+      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+      const traceId = proxy.calls.at(-1)!.trace_id!;
+      const spans = await waitFor("the call's span", async () => {
+        const s = await sink.spans(traceId);
+        return s.length >= 1 ? s : undefined;
+      }, 20_000, 100);
+      expect(spans).toHaveLength(1);
+      expect(spans[0]!.kind).toBe(OTLP_SERVER);
+      expect(spans[0]!.attrs).toMatchObject({ "dojang.decided_by": "fault", "dojang.faults": ["down-for-tracing"], "dojang.fault_kinds": ["abort"], "rpc.grpc.status_code": 14 });
+      expect(spans[0]!.status).toMatchObject({ code: OTLP_ERROR, message: "UNAVAILABLE: injected" });
+    },
+    60_000,
+  );
+});
+
 describe("tracing: propagation without a backend in the way", () => {
   it("sampleRatio 0: a new trace is not sampled, the decision goes upstream (flags 00), and nothing is exported", async () => {
     const closed = await freePort();

@@ -163,7 +163,7 @@ export class Tracing {
     this.dropped.labels("export_failed").inc(0);
     // The exporter's own timeout is the export's; the batch processor's a little longer, so
     // the exporter's answer (and its count) comes first.
-    const otlp = new OTLPTraceExporter({ url: cfg.endpoint, timeoutMillis: cfg.exportTimeoutMs, concurrencyLimit: 2 });
+    const otlp = new OTLPTraceExporter({ url: cfg.endpoint, timeoutMillis: cfg.exportTimeoutMs, concurrencyLimit: 4 });
     const counting = new CountingExporter(otlp, exported, this.dropped, log);
     const batch = new BatchSpanProcessor({
       exporter: counting,

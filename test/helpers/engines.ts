@@ -14,7 +14,7 @@ export function engineBinary(name: string): string {
 
 /** A Debian program the tests start (e.g. redis-server), from PATH or /usr/sbin, /usr/bin. */
 export function systemBinary(name: string): string {
-  for (const dir of (process.env.PATH ?? "").split(":").concat(["/usr/sbin", "/usr/bin"])) {
+  for (const dir of (process.env["PATH"] ?? "").split(":").concat(["/usr/sbin", "/usr/bin"])) {
     const p = join(dir, name);
     if (dir && existsSync(p)) return p;
   }

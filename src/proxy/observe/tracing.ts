@@ -83,7 +83,8 @@ class CountingExporter implements SpanExporter {
   constructor(
     private readonly inner: SpanExporter,
     private readonly exported: client.Counter,
-    private readonly dropped: client.Counter,
+    /** dojang_trace_spans_dropped_total{reason="export_failed"} (bound once) */
+    private readonly exportFailed: client.Counter.Internal,
     private readonly log: Logger,
   ) {}
   export(spans: ReadableSpan[], done: (r: ExportResult) => void): void {
@@ -97,7 +98,7 @@ class CountingExporter implements SpanExporter {
   }
   /** An export that failed or timed out: its spans are lost (logged at most once a minute). */
   failed(n: number, err: Error | undefined): void {
-    this.dropped.labels("export_failed").inc(n);
+    this.exportFailed.inc(n);
     const now = performance.now();
     if (now - this.lastWarn >= 60_000) {
       this.lastWarn = now;
@@ -121,12 +122,13 @@ class CountingProcessor implements SpanProcessor {
     private readonly inner: BatchSpanProcessor,
     private readonly exporter: CountingExporter,
     private readonly max: number,
-    private readonly dropped: client.Counter,
+    /** dojang_trace_spans_dropped_total{reason="queue_full"} (bound once) */
+    private readonly queueFull: client.Counter.Internal,
   ) {}
   onStart(): void {}
   onEnd(span: ReadableSpan): void {
     const e = this.exporter;
-    if (e.queued >= this.max) this.dropped.labels("queue_full").inc();
+    if (e.queued >= this.max) this.queueFull.inc();
     else e.queued++;
     this.inner.onEnd(span);
   }
@@ -143,7 +145,6 @@ export class Tracing {
   private readonly provider: TracerProvider;
   private readonly tracer: Tracer;
   private readonly ids = new RandomIdGenerator();
-  private readonly dropped: client.Counter;
 
   constructor(
     readonly cfg: TracingConfig,
@@ -153,18 +154,20 @@ export class Tracing {
     private readonly rand: () => number = Math.random,
   ) {
     const exported = new client.Counter({ name: "dojang_trace_spans_exported_total", help: "Spans the collector accepted.", registers: [registry] });
-    this.dropped = new client.Counter({
+    const dropped = new client.Counter({
       name: "dojang_trace_spans_dropped_total",
       help: "Spans lost: queue_full (the export queue, tracing.maxQueueSize, was full when the span ended) or export_failed (the collector refused, was unreachable, or did not answer within tracing.exportTimeout).",
       labelNames: ["reason"],
       registers: [registry],
     });
-    this.dropped.labels("queue_full").inc(0);
-    this.dropped.labels("export_failed").inc(0);
+    const queueFull = dropped.labels("queue_full");
+    const exportFailed = dropped.labels("export_failed");
+    queueFull.inc(0);
+    exportFailed.inc(0);
     // The exporter's own timeout is the export's; the batch processor's a little longer, so
     // the exporter's answer (and its count) comes first.
     const otlp = new OTLPTraceExporter({ url: cfg.endpoint, timeoutMillis: cfg.exportTimeoutMs, concurrencyLimit: 4 });
-    const counting = new CountingExporter(otlp, exported, this.dropped, log);
+    const counting = new CountingExporter(otlp, exported, exportFailed, log);
     const batch = new BatchSpanProcessor({
       exporter: counting,
       maxQueueSize: cfg.maxQueueSize,
@@ -174,7 +177,7 @@ export class Tracing {
     });
     this.provider = new TracerProvider({
       resource: resourceFromAttributes({ "service.name": cfg.serviceName }),
-      spanProcessors: [new CountingProcessor(batch, counting, cfg.maxQueueSize, this.dropped)],
+      spanProcessors: [new CountingProcessor(batch, counting, cfg.maxQueueSize, queueFull)],
       // (the sampling decision is made in begin(); a span is only made for a sampled call)
     });
     this.tracer = this.provider.getTracer("dojang");

@@ -426,6 +426,24 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
   watchConfig: { description: "Reload the whole config when its file changes (CLI only), as SIGHUP and POST /reload do.", kind: FLAG, default: false },
+  tracing: {
+    description: "OpenTelemetry traces: a SERVER span per sampled call and a CLIENT span per attempt, exported as OTLP/HTTP in bounded batches (null = off, the default). Needs a restart.",
+    default: null,
+  },
+  "tracing.endpoint": { description: "The OTLP/HTTP traces URL spans are POSTed to (http or https), e.g. http://127.0.0.1:4318/v1/traces.", kind: { type: "string", pattern: withEnv("https?://\\S+") } },
+  "tracing.serviceName": { description: "The service.name of dojang's spans.", kind: NAME, default: DEFAULTS.tracing.serviceName },
+  "tracing.sampleRatio": {
+    description: "The share of new traces sampled (calls that arrive without a traceparent or B3 parent), 0 to 1; a parent's sampled flag is always followed.",
+    kind: { type: ["number", "string"], minimum: 0, maximum: 1, pattern: withEnv("\\s*\\d+(?:\\.\\d+)?\\s*") },
+    default: DEFAULTS.tracing.sampleRatio,
+  },
+  "tracing.maxQueueSize": {
+    description: "Ended spans waiting for export at most; a span beyond it is dropped and counted (dojang_trace_spans_dropped_total), never waited for.",
+    kind: countKind(LIMITS.traceQueue),
+    default: DEFAULTS.tracing.maxQueueSize,
+  },
+  "tracing.exportInterval": { description: "The longest a span waits before its batch is sent (a batch also goes when 512 spans wait).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportIntervalMs) },
+  "tracing.exportTimeout": { description: "How long one export may take before it is given up (its spans are counted as dropped).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportTimeoutMs) },
 };
 
 const U32 = 2 ** 32 - 1;

@@ -91,6 +91,7 @@ export function configAsApplied(running: Config, next: Config): Config {
     shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
     concurrentMarking: running.concurrentMarking,
     memory: running.memory,
+    tracing: running.tracing,
   };
 }
 

@@ -23,7 +23,7 @@ export interface ReloadReport {
  * `admin` address, switch and token: the admin listener that answers this reload is that
  * listener. `journal`, `faultInjection`: process-wide state (the call ring, the fault set's seed
  * and cap) made once. `shrinkHeapWhenIdle`, `concurrentMarking`: the heap tuners start once.
- * `watchConfig`: the watcher starts with the process. A listener's `maxHeaderListPairs` and
+ * `watchConfig`: the watcher starts with the process. `tracing`: the exporter is made once. A listener's `maxHeaderListPairs` and
  * `maxSessionMemoryMiB`: node takes them only when the server is created (its SETTINGS are
  * updated in place; see Listener.reconfigure). A listener's `tls`: see below.
  */
@@ -37,6 +37,8 @@ const RESTART_ONLY: readonly RegExp[] = [
   // V8's sizes are node flags, set when the process starts (src/config/memory.ts)
   /^memory(\.|$)/,
   /^watchConfig$/,
+  // the tracer provider and its exporter are made once per process
+  /^tracing(\.|$)/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
   // a listener is an h2c or a TLS server from its creation; certificate files changed in place
   // are re-read without a reload (src/proxy/downstream/tls.ts)

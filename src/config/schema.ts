@@ -12,6 +12,7 @@ import { DEFAULTS, LIMITS, type Config } from "./types.js";
 import { concurrentMarking, count, durationMs, expected, flag, hostPort, logLevel, name, sizeBytes } from "./schema/scalars.js";
 import { listener } from "./schema/listener.js";
 import { cluster } from "./schema/cluster.js";
+import { tracing } from "./schema/tracing.js";
 
 export * from "./types.js";
 
@@ -63,6 +64,7 @@ const document = z.strictObject(
       .default({ limit: null }),
     faultInjection: z.unknown().optional(),
     watchConfig: flag.default(DEFAULTS.config.watchConfig),
+    tracing: tracing.nullable().default(null),
   },
   { error: expected("a mapping with listeners and clusters") },
 );
@@ -164,6 +166,17 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
     memory: { limitBytes: d.memory.limit },
     faultInjection: d.faultInjection as unknown as FaultSetSettings,
     watchConfig: d.watchConfig,
+    tracing:
+      d.tracing === null
+        ? null
+        : {
+            endpoint: d.tracing.endpoint,
+            serviceName: d.tracing.serviceName,
+            sampleRatio: d.tracing.sampleRatio,
+            maxQueueSize: d.tracing.maxQueueSize,
+            exportIntervalMs: d.tracing.exportInterval,
+            exportTimeoutMs: d.tracing.exportTimeout,
+          },
   }),
 );
 

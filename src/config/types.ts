@@ -269,6 +269,25 @@ export interface MemoryConfig {
   readonly limitBytes: number | null;
 }
 
+/**
+ * `tracing`: OpenTelemetry traces (src/proxy/observe/tracing.ts): a SERVER span per sampled call,
+ * a CLIENT span per attempt, exported as OTLP/HTTP in bounded batches.
+ */
+export interface TracingConfig {
+  /** the OTLP/HTTP traces URL (http or https), e.g. http://127.0.0.1:4318/v1/traces */
+  readonly endpoint: string;
+  /** the resource's service.name */
+  readonly serviceName: string;
+  /** the share of new traces (calls without a parent) sampled, 0 to 1; a parent's flag is followed */
+  readonly sampleRatio: number;
+  /** spans waiting for export at most; more are dropped (counted) */
+  readonly maxQueueSize: number;
+  /** a batch goes out this long after its first span at the latest (or when 512 are waiting) */
+  readonly exportIntervalMs: number;
+  /** one export may take this long; then it is given up (its spans are lost, counted) */
+  readonly exportTimeoutMs: number;
+}
+
 export interface Config {
   /** Omitted (or null) → no admin listener. */
   readonly admin: AdminConfig | null;
@@ -295,6 +314,8 @@ export interface Config {
   readonly faultInjection: FaultSetSettings;
   /** `watchConfig`: reload when the config file changes (CLI only) */
   readonly watchConfig: boolean;
+  /** `tracing`: OpenTelemetry traces; null = off (the default: nothing is paid per call) */
+  readonly tracing: TracingConfig | null;
 }
 
 // === defaults ===
@@ -375,6 +396,13 @@ export const DEFAULTS = Object.freeze({
     memory: Object.freeze({ limitBytes: null }) as MemoryConfig,
     watchConfig: false,
   }),
+  tracing: Object.freeze({
+    serviceName: "dojang",
+    sampleRatio: 1,
+    maxQueueSize: 2048,
+    exportIntervalMs: 5000,
+    exportTimeoutMs: 10_000,
+  }),
 });
 
 // === limits (inclusive), with where each comes from ===
@@ -415,6 +443,8 @@ export const LIMITS = Object.freeze({
   budgetPercent: { min: 0, max: 1000 },
   breaker: { min: 1, max: 1_000_000 },
   retriesPerSecond: { min: 0, max: 100_000 },
+  // Ours: spans held for export (each a few hundred bytes); the SDK's default is 2048.
+  traceQueue: { min: 1, max: 1_000_000 },
   // Names show up in logs and metric labels.
   nameLength: { min: 1, max: 64 },
 });

@@ -12,6 +12,7 @@ import { configAsApplied, planReload } from "../config/reload-plan.js";
 import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
 import type { CallContext } from "./call/context.js";
+import type { Tracing } from "./observe/tracing.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
 import { createAccessLogger, createLogger, flushLogger } from "./observe/log.js";
 import { Metrics } from "./observe/metrics.js";
@@ -130,6 +131,11 @@ export class Dojang {
   /** reloads run one at a time, in the order they were asked for */
   private reloadChain: Promise<unknown> = Promise.resolve();
   private retireTimer: NodeJS.Timeout | undefined = undefined;
+  /**
+   * OpenTelemetry traces (config `tracing`): loaded by start() (the SDK is imported only when
+   * tracing is on), then handed to every listener's calls; null when off.
+   */
+  private tracing: Tracing | null = null;
 
   constructor(config: Config, opts: DojangOptions = {}) {
     this.cfg = config;
@@ -202,6 +208,7 @@ export class Dojang {
       now: this.now,
       rand: Math.random,
       journal: this.journal,
+      tracing: this.tracing,
       active: new Set(),
       onCallClosed: this.onCallClosed,
     };
@@ -513,6 +520,13 @@ export class Dojang {
   }
 
   async start(): Promise<void> {
+    if (this.cfg.tracing !== null && this.tracing === null) {
+      const { Tracing } = await import("./observe/tracing.js");
+      const t = new Tracing(this.cfg.tracing, this.metrics.registry, this.log);
+      this.tracing = t;
+      // (before any listener listens: no call has started)
+      for (const l of this.listeners) (l.ctx as { tracing: Tracing | null }).tracing = t;
+    }
     if (this.faultParsers === null && needsConfigParsers(this.cfg)) {
       await this.useFaultParsers();
       // the snapshot the constructor built could not read header faults: the same config again,
@@ -613,6 +627,8 @@ export class Dojang {
     await Promise.all(all.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();
     this.log.info("stopped");
+    // The last spans go to the collector, waiting at most 2 s (a collector that is gone costs no more).
+    if (this.tracing !== null) await this.tracing.shutdown(2000);
     // The access log is asynchronous: its last lines go out before the process may exit.
     if (this.access !== this.log) await flushLogger(this.access);
   }

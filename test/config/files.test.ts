@@ -195,3 +195,11 @@ describe("src/config/index.ts", () => {
     }
   });
 });
+
+describe("config/edge-fleet.yaml", () => {
+  it("parses, with tracing on at 1 % of new traces", () => {
+    const r = parseConfigText(read("edge-fleet.yaml"), {});
+    expect(r.ok ? [] : r.issues).toEqual([]);
+    if (r.ok) expect(r.config.tracing).toMatchObject({ endpoint: "http://127.0.0.1:4318/v1/traces", serviceName: "edge-gateway", sampleRatio: 0.01 });
+  });
+});

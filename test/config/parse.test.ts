@@ -104,6 +104,7 @@ describe("parseConfigText(): a valid config", () => {
       memory: { limitBytes: null },
       faultInjection: { seed: 0, maxActiveFaults: null },
       watchConfig: false,
+      tracing: null,
     } satisfies Config);
   });
 
@@ -729,5 +730,32 @@ describe("admin.token", () => {
     if (r.ok) return;
     expect(r.issues.map((i) => i.path)).toEqual(["admin.token"]);
     expect(JSON.stringify(r.issues)).not.toMatch(/1234567890/);
+  });
+});
+
+describe("parseConfigText(): tracing", () => {
+  it("reads the block with its defaults, and is off (null) without it", () => {
+    expect(parse(MINIMAL).tracing).toBeNull();
+    const c = parse(`${MINIMAL}\ntracing:\n  endpoint: http://127.0.0.1:4318/v1/traces\n  sampleRatio: "0.25"\n  exportInterval: 1s\n`);
+    expect(c.tracing).toEqual({
+      endpoint: "http://127.0.0.1:4318/v1/traces",
+      serviceName: DEFAULTS.tracing.serviceName,
+      sampleRatio: 0.25,
+      maxQueueSize: DEFAULTS.tracing.maxQueueSize,
+      exportIntervalMs: 1000,
+      exportTimeoutMs: DEFAULTS.tracing.exportTimeoutMs,
+    });
+  });
+
+  it.each<[string, string, RegExp]>([
+    ["no endpoint", "tracing: { sampleRatio: 1 }", /^tracing\.endpoint: is required/],
+    ["a non-http endpoint", "tracing: { endpoint: grpc://127.0.0.1:4317 }", /^tracing\.endpoint: .*http or https, not grpc/],
+    ["credentials in the endpoint", "tracing: { endpoint: \"http://u:p@127.0.0.1:4318/v1/traces\" }", /^tracing\.endpoint: the endpoint must not carry credentials/],
+    ["a ratio above 1", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, sampleRatio: 1.5 }", /^tracing\.sampleRatio: expected a number from 0 to 1, got 1\.5/],
+    ["an unknown key", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, ratio: 1 }", /^tracing\.ratio: unknown key "ratio"/],
+  ])("refuses %s", (_why, block, re) => {
+    const got = issues(`${MINIMAL}\n${block}\n`);
+    expect(got).toHaveLength(1);
+    expect(got[0]).toMatch(re);
   });
 });

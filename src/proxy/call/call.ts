@@ -18,6 +18,7 @@ import type { CompiledRoute } from "../router.js";
 import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
+import type { CallTrace } from "../observe/tracing.js";
 import type { AttemptEnd } from "../../translate/retry.js";
 import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
 import type { Downstream } from "./downstream.js";
@@ -131,7 +132,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * alone takes a response head as node's flat list and learns of a reset before its 'end'.
    */
   readonly clientProtocol: string | undefined;
-
+  /** the call's trace (config `tracing`; observe/tracing.ts); null when tracing is off */
+  trace: CallTrace | null = null;
 
   constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
@@ -166,6 +168,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const prev = headers["grpc-previous-rpc-attempts"];
     this.prevAttempts = typeof prev === "string" ? prev : undefined;
     this.requestId = rid ?? newRequestId();
+    const tracing = this.ctx.tracing;
+    if (tracing !== null) this.trace = tracing.begin(headers, this.path, this.t0, this.peer?.address);
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
     const checked = checkRequestHead(headers);
@@ -252,6 +256,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       head["grpc-previous-rpc-attempts"] = String(n);
       if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
+    if (this.trace !== null) this.ctx.tracing!.attemptStart(this.trace, n + 1, ep.label, head);
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
@@ -267,6 +272,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.attempt = null;
     this.upTrailers = undefined;
     this.held = undefined;
+    if (this.trace !== null) this.ctx.tracing!.attemptAbandoned(this.trace, a.status, a.up === undefined ? "no stream reached the upstream" : "no status came; given up for a retry");
     a.cancel();
     // The request waits in the client stream (flow-controlled) until the next attempt is open.
     if (this.reading) this.down.pause();

@@ -4,6 +4,7 @@
 import type { Logger } from "pino";
 import type { Journal } from "../observe/log.js";
 import type { Metrics } from "../observe/metrics.js";
+import type { Tracing } from "../observe/tracing.js";
 import type { Router } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Call } from "./call.js";
@@ -46,6 +47,8 @@ export interface CallContext {
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
   readonly onCallClosed: () => void;
+  /** OpenTelemetry traces (config `tracing`); null when off: each call pays one test */
+  readonly tracing: Tracing | null;
   /** the listener's streamIdleTimeout (ms, 0 = never; set by Listener from its config) */
   readonly streamIdleTimeoutMs?: number;
   /** the listener's attemptsHeader: x-dojang-attempts (upstream attempts made) on each response head */

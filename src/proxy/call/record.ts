@@ -29,11 +29,13 @@ export function recordCall(c: Call): void {
   c.series.respMessages += respMessages;
   m.live.forwardedBytes += c.reqScan.bytes + c.respScan.bytes;
   const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
+  let rec: AccessRecord | undefined;
   if (logIt || ctx.journal.size > 0) {
     const prev = c.prevAttempts;
     const peer = c.peer;
-    const rec: AccessRecord = {
+    rec = {
       request_id: c.requestId,
+      trace_id: c.trace?.traceId,
       path: c.path,
       authority: c.authority,
       client_address: peer?.address,
@@ -68,6 +70,33 @@ export function recordCall(c: Call): void {
     ctx.journal.push(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
+  if (c.trace !== null && c.trace.server !== null) endTrace(c, rec);
+}
+
+/** A sampled call's spans end (observe/tracing.ts) with its final facts; `rec`: its access record, if one was made. */
+function endTrace(c: Call, rec: AccessRecord | undefined): void {
+  let faults = rec?.faults;
+  let kinds = rec?.fault_kinds;
+  const fs = c.filters;
+  if (rec === undefined && fs !== null) {
+    // (no access record was made: the filters say which faults they applied)
+    const scratch = { faults: undefined, fault_kinds: undefined } as unknown as AccessRecord;
+    for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(scratch);
+    faults = scratch.faults;
+    kinds = scratch.fault_kinds;
+  }
+  c.ctx.tracing!.end(c.trace!, {
+    code: c.code,
+    message: c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message,
+    decidedBy: c.decidedBy,
+    route: c.route?.label,
+    requestId: c.requestId,
+    attempts: c.attempts,
+    budgetInMs: c.budgetInMs,
+    budgetOutMs: c.attempts > 0 ? c.budgetOutMs : undefined,
+    faults,
+    faultKinds: kinds,
+  });
 }
 
 /** The call metric's fault_rule label: the filters' labels joined (undefined when none has one). */

@@ -48,6 +48,8 @@ export async function flushLogger(log: Logger): Promise<void> {
 /** Fields of one access-log line (also the shape documented in the README). */
 export interface AccessRecord {
   request_id: string;
+  /** the call's trace id when tracing is on (the client's, or the one dojang started; sampled or not) */
+  trace_id?: string | undefined;
   path: string;
   authority: string | undefined;
   /** the client's address and port (the downstream socket's remote end), as node reports them */

@@ -1,0 +1,419 @@
+// Config `tracing` (issue 20, OpenTelemetry traces), end to end against a real trace backend: the
+// OpenTelemetry Collector's own OTLP receiver (test/engines/otelsink, built from the collector's Go
+// modules), which keeps what it receives and shows a trace's spans over a small query API.
+//
+// A client with a span of its own calls through dojang; the route retries UNAVAILABLE; the
+// upstream (a grpc-js server) continues the trace from the traceparent it receives and exports its
+// own span to the same backend. The backend then shows: client span → dojang's SERVER span → two
+// CLIENT spans (attempts 1 and 2, siblings) → the upstream's span under each, with their statuses.
+import * as grpc from "@grpc/grpc-js";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { createServer, type Server } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { engineBinary } from "../helpers/engines.js";
+import { freePort, spawnGroup, waitFor } from "../helpers/process.js";
+import { echoClient, sample, scrape, startGrpcServer, startProxy, startRawUpstream, unary, type GrpcServer } from "../helpers/peers.js";
+import type { DojangHandle } from "../../src/index.js";
+
+interface Sink {
+  readonly otlpHttp: string;
+  spans(traceId: string): Promise<FlatSpan[]>;
+  total(): Promise<number>;
+}
+
+interface FlatSpan {
+  service: string;
+  name: string;
+  kind: number;
+  spanId: string;
+  parentSpanId: string;
+  attrs: Record<string, unknown>;
+  status: { code?: number; message?: string };
+}
+
+/** Starts the backend (otelsink) on free ports; killed when the test ends. */
+async function startSink(): Promise<Sink> {
+  const [g, h, a] = [await freePort(), await freePort(), await freePort()];
+  const child = spawnGroup(engineBinary("otelsink"), ["-grpc", `127.0.0.1:${g}`, "-http", `127.0.0.1:${h}`, "-api", `127.0.0.1:${a}`], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  await waitFor("otelsink ready", () => (out.includes("otelsink ready") ? true : undefined), 20_000);
+  const api = `http://127.0.0.1:${a}`;
+  return {
+    otlpHttp: `http://127.0.0.1:${h}/v1/traces`,
+    async spans(traceId) {
+      const r = await fetch(`${api}/api/traces/${traceId}`);
+      return flatten((await r.json()) as OtlpJson);
+    },
+    async total() {
+      const r = await fetch(`${api}/api/spans`);
+      return ((await r.json()) as { spans: number }).spans;
+    },
+  };
+}
+
+type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number; arrayValue?: { values?: OtlpValue[] } };
+type OtlpJson = {
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value: OtlpValue }[] };
+    scopeSpans?: { spans?: { name: string; kind?: number; spanId: string; parentSpanId?: string; attributes?: { key: string; value: OtlpValue }[]; status?: { code?: number; message?: string } }[] }[];
+  }[];
+};
+
+function value(v: OtlpValue): unknown {
+  if (v.stringValue !== undefined) return v.stringValue;
+  if (v.intValue !== undefined) return Number(v.intValue);
+  if (v.boolValue !== undefined) return v.boolValue;
+  if (v.doubleValue !== undefined) return v.doubleValue;
+  if (v.arrayValue !== undefined) return (v.arrayValue.values ?? []).map(value);
+  return undefined;
+}
+
+/** The backend's OTLP JSON as one list of spans (ids as hex, as ptrace's JSON writes them). */
+function flatten(j: OtlpJson): FlatSpan[] {
+  const out: FlatSpan[] = [];
+  for (const rs of j.resourceSpans ?? []) {
+    const service = String(value(rs.resource?.attributes?.find((x) => x.key === "service.name")?.value ?? {}) ?? "");
+    for (const ss of rs.scopeSpans ?? [])
+      for (const s of ss.spans ?? []) {
+        const attrs: Record<string, unknown> = {};
+        for (const kv of s.attributes ?? []) attrs[kv.key] = value(kv.value);
+        out.push({ service, name: s.name, kind: s.kind ?? 0, spanId: s.spanId, parentSpanId: s.parentSpanId ?? "", attrs, status: s.status ?? {} });
+      }
+  }
+  return out;
+}
+
+// OTLP JSON's span kinds and status codes
+const OTLP_SERVER = 2;
+const OTLP_CLIENT = 3;
+const OTLP_ERROR = 2;
+
+const propagator = new W3CTraceContextPropagator();
+const mdSetter: TextMapSetter<grpc.Metadata> = { set: (md, k, v) => md.set(k, v) };
+const mdGetter: TextMapGetter<grpc.Metadata> = {
+  keys: (md) => Object.keys(md.getMap()),
+  get: (md, k) => {
+    const v = md.get(k);
+    return v.length === 0 ? undefined : v.map(String);
+  },
+};
+
+/** A TracerProvider exporting each span at once to `url` (the client's and the upstream's own SDK). */
+function sdk(service: string, url: string): TracerProvider {
+  return new TracerProvider({
+    resource: resourceFromAttributes({ "service.name": service }),
+    spanProcessors: [new SimpleSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })],
+  });
+}
+
+/** A raw upstream's answer: one empty message, then grpc-status 0. */
+function okWithMessage(s: import("node:http2").ServerHttp2Stream): void {
+  s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+  s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+  s.end(Buffer.alloc(5));
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
+});
+
+describe("tracing: spans in a real backend", () => {
+  it(
+    "client span → dojang's SERVER span → one CLIENT span per attempt (a retry's two are siblings) → the upstream's span under each",
+    async () => {
+      const sink = await startSink();
+      const upstreamSdk = sdk("echo-upstream", sink.otlpHttp);
+      const clientSdk = sdk("test-client", sink.otlpHttp);
+      cleanups.push(() => upstreamSdk.shutdown(), () => clientSdk.shutdown());
+      const upTracer = upstreamSdk.getTracer("upstream");
+      let n = 0;
+      const received: string[] = [];
+      const up: GrpcServer = await startGrpcServer({
+        Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+          received.push(String(call.metadata.get("traceparent")[0] ?? ""));
+          const parent: Context = propagator.extract(ROOT_CONTEXT, call.metadata, mdGetter);
+          const span = upTracer.startSpan("test.Echo/Unary", { kind: SpanKind.SERVER, attributes: { "rpc.system": "grpc" } }, parent);
+          if (++n === 1) {
+            span.setStatus({ code: SpanStatusCode.ERROR, message: "first attempt refused" });
+            span.end();
+            return cb({ code: grpc.status.UNAVAILABLE, details: "first attempt refused" });
+          }
+          span.end();
+          cb(null, call.request);
+        },
+      });
+      cleanups.push(() => up.close());
+      const proxy: DojangHandle = await startProxy(up.address, {
+        // sampleRatio 0: only the client's sampled flag makes this call traced (parent-based)
+        top: { tracing: { endpoint: sink.otlpHttp, serviceName: "dojang-edge", sampleRatio: 0, exportInterval: "100ms" } },
+        route: { retry: { retryOn: ["UNAVAILABLE"], maxAttempts: 3, backoff: { base: "5ms", max: "10ms" } } },
+      });
+      cleanups.push(() => proxy.close(0));
+
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      const clientSpan = clientSdk.getTracer("client").startSpan("test.Echo/Unary", { kind: SpanKind.CLIENT });
+      const md = new grpc.Metadata();
+      propagator.inject(trace.setSpan(ROOT_CONTEXT, clientSpan), md, mdSetter);
+      const r = await unary(client, Buffer.from("traced"), md, { deadline: Date.now() + 10_000 });
+      clientSpan.end();
+      expect(r.err).toBeNull();
+      const traceId = clientSpan.spanContext().traceId;
+
+      // the access record names the trace
+      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+      expect(proxy.calls.at(-1)!.trace_id).toBe(traceId);
+
+      let last: FlatSpan[] = [];
+      const spans = await waitFor(
+        "six spans in the backend",
+        async () => {
+          last = await sink.spans(traceId);
+          return last.length >= 6 ? last : undefined;
+        },
+        20_000,
+        100,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; the backend has: ${JSON.stringify(last.map((s) => [s.service, s.kind, s.attrs["dojang.attempt"]]))}`);
+      });
+      expect(spans).toHaveLength(6);
+      const [clientS] = spans.filter((s) => s.service === "test-client");
+      const dojang = spans.filter((s) => s.service === "dojang-edge");
+      const server = dojang.find((s) => s.kind === OTLP_SERVER)!;
+      const attempts = dojang.filter((s) => s.kind === OTLP_CLIENT).sort((a, b) => Number(a.attrs["dojang.attempt"]) - Number(b.attrs["dojang.attempt"]));
+      const ups = spans.filter((s) => s.service === "echo-upstream");
+      expect(clientS).toBeDefined();
+      expect(server.parentSpanId).toBe(clientS!.spanId);
+      expect(server.name).toBe("test.Echo/Unary");
+      expect(server.attrs).toMatchObject({
+        "rpc.system": "grpc",
+        "rpc.service": "test.Echo",
+        "rpc.method": "Unary",
+        "rpc.grpc.status_code": 0,
+        "dojang.decided_by": "upstream",
+        "dojang.attempts": 2,
+      });
+      expect(server.attrs["dojang.budget_in_ms"]).toBeGreaterThan(0);
+      expect(server.attrs["dojang.budget_out_ms"]).toBeGreaterThan(0);
+      expect(server.status.code ?? 0).not.toBe(OTLP_ERROR);
+
+      expect(attempts.map((a) => a.attrs["dojang.attempt"])).toEqual([1, 2]);
+      for (const a of attempts) {
+        expect(a.parentSpanId).toBe(server.spanId);
+        expect(a.attrs).toMatchObject({ "rpc.system": "grpc", "rpc.service": "test.Echo", "rpc.method": "Unary", "server.address": "127.0.0.1" });
+      }
+      expect(attempts[0]!.attrs["rpc.grpc.status_code"]).toBe(14);
+      expect(attempts[0]!.status.code).toBe(OTLP_ERROR);
+      expect(attempts[1]!.attrs["rpc.grpc.status_code"]).toBe(0);
+      expect(attempts[1]!.status.code ?? 0).not.toBe(OTLP_ERROR);
+
+      // each upstream span is its attempt's child: the attempt's traceparent reached it
+      expect(ups).toHaveLength(2);
+      expect(new Set(ups.map((u) => u.parentSpanId))).toEqual(new Set(attempts.map((a) => a.spanId)));
+      expect(ups.find((u) => u.parentSpanId === attempts[0]!.spanId)!.status.code).toBe(OTLP_ERROR);
+      expect(received).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
+    },
+    60_000,
+  );
+
+  it(
+    "a call without a parent starts a trace when sampleRatio says so (1: always), and the upstream gets it sampled",
+    async () => {
+      const sink = await startSink();
+      const up = await startRawUpstream((s) => {
+        s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "5", "grpc-message": "nope" }));
+        s.end();
+      });
+      cleanups.push(() => up.close());
+      const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpHttp, sampleRatio: 1, exportInterval: "50ms" } } });
+      cleanups.push(() => proxy.close(0));
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      const r = await unary(client, Buffer.from("x"));
+      expect(r.err?.code).toBe(5);
+      const tp = String(up.seen[0]!.headers["traceparent"]);
+      expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const traceId = tp.slice(3, 35);
+      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+      expect(proxy.calls.at(-1)!.trace_id).toBe(traceId);
+      const spans = await waitFor("two spans", async () => {
+        const s = await sink.spans(traceId);
+        return s.length >= 2 ? s : undefined;
+      }, 20_000, 100);
+      const server = spans.find((s) => s.kind === OTLP_SERVER)!;
+      const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
+      expect(server.service).toBe("dojang"); // serviceName's default
+      expect(server.parentSpanId).toBe(""); // a root
+      expect(attempt.parentSpanId).toBe(server.spanId);
+      expect(tp.slice(36, 52)).toBe(attempt.spanId);
+      // NOT_FOUND: the client's own mistake, not the server's (RPC conventions: unset on a SERVER span, error on a CLIENT span)
+      expect(server.status.code ?? 0).not.toBe(OTLP_ERROR);
+      expect(attempt.status.code).toBe(OTLP_ERROR);
+      expect(server.attrs["rpc.grpc.status_code"]).toBe(5);
+    },
+    60_000,
+  );
+});
+
+describe("tracing: a fault on the call's span", () => {
+  it(
+    "an injected abort: the SERVER span names the rule and its kind, decided_by fault, an error status; no attempt span",
+    async () => {
+      const sink = await startSink();
+      const up = await startRawUpstream((s) => okWithMessage(s));
+      cleanups.push(() => up.close());
+      const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpHttp, sampleRatio: 1, exportInterval: "50ms" } } });
+      cleanups.push(() => proxy.close(0));
+      proxy.faults.add({ id: "down-for-tracing", action: { kind: "abort", code: "UNAVAILABLE", message: "injected" } });
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      const r = await unary(client, Buffer.from("x"));
+      expect(r.err?.code).toBe(14);
+      expect(up.seen).toHaveLength(0);
+      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+      const traceId = proxy.calls.at(-1)!.trace_id!;
+      const spans = await waitFor("the call's span", async () => {
+        const s = await sink.spans(traceId);
+        return s.length >= 1 ? s : undefined;
+      }, 20_000, 100);
+      expect(spans).toHaveLength(1);
+      expect(spans[0]!.kind).toBe(OTLP_SERVER);
+      expect(spans[0]!.attrs).toMatchObject({ "dojang.decided_by": "fault", "dojang.faults": ["down-for-tracing"], "dojang.fault_kinds": ["abort"], "rpc.grpc.status_code": 14 });
+      expect(spans[0]!.status).toMatchObject({ code: OTLP_ERROR, message: "UNAVAILABLE: injected" });
+    },
+    60_000,
+  );
+});
+
+describe("tracing: propagation without a backend in the way", () => {
+  it("sampleRatio 0: a new trace is not sampled, the decision goes upstream (flags 00), and nothing is exported", async () => {
+    const closed = await freePort();
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}/v1/traces`, sampleRatio: 0, exportInterval: "20ms" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    for (let i = 0; i < 5; i++) expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+    const tps = up.seen.map((s) => String(s.headers["traceparent"]));
+    for (const tp of tps) expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect(new Set(tps.map((t) => t.slice(3, 35))).size).toBe(5);
+    const m = await scrape(proxy.adminAddress);
+    expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "queue_full" })).toBe(0);
+    expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "export_failed" })).toBe(0);
+  });
+
+  it("a client's unsampled parent is followed and its headers pass as they came; tracestate is kept", async () => {
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const closed = await freePort();
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}/v1/traces`, sampleRatio: 1 } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const md = new grpc.Metadata();
+    md.set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    md.set("tracestate", "rojo=00f067aa0ba902b7");
+    expect((await unary(client, Buffer.from("x"), md)).err).toBeNull();
+    expect(up.seen[0]!.headers["traceparent"]).toBe("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    expect(up.seen[0]!.headers["tracestate"]).toBe("rojo=00f067aa0ba902b7");
+    // sampled parent: the attempt's span id replaces the client's, the trace and tracestate stay
+    const md2 = new grpc.Metadata();
+    md2.set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    md2.set("tracestate", "rojo=00f067aa0ba902b7");
+    expect((await unary(client, Buffer.from("x"), md2)).err).toBeNull();
+    const tp = String(up.seen[1]!.headers["traceparent"]);
+    expect(tp).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-01$/);
+    expect(tp).not.toContain("00f067aa0ba902b7");
+    expect(up.seen[1]!.headers["tracestate"]).toBe("rojo=00f067aa0ba902b7");
+  });
+
+  it("B3: a client that speaks B3 (single header) gets its trace continued, in B3 and W3C both", async () => {
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const closed = await freePort();
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}/v1/traces`, sampleRatio: 0 } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const md = new grpc.Metadata();
+    md.set("b3", "80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1");
+    expect((await unary(client, Buffer.from("x"), md)).err).toBeNull();
+    const h = up.seen[0]!.headers;
+    const b3 = String(h["b3"]);
+    expect(b3).toMatch(/^80f198ee56343ba864fe8b2a57d3eff7-[0-9a-f]{16}-1$/);
+    expect(b3).not.toContain("e457b5a2e4d86bd1");
+    expect(h["traceparent"]).toBe(`00-80f198ee56343ba864fe8b2a57d3eff7-${b3.slice(33, 49)}-01`);
+    await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+    expect(proxy.calls.at(-1)!.trace_id).toBe("80f198ee56343ba864fe8b2a57d3eff7");
+  });
+});
+
+describe("tracing: a backend outage never fails a call", () => {
+  async function echoUpstream(): Promise<GrpcServer> {
+    const up = await startGrpcServer({ Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request) });
+    cleanups.push(() => up.close());
+    return up;
+  }
+
+  it("collector gone (nothing listens): every call succeeds; the lost spans are counted as export_failed", async () => {
+    const up = await echoUpstream();
+    const closed = await freePort();
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}/v1/traces`, sampleRatio: 1, exportInterval: "20ms", exportTimeout: "500ms" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const results = await Promise.all(Array.from({ length: 50 }, () => unary(client, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 10_000 })));
+    expect(results.filter((r) => r.err !== null)).toEqual([]);
+    await waitFor("export_failed counted", async () => {
+      const m = await scrape(proxy.adminAddress);
+      return sample(m, "dojang_trace_spans_dropped_total", { reason: "export_failed" }) > 0 ? true : undefined;
+    }, 20_000, 100);
+    const t0 = performance.now();
+    await proxy.close(0);
+    // the last spans are given at most 2 s at shutdown
+    expect(performance.now() - t0).toBeLessThan(5000);
+  }, 60_000);
+
+  it("collector slow (accepts, never answers): calls go on at full speed; the bounded queue drops and counts (queue_full)", async () => {
+    const up = await echoUpstream();
+    // a collector that takes the connection and the request, and never answers
+    const held: import("node:net").Socket[] = [];
+    const slow: Server = createServer((s) => {
+      held.push(s);
+      s.on("error", () => {});
+      s.resume();
+    });
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r));
+    cleanups.push(async () => {
+      for (const s of held) s.destroy();
+      await new Promise<void>((r) => slow.close(() => r()));
+    });
+    const port = (slow.address() as import("node:net").AddressInfo).port;
+    const proxy = await startProxy(up.address, {
+      top: { tracing: { endpoint: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 1, maxQueueSize: 8, exportInterval: "10ms", exportTimeout: "30s" } },
+    });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const t0 = performance.now();
+    for (let round = 0; round < 10; round++) {
+      const rs = await Promise.all(Array.from({ length: 20 }, () => unary(client, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 10_000 })));
+      expect(rs.filter((r) => r.err !== null)).toEqual([]);
+    }
+    // 200 calls while every export hangs: no call waited for the collector (a generous bound on a loaded machine)
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    const m = await scrape(proxy.adminAddress);
+    // 400 spans (a SERVER and a CLIENT span per call) against a queue of 8 and exports that never end
+    expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "queue_full" })).toBeGreaterThan(300);
+    expect(held.length).toBeGreaterThan(0); // the exporter did reach the slow collector
+  }, 60_000);
+});

@@ -400,6 +400,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
   watchConfig: { description: "Reload the whole config when its file changes (CLI only), as SIGHUP and POST /reload do.", kind: FLAG, default: false },
+  xds: { description: "Listeners and clusters also come from an xDS control plane (ADS), beside the ones written here (docs/guides/xds.md). Needs a restart.", default: null },
+  "xds.bootstrap": { description: "The bootstrap file (YAML or JSON, Envoy's shape): node, dynamic_resources.ads_config, the control plane's cluster under static_resources." },
 };
 
 const U32 = 2 ** 32 - 1;

@@ -37,6 +37,8 @@ const RESTART_ONLY: readonly RegExp[] = [
   // V8's sizes are node flags, set when the process starts (src/config/memory.ts)
   /^memory(\.|$)/,
   /^watchConfig$/,
+  // the xDS client starts with the process, from its bootstrap (src/xds)
+  /^xds(\.|$)/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
   // a listener is an h2c or a TLS server from its creation; certificate files changed in place
   // are re-read without a reload (src/proxy/downstream/tls.ts)

@@ -269,6 +269,14 @@ export interface Config {
   readonly faultInjection: FaultSetSettings;
   /** `watchConfig`: reload when the config file changes (CLI only) */
   readonly watchConfig: boolean;
+  /** `xds`: listeners and clusters also come from an xDS control plane (src/xds); null = none */
+  readonly xds: XdsConfig | null;
+}
+
+/** The `xds` block: where the Envoy-shaped bootstrap file is (node, ads_config, the control plane's cluster). */
+export interface XdsConfig {
+  /** `bootstrap`: the bootstrap file's path (YAML or JSON, Envoy's shape) */
+  readonly bootstrap: string;
 }
 
 // === defaults ===
@@ -343,6 +351,7 @@ export const DEFAULTS = Object.freeze({
     concurrentMarking: "auto" as ConcurrentMarkingMode,
     memory: Object.freeze({ limitBytes: null }) as MemoryConfig,
     watchConfig: false,
+    xds: null,
   }),
 });
 

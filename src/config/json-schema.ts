@@ -571,6 +571,15 @@ export function configJsonSchema(): JsonSchema {
     Object.assign(fi, { $ref: "#/$defs/faultInjection", description });
   }
 
+  // listeners and clusters may be empty only when a control plane sends them (xds)
+  doc["anyOf"] = [{ required: ["xds"] }, {
+      properties: {
+        listeners: { description: "Without xds: at least one listener.", minItems: 1 },
+        clusters: { description: "Without xds: at least one cluster.", minItems: 1 },
+      },
+    },
+  ];
+
   if (missing.length > 0) throw new Error(`config JSON Schema: no description for ${missing.join(", ")}`);
   return {
     $schema: "https://json-schema.org/draft/2020-12/schema",

@@ -104,6 +104,7 @@ describe("parseConfigText(): a valid config", () => {
       memory: { limitBytes: null },
       faultInjection: { seed: 0, maxActiveFaults: null },
       watchConfig: false,
+      xds: null,
     } satisfies Config);
   });
 

@@ -30,7 +30,7 @@ const CLI_OPTIONS = {
 } as const;
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pid-file PATH] [--admin-mutations] [--stop-with-parent]
-              [--xds-bootstrap FILE]
+              [--xds-bootstrap BOOTSTRAP]
        dojang --help | --version
        dojang health [--config FILE] [--timeout DURATION]
        dojang reload [--config FILE] [--pid-file PATH] [--timeout DURATION]
@@ -42,8 +42,9 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
   --admin-mutations   admin.mutations: true (the fault API, POST /reload, /drain); the token is
                       admin.token, else $DOJANG_ADMIN_TOKEN (required when admin is not on loopback)
   --stop-with-parent  drain and exit when the process that started dojang exits (npm start uses it)
-  --xds-bootstrap F   xds.bootstrap: listeners and clusters also from the xDS control plane that
-                      the Envoy-shaped bootstrap file F names (docs/guides/xds.md)
+  --xds-bootstrap BOOTSTRAP
+                      xds.bootstrap: listeners and clusters also from the xDS control plane that
+                      this Envoy-shaped bootstrap file names (docs/guides/xds.md)
   -h, --help          print this and exit 0
   --version           print the version and exit 0
   health              ask the running dojang's admin /ready (0 ready, 1 not, 2 invalid config or no admin)

@@ -126,9 +126,7 @@ export class XdsClient {
     this.missingAfterMs = opts.missingAfterMs ?? 15_000;
     this.backoffBaseMs = opts.backoffBaseMs ?? 500;
     this.backoffMaxMs = opts.backoffMaxMs ?? 30_000;
-    const reg = [host.registry];
-    this.updates = new Counter({ name: "dojang_xds_updates_total", help: "xDS responses by resource type (lds, rds, cds, eds) and result (accepted: ACKed; rejected: NACKed)", labelNames: ["type", "result"], registers: reg });
-    this.connected = new Gauge({ name: "dojang_xds_connected", help: "1 while the ADS stream to the control plane is up", registers: reg });
+    ({ updates: this.updates, connected: this.connected } = registerXdsMetrics(host.registry));
     for (const t of TYPES) for (const r of ["accepted", "rejected"]) this.updates.labels(SHORT[t], r);
     for (const t of TYPES) {
       const wildcard = (t === TYPE.listener && boot.lds) || (t === TYPE.cluster && boot.cds);
@@ -448,6 +446,15 @@ export class XdsClient {
     sub.names = next;
     this.send(type);
   }
+}
+
+/** The xDS metrics (docs/reference/metrics.md), registered on the instance's registry. */
+export function registerXdsMetrics(registry: Registry): { readonly updates: Counter<"type" | "result">; readonly connected: Gauge } {
+  const registers = [registry];
+  return {
+    updates: new Counter({ name: "dojang_xds_updates_total", help: "xDS responses by resource type (lds, rds, cds, eds) and result (accepted: ACKed; rejected: NACKed)", labelNames: ["type", "result"], registers }),
+    connected: new Gauge({ name: "dojang_xds_connected", help: "1 while the ADS stream to the control plane is up", registers }),
+  };
 }
 
 function credentialsFor(b: Bootstrap): grpc.ChannelCredentials {

@@ -188,6 +188,11 @@ async function main(): Promise<void> {
     // (admin needs a restart), and the reload says so
     adjustConfig = (c) => (c.admin === null ? c : on(c, file ?? source));
   }
+  if (xdsBootstrap !== undefined) {
+    // a reloaded file keeps the command line's xds block (it needs a restart to change anyway)
+    const before = adjustConfig;
+    adjustConfig = (c) => ({ ...(before === undefined ? c : before(c)), xds: { bootstrap: xdsBootstrap } });
+  }
   if (pidFile !== undefined) {
     const problem = pidFileProblem(pidFile);
     if (problem !== undefined) fail(problem.code, `dojang: ${problem.message}`);

@@ -387,7 +387,8 @@ export class Dojang {
     const fields = { trigger, ...(o.file === undefined ? {} : { file: o.file }) };
     const refuse = (issues: readonly ConfigIssue[]): ReloadResult => {
       const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues };
-      this.metrics.configReloads.error.inc();
+      // an xDS update has its own count (dojang_xds_updates_total, by the client)
+      if (o.xds === undefined) this.metrics.configReloads.error.inc();
       if (o.quiet !== true) this.log.error({ ...fields, issues, err: issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ") }, r.message);
       return r;
     };
@@ -497,7 +498,7 @@ export class Dojang {
       this.retiringListeners.add(l);
       void l.retire(applied.drainTimeoutMs).then(() => this.retiringListeners.delete(l));
     }
-    this.metrics.configReloads.ok.inc();
+    if (o.xds === undefined) this.metrics.configReloads.ok.inc();
     const r: ReloadResult = { ok: true, version: snap.version, applied: report.applied, notApplied: report.notApplied, message: report.message };
     if (o.quiet !== true) {
       const line = { ...fields, version: r.version, applied: r.applied, notApplied: r.notApplied };

@@ -103,6 +103,9 @@ export class XdsClient {
   private routes = new Map<string, XdsRouteTable>();
   private clusters = new Map<string, { cluster: XdsCluster; tls: ClusterTlsConfig | null }>();
   private endpoints = new Map<string, XdsEndpoints>();
+  /** the route tables and listeners the last applied state served (state() holds new ones back while their clusters warm) */
+  private servedRoutes = new Map<string, XdsRouteTable>();
+  private servedListeners = new Map<string, XdsListener>();
   private closed = false;
   private attempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -197,14 +200,48 @@ export class XdsClient {
     return this.listeners.has(name);
   }
 
+  /**
+   * The state to serve. A route table (RDS, or a listener's inline one) that names a cluster still
+   * warming (its CDS is here, its EDS not yet) is held back: the one served before stays until the
+   * cluster is ready, so a route never moves to a cluster without endpoints (go-control-plane
+   * answers RDS before the EDS that the new CDS makes dojang ask for).
+   */
   private state(): XdsState {
+    const warming = (n: string): boolean => {
+      const c = this.clusters.get(n)?.cluster;
+      if (c === undefined || c.eds === null) return false;
+      return !this.endpoints.has(c.eds) && !this.subs.get(TYPE.endpoint)!.missing.has(c.eds);
+    };
+    const ready = (t: XdsRouteTable): boolean => t.virtualHosts.every((vh) => vh.routes.every((r) => r.clusters.every((c) => !warming(c.name))));
+    const routes = new Map<string, XdsRouteTable>();
+    for (const [n, t] of this.routes) {
+      const prev = this.servedRoutes.get(n);
+      if (ready(t) || prev === undefined) routes.set(n, t);
+      else routes.set(n, prev);
+    }
+    const listeners = new Map<string, XdsListener>();
+    for (const [n, l] of this.listeners) {
+      const prev = this.servedListeners.get(n);
+      listeners.set(n, l.inline === null || ready(l.inline) || prev === undefined ? l : prev);
+    }
     return {
-      listeners: this.listeners,
-      routes: this.routes,
+      listeners,
+      routes,
       clusters: this.clusters,
       endpoints: this.endpoints,
       missing: this.subs.get(TYPE.endpoint)!.missing,
     };
+  }
+
+  /** Applies the state; on success, what it served becomes what later states fall back to. */
+  private async apply(): Promise<{ readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[] }> {
+    const st = this.state();
+    const r = await this.host.apply(st);
+    if (r.ok) {
+      this.servedRoutes = new Map(st.routes);
+      this.servedListeners = new Map(st.listeners);
+    }
+    return r;
   }
 
   // === the stream ===
@@ -292,7 +329,7 @@ export class XdsClient {
     sub.missing.add(name);
     this.host.log.warn({ type: SHORT[type], name, afterMs: this.missingAfterMs }, "xds: a resource asked for has not arrived: marked missing");
     // an EDS cluster is served without endpoints from now on (14 UNAVAILABLE, as Envoy's no healthy upstream)
-    if (type === TYPE.endpoint) this.chain = this.chain.then(async () => void (await this.host.apply(this.state())));
+    if (type === TYPE.endpoint) this.chain = this.chain.then(async () => void (await this.apply()));
   }
 
   // === a response ===
@@ -323,7 +360,7 @@ export class XdsClient {
     if (issues.length === 0) {
       const prev = { listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints };
       this.take(type, got);
-      const applied = await this.host.apply(this.state());
+      const applied = await this.apply();
       if (!applied.ok) {
         ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
         issues.push(...applied.issues);

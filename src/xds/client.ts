@@ -1,5 +1,6 @@
-// The xDS client: one ADS stream (state of the world) on @grpc/grpc-js to the control plane the
-// bootstrap names. CDS and LDS are asked for by wildcard; EDS and RDS by the names the accepted
+// The xDS client: one ADS stream on @grpc/grpc-js to the control plane the bootstrap names, state
+// of the world (api_type GRPC) or incremental (DELTA_GRPC: per-resource versions, subscribe and
+// unsubscribe, removed_resources, initial_resource_versions on a new stream). CDS and LDS are asked for by wildcard; EDS and RDS by the names the accepted
 // clusters and listeners refer to. Each response is decoded, mapped (map.ts) and, when every
 // resource in it maps, applied through the host (Dojang: the whole-config reload, so calls in
 // flight keep the snapshot they started with); then ACKed with its version and nonce. A response
@@ -96,7 +97,9 @@ interface AdsStream {
 const decode: AnyDecoder = (any) => decodeAny(any as { type_url?: string; value?: Uint8Array });
 
 export class XdsClient {
-  private readonly client: grpc.Client & { StreamAggregatedResources(): AdsStream };
+  private readonly client: grpc.Client & { StreamAggregatedResources(): AdsStream; DeltaAggregatedResources(): AdsStream };
+  /** incremental xDS (api_type DELTA_GRPC): per-resource versions, subscribe/unsubscribe, removals */
+  private readonly delta: boolean;
   private stream: AdsStream | undefined;
   private readonly subs = new Map<TypeUrl, Sub>();
   private listeners = new Map<string, XdsListener>();
@@ -127,6 +130,7 @@ export class XdsClient {
     opts: XdsOptions = {},
   ) {
     this.missingAfterMs = opts.missingAfterMs ?? 15_000;
+    this.delta = boot.apiType === "DELTA_GRPC";
     this.backoffBaseMs = opts.backoffBaseMs ?? 500;
     this.backoffMaxMs = opts.backoffMaxMs ?? 30_000;
     ({ updates: this.updates, connected: this.connected } = registerXdsMetrics(host.registry));
@@ -250,7 +254,7 @@ export class XdsClient {
     if (this.closed) return;
     this.sentNode = false;
     this.streams++;
-    const s = this.client.StreamAggregatedResources();
+    const s = this.delta ? this.client.DeltaAggregatedResources() : this.client.StreamAggregatedResources();
     this.stream = s;
     let ended = false;
     const onEnd = (why: string): void => {
@@ -282,7 +286,12 @@ export class XdsClient {
     for (const t of TYPES) {
       const sub = this.subs.get(t)!;
       sub.nonce = "";
-      if (sub.names === null || sub.names.size > 0) this.send(t);
+      if (sub.names === null || sub.names.size > 0) {
+        if (this.delta) {
+          // a new delta stream says what it has, so the server sends only what changed (a wildcard: "*")
+          this.sendDelta(t, { subscribe: sub.names === null ? ["*"] : [...sub.names].sort(), initial: Object.fromEntries(sub.versions) });
+        } else this.send(t);
+      }
     }
   }
 
@@ -295,7 +304,9 @@ export class XdsClient {
     }
   }
 
+  /** An ACK, or a NACK with `error` (both forms); for delta, also after a change of subscription. */
   private send(type: TypeUrl, error?: string): void {
+    if (this.delta) return this.sendDelta(type, error === undefined ? {} : { error });
     const s = this.stream;
     if (s === undefined) return;
     const sub = this.subs.get(type)!;
@@ -311,7 +322,29 @@ export class XdsClient {
     }
     if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
     s.write(req);
-    // the does-not-exist timer for each named resource not here yet (A57)
+    this.startTimers(type);
+  }
+
+  private sendDelta(type: TypeUrl, o: { readonly subscribe?: readonly string[]; readonly unsubscribe?: readonly string[]; readonly initial?: Readonly<Record<string, string>>; readonly error?: string }): void {
+    const s = this.stream;
+    if (s === undefined) return;
+    const sub = this.subs.get(type)!;
+    const req: Record<string, unknown> = { type_url: type, response_nonce: sub.nonce };
+    if (o.subscribe !== undefined && o.subscribe.length > 0) req["resource_names_subscribe"] = o.subscribe;
+    if (o.unsubscribe !== undefined && o.unsubscribe.length > 0) req["resource_names_unsubscribe"] = o.unsubscribe;
+    if (o.initial !== undefined && Object.keys(o.initial).length > 0) req["initial_resource_versions"] = o.initial;
+    if (!this.sentNode) {
+      req["node"] = nodeMessage(this.boot);
+      this.sentNode = true;
+    }
+    if (o.error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: o.error };
+    s.write(req);
+    this.startTimers(type);
+  }
+
+  /** The does-not-exist timer for each named resource not here yet (A57). */
+  private startTimers(type: TypeUrl): void {
+    const sub = this.subs.get(type)!;
     if (sub.names !== null) {
       for (const n of sub.names) {
         if (sub.versions.has(n) || sub.missing.has(n) || sub.timers.has(n)) continue;
@@ -337,7 +370,7 @@ export class XdsClient {
   private async onResponse(m: Msg): Promise<void> {
     const type = String(m["type_url"] ?? "") as TypeUrl;
     const sub = this.subs.get(type);
-    const version = String(m["version_info"] ?? "");
+    const version = String(m[this.delta ? "system_version_info" : "version_info"] ?? "");
     const nonce = String(m["nonce"] ?? "");
     if (sub === undefined) {
       this.host.log.warn({ type }, "xds: a response of a type dojang did not ask for: ignored");
@@ -348,18 +381,30 @@ export class XdsClient {
     const issues: Issue[] = [];
     const notes: string[] = [];
     const got = new Map<string, Resource>();
-    for (const [i, any] of items.entries()) {
+    /** delta: each resource's own version; removed names (and resources sent without a body) */
+    const versions = new Map<string, string>();
+    const removed = new Set<string>(this.delta && Array.isArray(m["removed_resources"]) ? (m["removed_resources"] as string[]) : []);
+    for (const [i, item] of items.entries()) {
+      let any = item;
+      if (this.delta) {
+        if (item["resource"] === undefined || item["resource"] === null) {
+          removed.add(String(item["name"] ?? ""));
+          continue;
+        }
+        any = item["resource"] as Msg;
+      }
       const r = this.mapOne(type, any, i);
       if (!r.ok) issues.push(...r.issues);
       else {
         notes.push(...r.notes);
         if (got.has(r.name)) issues.push({ path: `${r.label}`, message: "sent twice in one response" });
         got.set(r.name, r.value);
+        versions.set(r.name, this.delta ? String(item["version"] ?? version) : version);
       }
     }
     if (issues.length === 0) {
       const prev = { listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints };
-      this.take(type, got);
+      this.take(type, got, removed);
       const applied = await this.apply();
       if (!applied.ok) {
         ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
@@ -392,15 +437,16 @@ export class XdsClient {
     }
     sub.rejectStreak = 0;
     sub.version = version;
+    for (const n of removed) sub.versions.delete(n);
     for (const n of got.keys()) {
-      sub.versions.set(n, version);
+      sub.versions.set(n, versions.get(n) ?? version);
       sub.missing.delete(n);
       const t = sub.timers.get(n);
       if (t !== undefined) clearTimeout(t);
       sub.timers.delete(n);
     }
     // LDS and CDS are complete: a name not sent is gone
-    if (sub.names === null) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
+    if (sub.names === null && !this.delta) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
     this.updates.labels(SHORT[type], "accepted").inc();
     for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
     this.host.log.info({ type: SHORT[type], version, resources: got.size }, "xds: update accepted (ACK)");
@@ -457,11 +503,18 @@ export class XdsClient {
   }
 
   /** Takes an accepted response's resources into the state. */
-  private take(type: TypeUrl, got: ReadonlyMap<string, Resource>): void {
-    if (type === TYPE.listener) this.listeners = new Map(got as Map<string, XdsListener>);
-    else if (type === TYPE.cluster) this.clusters = new Map(got as Map<string, { cluster: XdsCluster; tls: ClusterTlsConfig | null }>);
-    else if (type === TYPE.route) this.routes = new Map([...this.routes, ...(got as Map<string, XdsRouteTable>)]);
-    else this.endpoints = new Map([...this.endpoints, ...(got as Map<string, XdsEndpoints>)]);
+  private take(type: TypeUrl, got: ReadonlyMap<string, Resource>, removed: ReadonlySet<string>): void {
+    // state of the world: LDS and CDS are complete; delta: every type changes by what is sent and removed
+    const merge = <T>(cur: Map<string, T>, complete: boolean): Map<string, T> => {
+      const next = complete && !this.delta ? new Map<string, T>() : new Map(cur);
+      for (const n of removed) next.delete(n);
+      for (const [n, v] of got) next.set(n, v as T);
+      return next;
+    };
+    if (type === TYPE.listener) this.listeners = merge(this.listeners, true);
+    else if (type === TYPE.cluster) this.clusters = merge(this.clusters, true);
+    else if (type === TYPE.route) this.routes = merge(this.routes, false);
+    else this.endpoints = merge(this.endpoints, false);
   }
 
   /** Asks for exactly `names` of a named type (RDS, EDS), forgetting the ones no longer referred to. */
@@ -480,8 +533,11 @@ export class XdsClient {
       if (type === TYPE.route) this.routes.delete(n);
       else this.endpoints.delete(n);
     }
+    const added = [...next].filter((n) => !cur.has(n)).sort();
+    const dropped = [...cur].filter((n) => !next.has(n)).sort();
     sub.names = next;
-    this.send(type);
+    if (this.delta) this.sendDelta(type, { subscribe: added, unsubscribe: dropped });
+    else this.send(type);
   }
 }
 

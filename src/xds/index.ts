@@ -10,9 +10,6 @@ export { XdsClient } from "./client.js";
 export function startXdsClient(bootstrapFile: string, host: XdsHost, opts: XdsOptions = {}): XdsClient {
   const b = readBootstrap(bootstrapFile);
   if (!b.ok) throw new ConfigError(bootstrapFile, b.issues);
-  if (b.bootstrap.apiType === "DELTA_GRPC") {
-    host.log.warn({ bootstrap: bootstrapFile }, "xds: DELTA_GRPC is not supported yet: using state-of-the-world ADS (GRPC); go-control-plane and Istio serve both");
-  }
   const c = new XdsClient(b.bootstrap, host, { ...envOptions(), ...opts });
   c.start();
   return c;

@@ -14,7 +14,7 @@ export const T = {
 
 export interface CpEvent {
   readonly seq: number;
-  readonly kind: "request" | "open" | "closed";
+  readonly kind: "request" | "delta" | "open" | "closed";
   readonly stream: number;
   readonly node?: string;
   readonly typeUrl?: string;
@@ -68,14 +68,14 @@ export async function startControlPlane(adsPort = 0): Promise<ControlPlane> {
   };
 }
 
-export function bootstrapYaml(node: string, adsPort: number): string {
+export function bootstrapYaml(node: string, adsPort: number, apiType: "GRPC" | "DELTA_GRPC" = "GRPC"): string {
   return `node:
   id: ${node}
   cluster: test
   metadata: { GENERATOR: dojang-test, NAMESPACE: default }
 dynamic_resources:
   ads_config:
-    api_type: GRPC
+    api_type: ${apiType}
     transport_api_version: V3
     grpc_services:
       - envoy_grpc: { cluster_name: xds_cluster }

@@ -4,7 +4,8 @@
 //
 //	POST /snapshot {"node": "id", "version": "v1", "consistent": true,
 //	                "resources": {"<type_url>": [<resource in protojson>, ...]}}
-//	GET  /events?since=N   every DiscoveryRequest seen (ACKs, NACKs with error_detail), stream opens and closes
+//	GET  /events?since=N   every DiscoveryRequest and DeltaDiscoveryRequest seen (ACKs, NACKs with
+//	                       error_detail), stream opens and closes
 //
 // Prints "ads=<port> http=<port>" on stdout once both listen.
 package main
@@ -107,6 +108,14 @@ func main() {
 		},
 		StreamClosedFunc: func(id int64, node *core.Node) {
 			rec.add(event{Kind: "closed", Stream: id, Node: node.GetId()})
+		},
+		StreamDeltaRequestFunc: func(id int64, req *discoverygrpc.DeltaDiscoveryRequest) error {
+			e := event{Kind: "delta", Stream: id, Node: req.GetNode().GetId(), TypeURL: req.GetTypeUrl(), Nonce: req.GetResponseNonce(), ResourceNames: req.GetResourceNamesSubscribe()}
+			if d := req.GetErrorDetail(); d != nil {
+				e.ErrorDetail = &errorDetail{Code: d.GetCode(), Message: d.GetMessage()}
+			}
+			rec.add(e)
+			return nil
 		},
 		StreamRequestFunc: func(id int64, req *discoverygrpc.DiscoveryRequest) error {
 			e := event{Kind: "request", Stream: id, Node: req.GetNode().GetId(), TypeURL: req.GetTypeUrl(), Version: req.GetVersionInfo(), Nonce: req.GetResponseNonce(), ResourceNames: req.GetResourceNames()}

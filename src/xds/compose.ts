@@ -84,7 +84,7 @@ export function compose(base: Config, s: XdsState): Composed {
       address: l.address,
       routes,
       ...DEFAULTS.listener,
-      faults: [],
+      faults: l.faults,
       faultHeaders: false,
       faultTrailer: false,
       streamIdleTimeoutMs: l.streamIdleTimeoutMs,

@@ -7,6 +7,7 @@
 // client logs.
 import { DEFAULTS, LIMITS, type ClusterConfig, type HeaderRulesConfig, type LbPolicy, type RateLimitConfig, type RetryConfig } from "../config/types.js";
 import type { HostPort } from "../config/units.js";
+import type { FaultAction, FaultRule } from "../config/faults/model.js";
 import { CODE_NAMES } from "../translate/codes.js";
 
 export interface Issue {
@@ -70,6 +71,8 @@ export interface XdsListener {
   /** the local_ratelimit filter's bucket, on every route of the listener */
   readonly rateLimit: RateLimitConfig | null;
   readonly streamIdleTimeoutMs: number;
+  /** the fault filter's abort and delay, as dojang fault rules on the listener */
+  readonly faults: readonly FaultRule[];
 }
 
 /** A cluster's TLS with certificates given inline: the client writes them to private files. */
@@ -237,6 +240,7 @@ function mapHcm(c: Ctx, name: string, address: HostPort, h: Msg, path: string): 
   let cors = false;
   let rateLimit: RateLimitConfig | null = null;
   let router = false;
+  const faults: FaultRule[] = [];
   const filters = arr(h["http_filters"]);
   filters.forEach((f, i) => {
     const p = at(path, `http_filters[${i}]`);
@@ -268,9 +272,7 @@ function mapHcm(c: Ctx, name: string, address: HostPort, h: Msg, path: string): 
       }
       case FILTER.fault: {
         const d = safeDecode(c, tc, at(p, "typed_config"));
-        if (d !== undefined && (d.value["abort"] !== undefined || d.value["delay"] !== undefined)) {
-          c.bad(at(p, "typed_config"), "fault abort and delay from xDS are not supported yet: use dojang's fault rules (YAML or the /faults API)");
-        } else c.notes.push(`listener ${name}: fault filter without abort or delay: nothing to do`);
+        if (d !== undefined) faults.push(...faultRules(c, name, d.value, at(p, "typed_config")));
         return;
       }
       default:
@@ -284,7 +286,62 @@ function mapHcm(c: Ctx, name: string, address: HostPort, h: Msg, path: string): 
     cors = false;
   }
   const idle = duration(c, h["stream_idle_timeout"], at(path, "stream_idle_timeout"));
-  return { name, address, rds, inline, grpcWeb, cors, rateLimit, streamIdleTimeoutMs: idle ?? DEFAULTS.listener.streamIdleTimeoutMs };
+  return { name, address, rds, inline, grpcWeb, cors, rateLimit, streamIdleTimeoutMs: idle ?? DEFAULTS.listener.streamIdleTimeoutMs, faults };
+}
+
+/** FractionalPercent → 0..100 (unset: 0, as Envoy reads it). */
+function fractionOf(v: unknown): number {
+  const d = obj(v);
+  if (d === undefined) return 0;
+  const num = Number(d["numerator"] ?? 0);
+  const den = str(d["denominator"]) || "HUNDRED";
+  return Math.min(100, den === "HUNDRED" ? num : den === "TEN_THOUSAND" ? num / 100 : num / 10_000);
+}
+
+/**
+ * Envoy's HTTPFault as dojang fault rules on the listener (src/config/faults/model.ts): `delay`
+ * (fixed_delay) before the call goes upstream, `abort` with a gRPC status (or an HTTP status),
+ * each with its own percentage. Header-driven faults and the request matchers are refused.
+ */
+function faultRules(c: Ctx, listener: string, f: Msg, path: string): FaultRule[] {
+  for (const k of ["headers", "downstream_nodes", "upstream_cluster", "response_rate_limit"]) {
+    const v = f[k];
+    if (v !== undefined && !(Array.isArray(v) && v.length === 0) && v !== "") c.bad(at(path, k), "is not supported");
+  }
+  if (f["max_active_faults"] !== undefined) c.notes.push(`listener ${listener}: fault max_active_faults skipped (faultInjection.maxActiveFaults is process-wide)`);
+  const id = (kind: string): string => `xds.${listener.replace(/[^A-Za-z0-9_.-]/g, "_")}.${kind}`.slice(0, 64);
+  const rule = (kind: string, percentage: number, action: FaultAction): FaultRule => ({
+    id: id(kind),
+    description: `xDS fault filter (${kind}) of listener ${listener}`,
+    enabled: true,
+    match: { listener, route: null, service: null, method: null, metadata: [], direction: null },
+    fire: { percentage, calls: null, every: null, maxTimes: null, afterMs: 0, forMs: null },
+    action,
+    seed: null,
+    source: "config",
+  });
+  const out: FaultRule[] = [];
+  const delay = obj(f["delay"]);
+  if (delay !== undefined) {
+    if (delay["header_delay"] !== undefined) c.bad(at(path, "delay.header_delay"), "is not supported (faultHeaders is dojang's own switch)");
+    const ms = duration(c, delay["fixed_delay"], at(path, "delay.fixed_delay"));
+    if (ms !== undefined) out.push(rule("delay", fractionOf(delay["percentage"]), { kind: "delay", at: "request", message: null, direction: "request", delay: { type: "fixed", ms }, jitterSeed: 0 }));
+  }
+  const abort = obj(f["abort"]);
+  if (abort !== undefined) {
+    const pct = fractionOf(abort["percentage"]);
+    if (abort["header_abort"] !== undefined) c.bad(at(path, "abort.header_abort"), "is not supported (faultHeaders is dojang's own switch)");
+    else if (abort["grpc_status"] !== undefined) {
+      const code = Number(abort["grpc_status"]);
+      if (!Number.isInteger(code) || code < 1 || code > 16) c.bad(at(path, "abort.grpc_status"), "must be a gRPC code 1 to 16");
+      else out.push(rule("abort", pct, { kind: "abort", code, message: "fault filter abort", details: null, afterMessages: null }));
+    } else if (abort["http_status"] !== undefined) {
+      const status = Number(abort["http_status"]);
+      if (!Number.isInteger(status) || status < 200 || status > 599) c.bad(at(path, "abort.http_status"), "must be 200 to 599");
+      else out.push(rule("abort", pct, { kind: "http", status, body: "fault filter abort", contentType: "text/plain" }));
+    }
+  }
+  return out;
 }
 
 function localRateLimit(c: Ctx, v: Msg, path: string): RateLimitConfig | null {

@@ -102,4 +102,12 @@ describe("xDS: incremental (delta) ADS against go-control-plane", () => {
     await waitFor("extra is gone", async () => (((await (await fetch(`http://${d.adminAddress}/config`)).json()) as { xds: { clusters: string[] } }).xds.clusters.includes("extra") ? undefined : true), 20_000, 100);
     expect(await call()).toBe("b");
   }, 60_000);
+
+  it("applies the fault filter's abort from the control plane, and stops when it is taken out", async () => {
+    const fault = { name: "envoy.filters.http.fault", typed_config: { "@type": "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault", abort: { grpc_status: 7, percentage: { numerator: 100 } } } };
+    await push({ ...snap([ups[1]!.address]), [T.listener]: [listener("in", port, "routes", [fault])] });
+    await waitFor("calls end 7 PERMISSION_DENIED", async () => ((await call()).startsWith("error 7 ") ? true : undefined), 20_000, 100);
+    await push(snap([ups[1]!.address]));
+    await waitFor("calls succeed again", async () => ((await call()) === "b" ? true : undefined), 20_000, 100);
+  }, 60_000);
 });

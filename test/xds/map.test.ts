@@ -64,6 +64,29 @@ describe("mapListener()", () => {
     expect(r.value.rateLimit).toEqual({ callsPerSecond: 10, burst: 20, key: "route", responseHeaders: true });
   });
 
+  it("turns the fault filter's delay and abort into dojang fault rules on the listener", () => {
+    const fault = (v: Record<string, unknown>) => ({ name: "envoy.filters.http.fault", typed_config: any("envoy.extensions.filters.http.fault.v3.HTTPFault", v) });
+    const r = mapListener(
+      listenerMsg({
+        rds: { route_config_name: "r" },
+        http_filters: [fault({ delay: { fixed_delay: { nanos: 50_000_000 }, percentage: { numerator: 25 } }, abort: { grpc_status: 7, percentage: { numerator: 5000, denominator: "TEN_THOUSAND" } } }), ROUTER],
+      }),
+      decode,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.faults.map((f) => [f.id, f.fire.percentage, f.action])).toEqual([
+      ["xds.in.delay", 25, { kind: "delay", at: "request", message: null, direction: "request", delay: { type: "fixed", ms: 50 }, jitterSeed: 0 }],
+      ["xds.in.abort", 50, { kind: "abort", code: 7, message: "fault filter abort", details: null, afterMessages: null }],
+    ]);
+    expect(r.value.faults[0]!.match.listener).toBe("in");
+    const bad = mapListener(listenerMsg({ rds: { route_config_name: "r" }, http_filters: [fault({ abort: { header_abort: {} }, headers: [{ name: "x-canary", present_match: true }] }), ROUTER] }), decode);
+    expect(!bad.ok && bad.issues.map((i) => i.path)).toEqual([
+      "filter_chains[0].filters[0].typed_config.http_filters[0].typed_config.headers",
+      "filter_chains[0].filters[0].typed_config.http_filters[0].typed_config.abort.header_abort",
+    ]);
+  });
+
   it("refuses an unknown required filter by its path, skips an optional one with a note", () => {
     const magic = { name: "acme.magic", typed_config: any("google.rpc.Status", {}) };
     const bad = mapListener(listenerMsg({ rds: { route_config_name: "r" }, http_filters: [magic, ROUTER] }), decode);

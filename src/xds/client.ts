@@ -9,6 +9,7 @@
 // that has not arrived 15 s after it was asked for (on a stream that is up) is marked missing.
 // The stream reconnects with exponential back-off; what was accepted keeps serving meanwhile.
 import * as grpc from "@grpc/grpc-js";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -495,7 +496,9 @@ export class XdsClient {
       if (s === null) return null;
       if ("file" in s) return s.file;
       this.certDir ??= mkdtempSync(join(tmpdir(), "dojang-xds-"));
-      const p = join(this.certDir, `${c.name.replace(/[^A-Za-z0-9_.-]/g, "_")}.${what}.pem`);
+      // named by content: a changed certificate is a changed config (the cluster is rebuilt and reads it)
+      const digest = createHash("sha256").update(s.inline).digest("hex").slice(0, 16);
+      const p = join(this.certDir, `${c.name.replace(/[^A-Za-z0-9_.-]/g, "_")}.${what}.${digest}.pem`);
       writeFileSync(p, s.inline, { mode: 0o600 });
       return p;
     };

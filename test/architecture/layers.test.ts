@@ -244,7 +244,7 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
     types: ["pino"],
   },
   snapshot: { values: [], types: ["pino"] },
-  xds: { values: ["@grpc/grpc-js", "prom-client", "yaml", "node:fs", "node:os", "node:path"], types: ["pino"] },
+  xds: { values: ["@grpc/grpc-js", "prom-client", "yaml", "node:fs", "node:os", "node:path", "node:crypto"], types: ["pino"] },
   dojang: { values: ["node:fs", "node:path", "node:net", "node:cluster", "prom-client"], types: ["pino"] },
   main: { values: ["@grpc/grpc-js", "node:http2", "node:net", "node:util", "node:fs", "node:path", "yaml"], types: ["pino"] },
 };

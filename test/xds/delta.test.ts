@@ -5,7 +5,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
-import { echoClient, startGrpcServer, type EchoClient, type GrpcServer } from "../helpers/peers.js";
+import { CertDir } from "../helpers/certs.js";
+import { ECHO_SERVICE, echoClient, startGrpcServer, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import { freePort, sleep, tempDir, waitFor } from "../helpers/process.js";
 import { bootstrapYaml, cla, edsCluster, listener, route, routeConfig, startControlPlane, T, type ControlPlane, type CpEvent } from "./control-plane.js";
 
@@ -109,5 +110,39 @@ describe("xDS: incremental (delta) ADS against go-control-plane", () => {
     await waitFor("calls end 7 PERMISSION_DENIED", async () => ((await call()).startsWith("error 7 ") ? true : undefined), 20_000, 100);
     await push(snap([ups[1]!.address]));
     await waitFor("calls succeed again", async () => ((await call()) === "b" ? true : undefined), 20_000, 100);
+  }, 60_000);
+
+  it("connects to a cluster over TLS with the CA given inline in its UpstreamTlsContext", async () => {
+    const certs = new CertDir();
+    const ca = certs.ca("xds-ca");
+    const leaf = certs.leaf(ca, "backend", { cn: "backend.internal", dns: ["backend.internal"] });
+    const server = new grpc.Server();
+    server.addService(ECHO_SERVICE, { Unary: (_c: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from("tls")) });
+    const tlsPort = await new Promise<number>((res, rej) =>
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createSsl(null, [{ cert_chain: leaf.cert, private_key: leaf.key }], false), (e, p) => (e ? rej(e) : res(p))),
+    );
+    const tls = { address: `127.0.0.1:${tlsPort}`, close: () => new Promise<void>((r) => server.tryShutdown(() => r())) };
+    try {
+      const transport = {
+        name: "envoy.transport_sockets.tls",
+        typed_config: {
+          "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+          sni: "backend.internal",
+          common_tls_context: { validation_context: { trusted_ca: { inline_string: ca.cert.toString() } } },
+        },
+      };
+      await push({
+        ...snap([ups[1]!.address], [edsCluster("svc"), edsCluster("secure", { transport_socket: transport })], [route("/", "secure")]),
+        [T.endpoint]: [cla("svc", [ups[1]!.address]), cla("secure", [tls.address])],
+      });
+      await waitFor("a call over TLS to the upstream", async () => ((await call()) === "tls" ? true : undefined), 20_000, 100);
+      const cfg = (await (await fetch(`http://${d.adminAddress}/config`)).json()) as { clusters: { name: string; tls: { caFile: string; serverName: string } | null }[] };
+      const secure = cfg.clusters.find((c) => c.name === "secure")!;
+      expect(secure.tls!.serverName).toBe("backend.internal");
+      expect(secure.tls!.caFile).toMatch(/secure\.ca\.[0-9a-f]{16}\.pem$/);
+    } finally {
+      await tls.close();
+      certs.remove();
+    }
   }, 60_000);
 });

@@ -22,6 +22,18 @@ interface Upstream {
 async function upstream(name: string): Promise<Upstream> {
   const server = await startGrpcServer({
     Unary: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from(name)),
+    // ten messages 100 ms apart: a call that is in flight while the control plane changes things
+    ServerStream: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      let n = 0;
+      const t = setInterval(() => {
+        call.write(Buffer.from(`${name}${n}`));
+        if (++n === 10) {
+          clearInterval(t);
+          call.end();
+        }
+      }, 100);
+      call.on("cancelled", () => clearInterval(t));
+    },
   });
   return { name, server };
 }
@@ -236,6 +248,24 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
     expect(await whoAnswers(client)).toEqual(new Set(["b"]));
   }, 60_000);
 
+  it("a call in flight finishes on the endpoint it started with while EDS moves the cluster away from it", async () => {
+    const got: string[] = [];
+    const stream = client.ServerStream(Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 20_000 });
+    const done = new Promise<grpc.StatusObject>((resolve) => {
+      stream.on("data", (m: Buffer) => got.push(m.toString()));
+      stream.on("error", () => undefined);
+      stream.on("status", resolve);
+    });
+    await waitFor("the first message", () => (got.length > 0 ? true : undefined), 10_000, 10);
+    const since = (await cp.events()).length;
+    await push(base([c.server.address]));
+    await answer(T.endpoint, since, false);
+    expect(await whoAnswers(client)).toEqual(new Set(["c"]));
+    const status = await done;
+    expect(status.code).toBe(grpc.status.OK);
+    expect(got).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`));
+  }, 60_000);
+
   it("no call fails while the control plane restarts: dojang reconnects with back-off and resumes with the versions it accepted", async () => {
     const good = base([c.server.address]);
     let since = (await cp.events()).length;
@@ -266,4 +296,5 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
     const log = (await cp.events()).filter((e) => e.kind === "request" && e.errorDetail !== undefined);
     expect(log).toEqual([]);
   }, 120_000);
+
 });

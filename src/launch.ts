@@ -39,6 +39,7 @@ export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): P
         "pid-file": { type: "string" },
         "admin-mutations": { type: "boolean" },
         "stop-with-parent": { type: "boolean" },
+        "xds-bootstrap": { type: "string" },
         version: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },

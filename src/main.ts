@@ -24,11 +24,13 @@ const CLI_OPTIONS = {
   "pid-file": { type: "string" },
   "admin-mutations": { type: "boolean", default: false },
   "stop-with-parent": { type: "boolean", default: false },
+  "xds-bootstrap": { type: "string" },
   version: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
 const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pid-file PATH] [--admin-mutations] [--stop-with-parent]
+              [--xds-bootstrap BOOTSTRAP]
        dojang --help | --version
        dojang health [--config FILE] [--timeout DURATION]
        dojang reload [--config FILE] [--pid-file PATH] [--timeout DURATION]
@@ -40,6 +42,9 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
   --admin-mutations   admin.mutations: true (the fault API, POST /reload, /drain); the token is
                       admin.token, else $DOJANG_ADMIN_TOKEN (required when admin is not on loopback)
   --stop-with-parent  drain and exit when the process that started dojang exits (npm start uses it)
+  --xds-bootstrap BOOTSTRAP
+                      xds.bootstrap: listeners and clusters also from the xDS control plane that
+                      this Envoy-shaped bootstrap file names (docs/guides/xds.md)
   -h, --help          print this and exit 0
   --version           print the version and exit 0
   health              ask the running dojang's admin /ready (0 ready, 1 not, 2 invalid config or no admin)
@@ -153,6 +158,19 @@ async function main(): Promise<void> {
     throw err;
   }
   const source = file ?? "<embedded default>";
+  // --xds-bootstrap: the config's xds block, from the command line (a reload keeps it: xds needs a restart)
+  const xdsBootstrap = args["xds-bootstrap"];
+  if (xdsBootstrap !== undefined) {
+    if (xdsBootstrap === "") fail(2, `dojang: --xds-bootstrap: needs a file\n${USAGE}`);
+    if (config.workers > 1) fail(2, `dojang: invalid config ${source}:\n  xds: xds runs with workers: 1 (got ${config.workers})`);
+    config = { ...config, xds: { bootstrap: xdsBootstrap } };
+  }
+  // the bootstrap is checked as a start reads it (--check too): each bad field by its path
+  if (config.xds !== null) {
+    const { readBootstrap } = await import("./xds/bootstrap.js");
+    const b = readBootstrap(config.xds.bootstrap);
+    if (!b.ok) fail(2, `dojang: ${new ConfigError(config.xds.bootstrap, b.issues).message}`);
+  }
   // TLS files the config names must be readable and usable: each certificate with its key (--check
   // and start alike: the same loading, the same message)
   const tlsIssues = tlsFileIssues(config);
@@ -169,6 +187,11 @@ async function main(): Promise<void> {
     // a reloaded file without an admin listener is left as it is: the running admin stays
     // (admin needs a restart), and the reload says so
     adjustConfig = (c) => (c.admin === null ? c : on(c, file ?? source));
+  }
+  if (xdsBootstrap !== undefined) {
+    // a reloaded file keeps the command line's xds block (it needs a restart to change anyway)
+    const before = adjustConfig;
+    adjustConfig = (c) => ({ ...(before === undefined ? c : before(c)), xds: { bootstrap: xdsBootstrap } });
   }
   if (pidFile !== undefined) {
     const problem = pidFileProblem(pidFile);

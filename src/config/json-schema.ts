@@ -444,6 +444,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "tracing.exportInterval": { description: "The longest a span waits before its batch is sent (a batch also goes when 512 spans wait).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportIntervalMs) },
   "tracing.exportTimeout": { description: "How long one export may take before it is given up (its spans are counted as dropped).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportTimeoutMs) },
+  xds: { description: "Listeners and clusters also come from an xDS control plane (ADS), beside the ones written here (docs/guides/xds.md). Needs a restart.", default: null },
+  "xds.bootstrap": { description: "The bootstrap file (YAML or JSON, Envoy's shape): node, dynamic_resources.ads_config, the control plane's cluster under static_resources." },
 };
 
 const U32 = 2 ** 32 - 1;
@@ -612,6 +614,15 @@ export function configJsonSchema(): JsonSchema {
     for (const k of Object.keys(fi)) delete fi[k];
     Object.assign(fi, { $ref: "#/$defs/faultInjection", description });
   }
+
+  // listeners and clusters may be empty only when a control plane sends them (xds)
+  doc["anyOf"] = [{ required: ["xds"] }, {
+      properties: {
+        listeners: { description: "Without xds: at least one listener.", minItems: 1 },
+        clusters: { description: "Without xds: at least one cluster.", minItems: 1 },
+      },
+    },
+  ];
 
   if (missing.length > 0) throw new Error(`config JSON Schema: no description for ${missing.join(", ")}`);
   return {

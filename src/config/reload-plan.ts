@@ -88,6 +88,7 @@ export function configAsApplied(running: Config, next: Config): Config {
     journal: running.journal,
     faultInjection: running.faultInjection,
     watchConfig: running.watchConfig,
+    xds: running.xds,
     shrinkHeapWhenIdleMs: running.shrinkHeapWhenIdleMs,
     concurrentMarking: running.concurrentMarking,
     memory: running.memory,

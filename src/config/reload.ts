@@ -39,6 +39,8 @@ const RESTART_ONLY: readonly RegExp[] = [
   /^watchConfig$/,
   // the tracer provider and its exporter are made once per process
   /^tracing(\.|$)/,
+  // the xDS client starts with the process, from its bootstrap (src/xds)
+  /^xds(\.|$)/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
   // a listener is an h2c or a TLS server from its creation; certificate files changed in place
   // are re-read without a reload (src/proxy/downstream/tls.ts)

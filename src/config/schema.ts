@@ -50,8 +50,9 @@ export function isLoopbackHost(host: string): boolean {
 const document = z.strictObject(
   {
     admin: admin.nullable().default(DEFAULTS.config.admin),
-    listeners: z.array(listener, { error: expected("a list of listeners") }).min(1, "needs at least one listener"),
-    clusters: z.array(cluster, { error: expected("a list of clusters") }).min(1, "needs at least one cluster"),
+    // empty lists only with xds (a sidecar driven by a control plane): checked below
+    listeners: z.array(listener, { error: expected("a list of listeners") }),
+    clusters: z.array(cluster, { error: expected("a list of clusters") }),
     drainTimeout: durationMs(0).default(DEFAULTS.config.drainTimeoutMs),
     workers: count(LIMITS.workers).default(DEFAULTS.config.workers),
     logLevel: logLevel.default(DEFAULTS.config.logLevel),
@@ -65,6 +66,13 @@ const document = z.strictObject(
     faultInjection: z.unknown().optional(),
     watchConfig: flag.default(DEFAULTS.config.watchConfig),
     tracing: tracing.nullable().default(null),
+    xds: z
+      .strictObject(
+        { bootstrap: z.string({ error: expected("the path of an Envoy-shaped bootstrap file") }).min(1, "must not be empty") },
+        { error: expected("a mapping like { bootstrap: xds-bootstrap.yaml }") },
+      )
+      .nullable()
+      .default(DEFAULTS.config.xds),
   },
   { error: expected("a mapping with listeners and clusters") },
 );
@@ -72,6 +80,11 @@ const document = z.strictObject(
 /** Renames the `*Ms` fields, so the file says `timeout: 30s` and the code reads `timeoutMs`. */
 export const CONFIG_SCHEMA: z.ZodType<Config> = document
   .superRefine((d, ctx) => {
+    // without a control plane there must be something to serve
+    if (d.xds === null && d.listeners.length === 0) ctx.addIssue({ code: "custom", path: ["listeners"], message: "needs at least one listener (or xds, a control plane that sends them)" });
+    if (d.xds === null && d.clusters.length === 0) ctx.addIssue({ code: "custom", path: ["clusters"], message: "needs at least one cluster (or xds, a control plane that sends them)" });
+    // one xDS client per process: the workers would each hold their own stream and state
+    if (d.xds !== null && d.workers > 1) ctx.addIssue({ code: "custom", path: ["xds"], message: `xds runs with workers: 1 (got ${d.workers})` });
     // each worker's share must hold the plan's floors (src/config/memory.ts)
     const min = minimumLimitBytes(d.workers);
     if (d.memory.limit !== null && d.memory.limit < min) {
@@ -177,6 +190,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
             exportIntervalMs: d.tracing.exportInterval,
             exportTimeoutMs: d.tracing.exportTimeout,
           },
+    xds: d.xds,
   }),
 );
 

@@ -316,6 +316,14 @@ export interface Config {
   readonly watchConfig: boolean;
   /** `tracing`: OpenTelemetry traces; null = off (the default: nothing is paid per call) */
   readonly tracing: TracingConfig | null;
+  /** `xds`: listeners and clusters also come from an xDS control plane (src/xds); null = none */
+  readonly xds: XdsConfig | null;
+}
+
+/** The `xds` block: where the Envoy-shaped bootstrap file is (node, ads_config, the control plane's cluster). */
+export interface XdsConfig {
+  /** `bootstrap`: the bootstrap file's path (YAML or JSON, Envoy's shape) */
+  readonly bootstrap: string;
 }
 
 // === defaults ===
@@ -395,6 +403,7 @@ export const DEFAULTS = Object.freeze({
     concurrentMarking: "auto" as ConcurrentMarkingMode,
     memory: Object.freeze({ limitBytes: null }) as MemoryConfig,
     watchConfig: false,
+    xds: null,
   }),
   tracing: Object.freeze({
     serviceName: "dojang",

@@ -26,6 +26,8 @@ import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { closeRlsPool, newRlsPool } from "./filters/rate-limit/global.js";
 import { Journal } from "./observe/log.js";
+import { compose, type XdsState } from "../xds/compose.js";
+import type { XdsClient } from "../xds/client.js";
 
 // moved out of this file (issue 19); the CLI and the cluster primary import them from here
 
@@ -84,6 +86,13 @@ export function reloadReply(r: ReloadResult): AdminReply {
   return { status: r.ok ? 200 : 400, body: { result: r.ok ? "ok" : "error", ...r } };
 }
 
+export interface ReloadOptions {
+  readonly file?: string;
+  readonly quiet?: boolean;
+  /** the xDS resources to serve with the static config (Dojang.applyXds); absent: the ones last applied */
+  readonly xds?: XdsState;
+}
+
 /** How often a cluster a reload dropped is checked for its last call (then closed). */
 const RETIRE_POLL_MS = 250;
 
@@ -136,9 +145,16 @@ export class Dojang {
    * tracing is on), then handed to every listener's calls; null when off.
    */
   private tracing: Tracing | null = null;
+  /** the config without what xDS added (the file's, or the library's): a file reload replaces it */
+  private staticCfg: Config;
+  /** the xDS resources the last reload applied (null: no xDS, or nothing accepted yet) */
+  private xdsState: XdsState | null = null;
+  /** the xDS client (config.xds), started by start() */
+  xds: XdsClient | undefined = undefined;
 
   constructor(config: Config, opts: DojangOptions = {}) {
     this.cfg = config;
+    this.staticCfg = config;
     this.opts = opts;
     this.log = opts.logger ?? createLogger({ level: config.logLevel });
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
@@ -159,11 +175,24 @@ export class Dojang {
           return r === null ? null : { status: r.status, body: r.body };
         },
         calls: (last) => this.journal.last(last),
-        clusters: () => [...this.clusters.values()].map((c) => c.describe()),
+        clusters: () =>
+          [...this.clusters.values()].map((c) => {
+            const v = this.xds?.clusterVersion(c.name);
+            return v === undefined ? c.describe() : { ...c.describe(), source: "xds", xdsVersion: v.version, xdsEndpointsVersion: v.endpointsVersion };
+          }),
         metrics: async () => ({ contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() }),
         ready: () => this.notReadyReason() === null,
         notReady: () => this.notReadyReason(),
-        config: () => (this.memoryPlan === undefined ? this.cfg : { ...this.cfg, memory: { ...this.cfg.memory, plan: this.memoryPlan } }),
+        config: () => {
+          const c = this.memoryPlan === undefined ? this.cfg : { ...this.cfg, memory: { ...this.cfg.memory, plan: this.memoryPlan } };
+          // what came from the control plane: its versions and names (listeners and clusters are in the lists above)
+          const x = this.xds;
+          if (x === undefined || c.xds === null) return c;
+          return {
+            ...c,
+            xds: { ...c.xds, ...x.status(), listeners: c.listeners.filter((l) => x.hasListener(l.name)).map((l) => l.name), clusters: c.clusters.filter((k) => x.clusterVersion(k.name) !== undefined).map((k) => k.name) },
+          };
+        },
         ...(file === undefined ? {} : { reload: async () => reloadReply(await this.reloadFile(file, "POST /reload")) }),
         drain: () => {
           if (!this.draining) {
@@ -348,27 +377,45 @@ export class Dojang {
    * Keys that need a restart (reloadReport) keep their running value and are named.
    * Logged once (unless `quiet`), counted in dojang_config_reloads_total{result}.
    */
-  reload(next: Config | (() => Config), trigger = "reload", o: { readonly file?: string; readonly quiet?: boolean } = {}): Promise<ReloadResult> {
+  reload(next: Config | (() => Config), trigger = "reload", o: ReloadOptions = {}): Promise<ReloadResult> {
     const run = this.reloadChain.then(() => this.applyReload(next, trigger, o));
     this.reloadChain = run.catch(() => undefined);
     return run;
   }
 
-  private async applyReload(load: Config | (() => Config), trigger: string, o: { readonly file?: string; readonly quiet?: boolean }): Promise<ReloadResult> {
+  /**
+   * The xDS client's update: the static config with `state`'s listeners and clusters, applied by
+   * the same whole-config reload (so an EDS change that only moves endpoints keeps its cluster).
+   */
+  applyXds(state: XdsState): Promise<ReloadResult> {
+    return this.reload(() => this.staticCfg, "xds", { quiet: true, xds: state });
+  }
+
+  private async applyReload(load: Config | (() => Config), trigger: string, o: ReloadOptions): Promise<ReloadResult> {
     const fields = { trigger, ...(o.file === undefined ? {} : { file: o.file }) };
     const refuse = (issues: readonly ConfigIssue[]): ReloadResult => {
       const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues };
-      this.metrics.configReloads.error.inc();
+      // an xDS update has its own count (dojang_xds_updates_total, by the client)
+      if (o.xds === undefined) this.metrics.configReloads.error.inc();
       if (o.quiet !== true) this.log.error({ ...fields, issues, err: issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ") }, r.message);
       return r;
     };
     if (this.draining) return refuse([{ path: "", message: "dojang is draining" }]);
     let next: Config;
+    let staticNext: Config;
     try {
-      next = typeof load === "function" ? load() : load;
+      staticNext = typeof load === "function" ? load() : load;
     } catch (err) {
       if (err instanceof ConfigError) return refuse(err.issues);
       return refuse([{ path: "", message: (err as Error).message }]);
+    }
+    // with xDS, what a reload serves is the static config and the control plane's resources
+    const xdsState = o.xds ?? this.xdsState;
+    if (xdsState === null) next = staticNext;
+    else {
+      const c = compose(staticNext, xdsState);
+      if (c.conflicts.length > 0) return refuse(c.conflicts);
+      next = c.config;
     }
     // header faults and fault rules in the new config are read with the fault parsers
     if (needsConfigParsers(next)) await this.useFaultParsers();
@@ -437,6 +484,8 @@ export class Dojang {
       this.clusterConfigs.set(c, cfg);
     }
     this.cfg = applied;
+    this.staticCfg = staticNext;
+    if (o.xds !== undefined) this.xdsState = o.xds;
     const listeners: Listener[] = [];
     for (const p of plan) {
       if (p.keep !== undefined) {
@@ -457,7 +506,7 @@ export class Dojang {
       this.retiringListeners.add(l);
       void l.retire(applied.drainTimeoutMs).then(() => this.retiringListeners.delete(l));
     }
-    this.metrics.configReloads.ok.inc();
+    if (o.xds === undefined) this.metrics.configReloads.ok.inc();
     const r: ReloadResult = { ok: true, version: snap.version, applied: report.applied, notApplied: report.notApplied, message: report.message };
     if (o.quiet !== true) {
       const line = { ...fields, version: r.version, applied: r.applied, notApplied: r.notApplied };
@@ -542,6 +591,14 @@ export class Dojang {
       throw err;
     }
     this.started = true;
+    if (this.cfg.xds !== null) {
+      try {
+        await this.startXds(this.cfg.xds.bootstrap);
+      } catch (err) {
+        await this.close(0);
+        throw err;
+      }
+    }
     // Each cluster's endpoints, so a wrong UPSTREAM is visible here, before the first call fails.
     this.log.info(
       {
@@ -561,6 +618,23 @@ export class Dojang {
       },
       "dojang started",
     );
+  }
+
+  /**
+   * The xDS client (loaded only when the config has `xds`): its bootstrap is read now (a bad one
+   * fails the start, naming the field); the control plane is not waited for (the static config
+   * serves meanwhile, and keeps serving while it is away).
+   */
+  private async startXds(bootstrap: string): Promise<void> {
+    const { startXdsClient } = await import("../xds/index.js");
+    this.xds = startXdsClient(bootstrap, {
+      log: this.log,
+      registry: this.metrics.registry,
+      apply: async (state) => {
+        const r = await this.applyXds(state);
+        return r.ok ? { ok: true } : { ok: false, issues: r.issues ?? [] };
+      },
+    });
   }
 
   private addressOf(l: Listener): string | undefined {
@@ -599,6 +673,7 @@ export class Dojang {
   async close(drainTimeoutMs: number = this.config.drainTimeoutMs): Promise<void> {
     if (this.draining) return;
     this.draining = true;
+    this.xds?.close();
     this.log.info({ activeCalls: this.metrics.live.activeCalls, drainTimeoutMs }, "draining");
     for (const l of this.listeners) l.drain();
     for (const l of this.retiringListeners) l.drain();

@@ -39,7 +39,7 @@ import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(import.meta.dirname, "../..");
-const TEST_DIRS = ["test/behaviour", "test/process", "test/observe", "test/proxy", "test/browser"];
+const TEST_DIRS = ["test/behaviour", "test/process", "test/observe", "test/proxy", "test/browser", "test/xds"];
 /** Files under those that only parse (the fault rule parser's tests): they count no more than test/config. */
 const NOT_BEHAVIOUR = new Set(["test/proxy/filters/fault/config.test.ts"]);
 

@@ -1,5 +1,5 @@
 // Architecture rule (style.md §5, issue 11 step 1): imports under src/ go one way,
-// translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← dojang ← main.
+// translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← xds ← dojang ← main.
 // Every import statement of every file under src/ is parsed, both ends are mapped to their layer,
 // and no import may reach a higher layer. Same-layer imports are allowed (a type-only cycle inside
 // a layer is a file-level matter); this test is about the direction between layers.
@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 const SRC = resolve(import.meta.dirname, "../../src");
 
 /** Lowest first. A file's layer is the first rule whose prefix its path (relative to src/) starts with. */
-const LAYERS = ["translate", "config", "observe", "protos", "upstream", "call", "filters", "listener", "snapshot", "dojang", "main"] as const;
+const LAYERS = ["translate", "config", "observe", "protos", "upstream", "call", "filters", "listener", "snapshot", "xds", "dojang", "main"] as const;
 type Layer = (typeof LAYERS)[number];
 const RULES: readonly [prefix: string, layer: Layer][] = [
   ["translate/", "translate"],
@@ -36,6 +36,9 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   // the admin HTTP server is a listener of its own (it knows nothing of calls)
   ["proxy/admin/", "listener"],
   ["proxy/snapshot.ts", "snapshot"],
+  // the xDS client and the mapping of xDS resources onto the config (issue 20): it hands Dojang a
+  // config to reload, so it sits below dojang and knows nothing of the snapshot
+  ["xds/", "xds"],
   ["proxy/dojang.ts", "dojang"],
   // workers run Dojang instances in a cluster of processes
   ["proxy/workers.ts", "dojang"],
@@ -75,7 +78,7 @@ const files = listFiles(SRC)
   .filter((f) => f.endsWith(".ts"))
   .map((f) => relative(SRC, f).split("\\").join("/"));
 
-describe("imports under src/ go one way (translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← dojang ← main)", () => {
+describe("imports under src/ go one way (translate ← config ← observe ← upstream ← call ← filters ← listener ← snapshot ← xds ← dojang ← main)", () => {
   it("finds the source files and every one has a layer", () => {
     expect(files.length).toBeGreaterThan(40);
     expect(files.filter((f) => layerOf(f) === undefined)).toEqual([]);
@@ -238,7 +241,7 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
       "@opentelemetry/api", "@opentelemetry/sdk-trace", "@opentelemetry/core", "@opentelemetry/resources", "@opentelemetry/exporter-trace-otlp-http",
     ],
   },
-  protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader"] },
+  protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino", "node:net"] },
   // @grpc/grpc-js: the global rate limit's client (rate-limit/rls-client.ts, loaded with import())
@@ -248,6 +251,7 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
     types: ["pino"],
   },
   snapshot: { values: [], types: ["pino"] },
+  xds: { values: ["@grpc/grpc-js", "prom-client", "yaml", "node:fs", "node:os", "node:path", "node:crypto"], types: ["pino"] },
   dojang: { values: ["node:fs", "node:path", "node:net", "node:cluster", "prom-client"], types: ["pino"] },
   main: { values: ["@grpc/grpc-js", "node:http2", "node:net", "node:util", "node:fs", "node:path", "yaml"], types: ["pino"] },
 };

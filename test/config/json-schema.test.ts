@@ -207,7 +207,7 @@ describe("the schema and dojang agree", () => {
     ["too many workers", (d) => (d["workers"] = 65), /^workers: above 64$/],
     ["an address without a port", (d) => (d.clusters[0]!.endpoints[0] = "127.0.0.1"), /endpoints\[0\]/],
     ["an admin token shorter than 16 characters", (d) => (d["admin"] = { address: "127.0.0.1:0", token: "short" }), /admin\.token: "short" does not match/],
-    ["an empty listener list", (d) => (d.listeners = []), /^listeners: fewer than 1 items$/],
+    ["an empty listener list", (d) => (d.listeners = []), /listeners: fewer than 1 items/],
     ["an unknown fault kind", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "explode" } }]), /faults\[0\]\.action: matches none/],
     ["a fault rule with an unknown key", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "blackhole" }, when: 1 }]), /faults\[0\]\.when: unknown key/],
     ["an abort without its code", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "abort" } }]), /faults\[0\]\.action/],

@@ -105,6 +105,7 @@ describe("parseConfigText(): a valid config", () => {
       faultInjection: { seed: 0, maxActiveFaults: null },
       watchConfig: false,
       tracing: null,
+      xds: null,
     } satisfies Config);
   });
 
@@ -476,8 +477,8 @@ describe("parseConfigText(): every issue, with its key path", () => {
     ["match not a mapping", config({ routes: '\n      - { match: "/", cluster: backend }' }), [
       'listeners[0].routes[0].match: expected a mapping like { prefix: "/" }, got "/"',
     ]],
-    ["no listeners", "listeners: []\nclusters: [{ name: b, endpoints: [\"127.0.0.1:1\"] }]", ["listeners: needs at least one listener"]],
-    ["no clusters", "clusters: []\n" + config({}).split("clusters:")[0], ["clusters: needs at least one cluster"]],
+    ["no listeners", "listeners: []\nclusters: [{ name: b, endpoints: [\"127.0.0.1:1\"] }]", ["listeners: needs at least one listener (or xds, a control plane that sends them)"]],
+    ["no clusters", "clusters: []\n" + config({}).split("clusters:")[0], ["clusters: needs at least one cluster (or xds, a control plane that sends them)"]],
     ["listeners missing", "clusters: [{ name: b, endpoints: [\"127.0.0.1:1\"] }]", ["listeners: is required"]],
     ["listener without name", config({}).replace("  - name: main\n    address", "  - address"), ["listeners[0].name: is required"]],
     ["bad name", config({}).replace("name: main", 'name: "my listener"'), [

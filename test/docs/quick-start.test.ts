@@ -114,7 +114,7 @@ describe("the command line reference (docs/reference/cli.md)", () => {
     const listed = new Set([...main, ...health, ...reload]);
     expect([...listed]).toEqual(expect.arrayContaining(["--config", "--check", "--log-level", "--help", "--version", "--timeout"]));
     // a value for each placeholder the usage names after an option
-    const SAMPLE: Record<string, string> = { FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid` };
+    const SAMPLE: Record<string, string> = { BOOTSTRAP: "config/xds/bootstrap.yaml", FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid` };
     const valueOf = (f: string): string[] => {
       const m = new RegExp(`${f}[ =]([A-Z]+)\\b`).exec(usage);
       if (m === null) return [];

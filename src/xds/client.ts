@@ -1,0 +1,584 @@
+// The xDS client: one ADS stream on @grpc/grpc-js to the control plane the bootstrap names, state
+// of the world (api_type GRPC) or incremental (DELTA_GRPC: per-resource versions, subscribe and
+// unsubscribe, removed_resources, initial_resource_versions on a new stream). CDS and LDS are asked for by wildcard; EDS and RDS by the names the accepted
+// clusters and listeners refer to. Each response is decoded, mapped (map.ts) and, when every
+// resource in it maps, applied through the host (Dojang: the whole-config reload, so calls in
+// flight keep the snapshot they started with); then ACKed with its version and nonce. A response
+// with a resource dojang cannot serve, or one the reload refuses, is NACKed with error_detail
+// naming the resource and field, and the last accepted config keeps serving. A named resource
+// that has not arrived 15 s after it was asked for (on a stream that is up) is marked missing.
+// The stream reconnects with exponential back-off; what was accepted keeps serving meanwhile.
+import * as grpc from "@grpc/grpc-js";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { ClusterTlsConfig } from "../config/types.js";
+import { decodeAny, protos } from "../protos/load.js";
+import { VERSION } from "../version.js";
+import type { Bootstrap } from "./bootstrap.js";
+import type { XdsState } from "./compose.js";
+import {
+  TYPE,
+  mapCluster,
+  mapClusterLoadAssignment,
+  mapListener,
+  mapRouteConfiguration,
+  type AnyDecoder,
+  type Issue,
+  type Mapped,
+  type Msg,
+  type TlsSource,
+  type TypeUrl,
+  type XdsCluster,
+  type XdsEndpoints,
+  type XdsListener,
+  type XdsRouteTable,
+} from "./map.js";
+
+/** What the client needs of the running proxy. */
+export interface XdsHost {
+  readonly log: Logger;
+  readonly registry: Registry;
+  /** applies the state (static config + it, the whole-config reload); the issues when refused */
+  apply(state: XdsState): Promise<{ readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[] }>;
+}
+
+export interface XdsOptions {
+  /** Envoy's does-not-exist timer (gRFC A57): 15 s */
+  readonly missingAfterMs?: number;
+  /** reconnect back-off: first wait and cap */
+  readonly backoffBaseMs?: number;
+  readonly backoffMaxMs?: number;
+}
+
+/** What /config shows of one resource type. */
+export interface TypeStatus {
+  /** the version last accepted (ACKed); "" before any */
+  readonly version: string;
+  readonly nonce: string;
+  /** the last NACK: its version, its error_detail */
+  readonly lastRejected: { readonly version: string; readonly error: string } | null;
+  /** the names asked for (null: wildcard) */
+  readonly subscribed: readonly string[] | null;
+  /** name → the version it was accepted in */
+  readonly resources: Readonly<Record<string, string>>;
+  readonly missing: readonly string[];
+}
+
+const TYPES: readonly TypeUrl[] = [TYPE.cluster, TYPE.endpoint, TYPE.listener, TYPE.route];
+const SHORT: Readonly<Record<TypeUrl, string>> = { [TYPE.listener]: "lds", [TYPE.route]: "rds", [TYPE.cluster]: "cds", [TYPE.endpoint]: "eds" };
+
+interface Sub {
+  /** null: wildcard */
+  names: Set<string> | null;
+  version: string;
+  nonce: string;
+  lastRejected: { version: string; error: string } | null;
+  /** name → version accepted in */
+  versions: Map<string, string>;
+  missing: Set<string>;
+  timers: Map<string, NodeJS.Timeout>;
+  /** NACKs of the same version in a row (a server that sends a refused version again at once) */
+  rejectStreak: number;
+  nackTimer: NodeJS.Timeout | undefined;
+}
+
+type Resource = XdsListener | XdsRouteTable | { cluster: XdsCluster; tls: ClusterTlsConfig | null } | XdsEndpoints;
+
+interface AdsStream {
+  write(m: unknown): boolean;
+  on(ev: string, f: (...a: never[]) => void): unknown;
+  cancel(): void;
+  end(): void;
+}
+
+const decode: AnyDecoder = (any) => decodeAny(any as { type_url?: string; value?: Uint8Array });
+
+export class XdsClient {
+  private readonly client: grpc.Client & { StreamAggregatedResources(): AdsStream; DeltaAggregatedResources(): AdsStream };
+  /** incremental xDS (api_type DELTA_GRPC): per-resource versions, subscribe/unsubscribe, removals */
+  private readonly delta: boolean;
+  private stream: AdsStream | undefined;
+  private readonly subs = new Map<TypeUrl, Sub>();
+  private listeners = new Map<string, XdsListener>();
+  private routes = new Map<string, XdsRouteTable>();
+  private clusters = new Map<string, { cluster: XdsCluster; tls: ClusterTlsConfig | null }>();
+  private endpoints = new Map<string, XdsEndpoints>();
+  /** the route tables and listeners the last applied state served (state() holds new ones back while their clusters warm) */
+  private servedRoutes = new Map<string, XdsRouteTable>();
+  private servedListeners = new Map<string, XdsListener>();
+  private closed = false;
+  private attempt = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private sentNode = false;
+  private chain: Promise<void> = Promise.resolve();
+  private connectedAt: number | null = null;
+  private streams = 0;
+  private readonly missingAfterMs: number;
+  private readonly backoffBaseMs: number;
+  private readonly backoffMaxMs: number;
+  private readonly updates: Counter<"type" | "result">;
+  private readonly connected: Gauge;
+  /** where inline certificates are written (0700), made on first need */
+  private certDir: string | undefined;
+
+  constructor(
+    private readonly boot: Bootstrap,
+    private readonly host: XdsHost,
+    opts: XdsOptions = {},
+  ) {
+    this.missingAfterMs = opts.missingAfterMs ?? 15_000;
+    this.delta = boot.apiType === "DELTA_GRPC";
+    this.backoffBaseMs = opts.backoffBaseMs ?? 500;
+    this.backoffMaxMs = opts.backoffMaxMs ?? 30_000;
+    ({ updates: this.updates, connected: this.connected } = registerXdsMetrics(host.registry));
+    for (const t of TYPES) for (const r of ["accepted", "rejected"]) this.updates.labels(SHORT[t], r);
+    for (const t of TYPES) {
+      const wildcard = (t === TYPE.listener && boot.lds) || (t === TYPE.cluster && boot.cds);
+      this.subs.set(t, { names: wildcard ? null : new Set(), version: "", nonce: "", lastRejected: null, versions: new Map(), missing: new Set(), timers: new Map(), rejectStreak: 0, nackTimer: undefined });
+    }
+    const Ctor = (protos() as unknown as { envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } } } } }).envoy.service.discovery.v3.AggregatedDiscoveryService;
+    const target = `${boot.server.host.includes(":") ? `[${boot.server.host}]` : boot.server.host}:${boot.server.port}`;
+    this.client = new Ctor(target, credentialsFor(boot), {
+      "grpc.keepalive_time_ms": 30_000,
+      "grpc.keepalive_timeout_ms": 10_000,
+      "grpc.max_receive_message_length": 64 * 1024 * 1024,
+      // dojang's own back-off decides when to try again
+      "grpc.initial_reconnect_backoff_ms": 200,
+      "grpc.max_reconnect_backoff_ms": 2_000,
+    }) as unknown as XdsClient["client"];
+  }
+
+  start(): void {
+    this.connect();
+  }
+
+  /** Stops the stream and every timer (the accepted config keeps serving). */
+  close(): void {
+    this.closed = true;
+    if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
+    this.stopTimers();
+    this.stream?.cancel();
+    this.client.close();
+    this.connected.set(0);
+    if (this.certDir !== undefined) rmSync(this.certDir, { recursive: true, force: true });
+  }
+
+  /** The xDS part of /config. */
+  status(): Record<string, unknown> {
+    const types: Record<string, TypeStatus> = {};
+    for (const t of TYPES) {
+      const s = this.subs.get(t)!;
+      types[SHORT[t]] = {
+        version: s.version,
+        nonce: s.nonce,
+        lastRejected: s.lastRejected,
+        subscribed: s.names === null ? null : [...s.names].sort(),
+        resources: Object.fromEntries([...s.versions].sort()),
+        missing: [...s.missing].sort(),
+      };
+    }
+    return {
+      node: this.boot.node.id,
+      server: `${this.boot.server.host}:${this.boot.server.port}`,
+      apiType: this.boot.apiType,
+      connected: this.connectedAt !== null,
+      streams: this.streams,
+      types,
+    };
+  }
+
+  /** The version a cluster (by name) was accepted in, for /clusters; undefined when not from xDS. */
+  clusterVersion(name: string): { readonly version: string; readonly endpointsVersion: string | null } | undefined {
+    const c = this.clusters.get(name);
+    if (c === undefined) return undefined;
+    const v = this.subs.get(TYPE.cluster)!.versions.get(name) ?? "";
+    const eds = c.cluster.eds;
+    return { version: v, endpointsVersion: eds === null ? null : (this.subs.get(TYPE.endpoint)!.versions.get(eds) ?? null) };
+  }
+
+  /** Whether a listener (by name) came from xDS. */
+  hasListener(name: string): boolean {
+    return this.listeners.has(name);
+  }
+
+  /**
+   * The state to serve. A route table (RDS, or a listener's inline one) that names a cluster still
+   * warming (its CDS is here, its EDS not yet) is held back: the one served before stays until the
+   * cluster is ready, so a route never moves to a cluster without endpoints (go-control-plane
+   * answers RDS before the EDS that the new CDS makes dojang ask for).
+   */
+  private state(): XdsState {
+    const warming = (n: string): boolean => {
+      const c = this.clusters.get(n)?.cluster;
+      if (c === undefined || c.eds === null) return false;
+      return !this.endpoints.has(c.eds) && !this.subs.get(TYPE.endpoint)!.missing.has(c.eds);
+    };
+    const ready = (t: XdsRouteTable): boolean => t.virtualHosts.every((vh) => vh.routes.every((r) => r.clusters.every((c) => !warming(c.name))));
+    const routes = new Map<string, XdsRouteTable>();
+    for (const [n, t] of this.routes) {
+      const prev = this.servedRoutes.get(n);
+      if (ready(t) || prev === undefined) routes.set(n, t);
+      else routes.set(n, prev);
+    }
+    const listeners = new Map<string, XdsListener>();
+    for (const [n, l] of this.listeners) {
+      const prev = this.servedListeners.get(n);
+      listeners.set(n, l.inline === null || ready(l.inline) || prev === undefined ? l : prev);
+    }
+    return {
+      listeners,
+      routes,
+      clusters: this.clusters,
+      endpoints: this.endpoints,
+      missing: this.subs.get(TYPE.endpoint)!.missing,
+    };
+  }
+
+  /** Applies the state; on success, what it served becomes what later states fall back to. */
+  private async apply(): Promise<{ readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[] }> {
+    const st = this.state();
+    const r = await this.host.apply(st);
+    if (r.ok) {
+      this.servedRoutes = new Map(st.routes);
+      this.servedListeners = new Map(st.listeners);
+    }
+    return r;
+  }
+
+  // === the stream ===
+
+  private connect(): void {
+    if (this.closed) return;
+    this.sentNode = false;
+    this.streams++;
+    const s = this.delta ? this.client.DeltaAggregatedResources() : this.client.StreamAggregatedResources();
+    this.stream = s;
+    let ended = false;
+    const onEnd = (why: string): void => {
+      if (ended || this.stream !== s) return;
+      ended = true;
+      this.stream = undefined;
+      this.connectedAt = null;
+      this.connected.set(0);
+      this.stopTimers();
+      if (this.closed) return;
+      const wait = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** this.attempt) * (0.5 + Math.random() / 2);
+      this.attempt = Math.min(this.attempt + 1, 16);
+      this.host.log.warn({ server: `${this.boot.server.host}:${this.boot.server.port}`, why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
+      this.reconnectTimer = setTimeout(() => this.connect(), wait);
+    };
+    s.on("data", (m: Msg) => {
+      if (this.stream !== s) return;
+      this.attempt = 0;
+      this.chain = this.chain.then(() => this.onResponse(m)).catch((err: unknown) => this.host.log.error({ err }, "xds: handling a response failed"));
+    });
+    s.on("error", (err: Error) => onEnd(err.message));
+    s.on("end", () => onEnd("the control plane closed the stream"));
+    s.on("status", () => undefined);
+    s.on("metadata", () => {
+      this.connectedAt = Date.now();
+      this.connected.set(1);
+    });
+    // every subscription again, with the versions accepted so far (a new stream has no nonce)
+    for (const t of TYPES) {
+      const sub = this.subs.get(t)!;
+      sub.nonce = "";
+      if (sub.names === null || sub.names.size > 0) {
+        if (this.delta) {
+          // a new delta stream says what it has, so the server sends only what changed (a wildcard: "*")
+          this.sendDelta(t, { subscribe: sub.names === null ? ["*"] : [...sub.names].sort(), initial: Object.fromEntries(sub.versions) });
+        } else this.send(t);
+      }
+    }
+  }
+
+  private stopTimers(): void {
+    for (const sub of this.subs.values()) {
+      if (sub.nackTimer !== undefined) clearTimeout(sub.nackTimer);
+      sub.nackTimer = undefined;
+      for (const t of sub.timers.values()) clearTimeout(t);
+      sub.timers.clear();
+    }
+  }
+
+  /** An ACK, or a NACK with `error` (both forms); for delta, also after a change of subscription. */
+  private send(type: TypeUrl, error?: string): void {
+    if (this.delta) return this.sendDelta(type, error === undefined ? {} : { error });
+    const s = this.stream;
+    if (s === undefined) return;
+    const sub = this.subs.get(type)!;
+    const req: Record<string, unknown> = {
+      type_url: type,
+      version_info: sub.version,
+      response_nonce: sub.nonce,
+      resource_names: sub.names === null ? [] : [...sub.names].sort(),
+    };
+    if (!this.sentNode) {
+      req["node"] = nodeMessage(this.boot);
+      this.sentNode = true;
+    }
+    if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
+    s.write(req);
+    this.startTimers(type);
+  }
+
+  private sendDelta(type: TypeUrl, o: { readonly subscribe?: readonly string[]; readonly unsubscribe?: readonly string[]; readonly initial?: Readonly<Record<string, string>>; readonly error?: string }): void {
+    const s = this.stream;
+    if (s === undefined) return;
+    const sub = this.subs.get(type)!;
+    const req: Record<string, unknown> = { type_url: type, response_nonce: sub.nonce };
+    if (o.subscribe !== undefined && o.subscribe.length > 0) req["resource_names_subscribe"] = o.subscribe;
+    if (o.unsubscribe !== undefined && o.unsubscribe.length > 0) req["resource_names_unsubscribe"] = o.unsubscribe;
+    if (o.initial !== undefined && Object.keys(o.initial).length > 0) req["initial_resource_versions"] = o.initial;
+    if (!this.sentNode) {
+      req["node"] = nodeMessage(this.boot);
+      this.sentNode = true;
+    }
+    if (o.error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: o.error };
+    s.write(req);
+    this.startTimers(type);
+  }
+
+  /** The does-not-exist timer for each named resource not here yet (A57). */
+  private startTimers(type: TypeUrl): void {
+    const sub = this.subs.get(type)!;
+    if (sub.names !== null) {
+      for (const n of sub.names) {
+        if (sub.versions.has(n) || sub.missing.has(n) || sub.timers.has(n)) continue;
+        const t = setTimeout(() => this.markMissing(type, n), this.missingAfterMs);
+        t.unref();
+        sub.timers.set(n, t);
+      }
+    }
+  }
+
+  private markMissing(type: TypeUrl, name: string): void {
+    const sub = this.subs.get(type)!;
+    sub.timers.delete(name);
+    if (sub.versions.has(name) || !(sub.names?.has(name) ?? false)) return;
+    sub.missing.add(name);
+    this.host.log.warn({ type: SHORT[type], name, afterMs: this.missingAfterMs }, "xds: a resource asked for has not arrived: marked missing");
+    // an EDS cluster is served without endpoints from now on (14 UNAVAILABLE, as Envoy's no healthy upstream)
+    if (type === TYPE.endpoint) this.chain = this.chain.then(async () => void (await this.apply()));
+  }
+
+  // === a response ===
+
+  private async onResponse(m: Msg): Promise<void> {
+    const type = String(m["type_url"] ?? "") as TypeUrl;
+    const sub = this.subs.get(type);
+    const version = String(m[this.delta ? "system_version_info" : "version_info"] ?? "");
+    const nonce = String(m["nonce"] ?? "");
+    if (sub === undefined) {
+      this.host.log.warn({ type }, "xds: a response of a type dojang did not ask for: ignored");
+      return;
+    }
+    sub.nonce = nonce;
+    const items = Array.isArray(m["resources"]) ? (m["resources"] as Msg[]) : [];
+    const issues: Issue[] = [];
+    const notes: string[] = [];
+    const got = new Map<string, Resource>();
+    /** delta: each resource's own version; removed names (and resources sent without a body) */
+    const versions = new Map<string, string>();
+    const removed = new Set<string>(this.delta && Array.isArray(m["removed_resources"]) ? (m["removed_resources"] as string[]) : []);
+    for (const [i, item] of items.entries()) {
+      let any = item;
+      if (this.delta) {
+        if (item["resource"] === undefined || item["resource"] === null) {
+          removed.add(String(item["name"] ?? ""));
+          continue;
+        }
+        any = item["resource"] as Msg;
+      }
+      const r = this.mapOne(type, any, i);
+      if (!r.ok) issues.push(...r.issues);
+      else {
+        notes.push(...r.notes);
+        if (got.has(r.name)) issues.push({ path: `${r.label}`, message: "sent twice in one response" });
+        got.set(r.name, r.value);
+        versions.set(r.name, this.delta ? String(item["version"] ?? version) : version);
+      }
+    }
+    if (issues.length === 0) {
+      const prev = { listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints };
+      this.take(type, got, removed);
+      const applied = await this.apply();
+      if (!applied.ok) {
+        ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
+        issues.push(...applied.issues);
+      }
+    }
+    if (issues.length > 0) {
+      const error = issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ");
+      const again = sub.lastRejected?.version === version && sub.lastRejected.error === error;
+      sub.lastRejected = { version, error };
+      this.updates.labels(SHORT[type], "rejected").inc();
+      if (!again) {
+        sub.rejectStreak = 0;
+        this.host.log.error({ type: SHORT[type], version, nonce, error }, "xds: update rejected (NACK); the last accepted config keeps serving");
+        this.send(type, error);
+        return;
+      }
+      // A control plane that answers a NACK with the same version at once (go-control-plane's
+      // SnapshotCache does: the NACK's version_info is the older one) would make a busy loop:
+      // the same NACK again, after a growing pause (the server sends a newer version once asked).
+      const wait = Math.min(5_000, 200 * 2 ** sub.rejectStreak);
+      sub.rejectStreak = Math.min(sub.rejectStreak + 1, 10);
+      if (sub.nackTimer !== undefined) clearTimeout(sub.nackTimer);
+      sub.nackTimer = setTimeout(() => {
+        sub.nackTimer = undefined;
+        if (sub.nonce === nonce) this.send(type, error);
+      }, wait);
+      sub.nackTimer.unref();
+      return;
+    }
+    sub.rejectStreak = 0;
+    sub.version = version;
+    for (const n of removed) sub.versions.delete(n);
+    for (const n of got.keys()) {
+      sub.versions.set(n, versions.get(n) ?? version);
+      sub.missing.delete(n);
+      const t = sub.timers.get(n);
+      if (t !== undefined) clearTimeout(t);
+      sub.timers.delete(n);
+    }
+    // LDS and CDS are complete: a name not sent is gone
+    if (sub.names === null && !this.delta) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
+    this.updates.labels(SHORT[type], "accepted").inc();
+    for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
+    this.host.log.info({ type: SHORT[type], version, resources: got.size }, "xds: update accepted (ACK)");
+    this.send(type);
+    // what the accepted clusters and listeners refer to is asked for next
+    if (type === TYPE.cluster) this.resubscribe(TYPE.endpoint, [...this.clusters.values()].map((c) => c.cluster.eds).filter((n): n is string => n !== null));
+    if (type === TYPE.listener) this.resubscribe(TYPE.route, [...this.listeners.values()].map((l) => l.rds).filter((n): n is string => n !== null));
+  }
+
+  private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[] } {
+    const kind = type.slice(type.lastIndexOf(".") + 1);
+    if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
+    let msg: Msg;
+    try {
+      msg = decodeAny(any as { type_url?: string; value?: Uint8Array }).value;
+    } catch (err) {
+      return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
+    }
+    const name = String(msg[type === TYPE.endpoint ? "cluster_name" : "name"] ?? "");
+    const label = `${kind} ${JSON.stringify(name)}`;
+    const prefix = (r: Mapped<unknown>): Issue[] => (r.ok ? [] : r.issues.map((x) => ({ path: x.path === "" ? label : `${label} ${x.path}`, message: x.message })));
+    let r: Mapped<Resource>;
+    if (type === TYPE.listener) r = mapListener(msg, decode);
+    else if (type === TYPE.route) r = mapRouteConfiguration(msg, decode);
+    else if (type === TYPE.endpoint) r = mapClusterLoadAssignment(msg, decode);
+    else {
+      const c = mapCluster(msg, decode);
+      if (!c.ok) return { ok: false, issues: prefix(c) };
+      let tls: ClusterTlsConfig | null;
+      try {
+        tls = this.tlsFiles(c.value);
+      } catch (err) {
+        return { ok: false, issues: [{ path: `${label} transport_socket`, message: (err as Error).message }] };
+      }
+      r = { ok: true, value: { cluster: c.value, tls }, notes: c.notes };
+    }
+    if (!r.ok) return { ok: false, issues: prefix(r) };
+    return { ok: true, name, label, value: r.value, notes: r.notes };
+  }
+
+  /** A cluster's TLS as dojang's config takes it (files); inline PEM goes to private files. */
+  private tlsFiles(c: XdsCluster): ClusterTlsConfig | null {
+    const t = c.tls;
+    if (t === null) return null;
+    const file = (s: TlsSource | null, what: string): string | null => {
+      if (s === null) return null;
+      if ("file" in s) return s.file;
+      this.certDir ??= mkdtempSync(join(tmpdir(), "dojang-xds-"));
+      // named by content: a changed certificate is a changed config (the cluster is rebuilt and reads it)
+      const digest = createHash("sha256").update(s.inline).digest("hex").slice(0, 16);
+      const p = join(this.certDir, `${c.name.replace(/[^A-Za-z0-9_.-]/g, "_")}.${what}.${digest}.pem`);
+      writeFileSync(p, s.inline, { mode: 0o600 });
+      return p;
+    };
+    return { caFile: file(t.ca, "ca"), certFile: file(t.cert, "cert"), keyFile: file(t.key, "key"), serverName: t.serverName };
+  }
+
+  /** Takes an accepted response's resources into the state. */
+  private take(type: TypeUrl, got: ReadonlyMap<string, Resource>, removed: ReadonlySet<string>): void {
+    // state of the world: LDS and CDS are complete; delta: every type changes by what is sent and removed
+    const merge = <T>(cur: Map<string, T>, complete: boolean): Map<string, T> => {
+      const next = complete && !this.delta ? new Map<string, T>() : new Map(cur);
+      for (const n of removed) next.delete(n);
+      for (const [n, v] of got) next.set(n, v as T);
+      return next;
+    };
+    if (type === TYPE.listener) this.listeners = merge(this.listeners, true);
+    else if (type === TYPE.cluster) this.clusters = merge(this.clusters, true);
+    else if (type === TYPE.route) this.routes = merge(this.routes, false);
+    else this.endpoints = merge(this.endpoints, false);
+  }
+
+  /** Asks for exactly `names` of a named type (RDS, EDS), forgetting the ones no longer referred to. */
+  private resubscribe(type: TypeUrl, names: readonly string[]): void {
+    const sub = this.subs.get(type)!;
+    const next = new Set(names);
+    const cur = sub.names ?? new Set<string>();
+    if (next.size === cur.size && [...next].every((n) => cur.has(n))) return;
+    for (const n of cur) {
+      if (next.has(n)) continue;
+      sub.versions.delete(n);
+      sub.missing.delete(n);
+      const t = sub.timers.get(n);
+      if (t !== undefined) clearTimeout(t);
+      sub.timers.delete(n);
+      if (type === TYPE.route) this.routes.delete(n);
+      else this.endpoints.delete(n);
+    }
+    const added = [...next].filter((n) => !cur.has(n)).sort();
+    const dropped = [...cur].filter((n) => !next.has(n)).sort();
+    sub.names = next;
+    if (this.delta) this.sendDelta(type, { subscribe: added, unsubscribe: dropped });
+    else this.send(type);
+  }
+}
+
+/** The xDS metrics (docs/reference/metrics.md), registered on the instance's registry. */
+export function registerXdsMetrics(registry: Registry): { readonly updates: Counter<"type" | "result">; readonly connected: Gauge } {
+  const registers = [registry];
+  return {
+    updates: new Counter({ name: "dojang_xds_updates_total", help: "xDS responses by resource type (lds, rds, cds, eds) and result (accepted: ACKed; rejected: NACKed)", labelNames: ["type", "result"], registers }),
+    connected: new Gauge({ name: "dojang_xds_connected", help: "1 while the ADS stream to the control plane is up", registers }),
+  };
+}
+
+function credentialsFor(b: Bootstrap): grpc.ChannelCredentials {
+  if (b.tls === null) return grpc.credentials.createInsecure();
+  const read = (p: string | null): Buffer | null => (p === null ? null : readFileSync(p));
+  return grpc.credentials.createSsl(read(b.tls.caFile), read(b.tls.keyFile), read(b.tls.certFile));
+}
+
+/** google.protobuf.Struct from a plain object (the node's metadata). */
+export function toStruct(o: Readonly<Record<string, unknown>>): Msg {
+  const value = (v: unknown): Msg => {
+    if (v === null || v === undefined) return { null_value: "NULL_VALUE" };
+    if (typeof v === "number") return { number_value: v };
+    if (typeof v === "boolean") return { bool_value: v };
+    if (typeof v === "string") return { string_value: v };
+    if (Array.isArray(v)) return { list_value: { values: v.map(value) } };
+    return { struct_value: toStruct(v as Record<string, unknown>) };
+  };
+  return { fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, value(v)])) };
+}
+
+function nodeMessage(b: Bootstrap): Msg {
+  return {
+    id: b.node.id,
+    cluster: b.node.cluster,
+    metadata: toStruct(b.node.metadata),
+    user_agent_name: "dojang",
+    user_agent_version: VERSION,
+    client_features: ["envoy.lb.does_not_support_overprovisioning"],
+  };
+}

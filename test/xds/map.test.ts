@@ -1,0 +1,357 @@
+// The pure part of xDS: Envoy resources (encoded with the real descriptors, decoded as the client
+// decodes them) → dojang's config pieces, every refusal naming its field; the bootstrap; the
+// composition with the static config.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decodeAny, lookupType } from "../../src/protos/load.js";
+import { parseBootstrap } from "../../src/xds/bootstrap.js";
+import { compose, weightedName, type XdsState } from "../../src/xds/compose.js";
+import { mapCluster, mapClusterLoadAssignment, mapListener, mapRouteConfiguration, type Msg } from "../../src/xds/map.js";
+import { DEFAULT_CONFIG } from "../../src/config/default.js";
+
+const decode = (a: Msg) => decodeAny(a as { type_url?: string; value?: Uint8Array });
+
+function any(typeName: string, o: Record<string, unknown>): { type_url: string; value: Uint8Array } {
+  const t = lookupType(typeName)!;
+  const err = t.verify(t.fromObject(o));
+  if (err !== null) throw new Error(`${typeName}: ${err}`);
+  return { type_url: `type.googleapis.com/${typeName}`, value: t.encode(t.fromObject(o)).finish() };
+}
+const decoded = (typeName: string, o: Record<string, unknown>): Msg => decode(any(typeName, o)).value;
+
+const LISTENER = "envoy.config.listener.v3.Listener";
+const ROUTE = "envoy.config.route.v3.RouteConfiguration";
+const CLUSTER = "envoy.config.cluster.v3.Cluster";
+const CLA = "envoy.config.endpoint.v3.ClusterLoadAssignment";
+const HCM = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+const ROUTER = { name: "envoy.filters.http.router", typed_config: any("envoy.extensions.filters.http.router.v3.Router", {}) };
+
+function listenerMsg(hcm: Record<string, unknown>, extra: Record<string, unknown> = {}): Msg {
+  return decoded(LISTENER, {
+    name: "in",
+    address: { socket_address: { address: "127.0.0.1", port_value: 8443 } },
+    filter_chains: [{ filters: [{ name: "hcm", typed_config: any(HCM, { stat_prefix: "in", http_filters: [ROUTER], ...hcm }) }] }],
+    ...extra,
+  });
+}
+
+describe("mapListener()", () => {
+  it("takes the address, RDS name, gRPC-Web, CORS, local rate limit and stream idle timeout", () => {
+    const r = mapListener(
+      listenerMsg({
+        rds: { route_config_name: "r1", config_source: { ads: {} } },
+        stream_idle_timeout: { seconds: 60 },
+        http_filters: [
+          { name: "envoy.filters.http.grpc_web", typed_config: any("envoy.extensions.filters.http.grpc_web.v3.GrpcWeb", {}) },
+          { name: "envoy.filters.http.cors", typed_config: any("envoy.extensions.filters.http.cors.v3.Cors", {}) },
+          {
+            name: "envoy.filters.http.local_ratelimit",
+            typed_config: any("envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit", {
+              stat_prefix: "rl",
+              token_bucket: { max_tokens: 20, tokens_per_fill: { value: 5 }, fill_interval: { nanos: 500_000_000 } },
+              filter_enabled: { default_value: { numerator: 100, denominator: "HUNDRED" }, runtime_key: "a" },
+              filter_enforced: { default_value: { numerator: 100, denominator: "HUNDRED" }, runtime_key: "b" },
+            }),
+          },
+          ROUTER,
+        ],
+      }),
+      decode,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value).toMatchObject({ name: "in", address: { host: "127.0.0.1", port: 8443 }, rds: "r1", grpcWeb: true, cors: true, streamIdleTimeoutMs: 60_000 });
+    expect(r.value.rateLimit).toEqual({ callsPerSecond: 10, burst: 20, key: "route", responseHeaders: true });
+  });
+
+  it("turns the fault filter's delay and abort into dojang fault rules on the listener", () => {
+    const fault = (v: Record<string, unknown>) => ({ name: "envoy.filters.http.fault", typed_config: any("envoy.extensions.filters.http.fault.v3.HTTPFault", v) });
+    const r = mapListener(
+      listenerMsg({
+        rds: { route_config_name: "r" },
+        http_filters: [fault({ delay: { fixed_delay: { nanos: 50_000_000 }, percentage: { numerator: 25 } }, abort: { grpc_status: 7, percentage: { numerator: 5000, denominator: "TEN_THOUSAND" } } }), ROUTER],
+      }),
+      decode,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.faults.map((f) => [f.id, f.fire.percentage, f.action])).toEqual([
+      ["xds.in.delay", 25, { kind: "delay", at: "request", message: null, direction: "request", delay: { type: "fixed", ms: 50 }, jitterSeed: 0 }],
+      ["xds.in.abort", 50, { kind: "abort", code: 7, message: "fault filter abort", details: null, afterMessages: null }],
+    ]);
+    expect(r.value.faults[0]!.match.listener).toBe("in");
+    const bad = mapListener(listenerMsg({ rds: { route_config_name: "r" }, http_filters: [fault({ abort: { header_abort: {} }, headers: [{ name: "x-canary", present_match: true }] }), ROUTER] }), decode);
+    expect(!bad.ok && bad.issues.map((i) => i.path)).toEqual([
+      "filter_chains[0].filters[0].typed_config.http_filters[0].typed_config.headers",
+      "filter_chains[0].filters[0].typed_config.http_filters[0].typed_config.abort.header_abort",
+    ]);
+  });
+
+  it("refuses an unknown required filter by its path, skips an optional one with a note", () => {
+    const magic = { name: "acme.magic", typed_config: any("google.rpc.Status", {}) };
+    const bad = mapListener(listenerMsg({ rds: { route_config_name: "r" }, http_filters: [magic, ROUTER] }), decode);
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.issues).toEqual([{ path: "filter_chains[0].filters[0].typed_config.http_filters[0]", message: 'filter "acme.magic" (google.rpc.Status) is not supported and not is_optional' }]);
+    const ok = mapListener(listenerMsg({ rds: { route_config_name: "r" }, http_filters: [{ ...magic, is_optional: true }, ROUTER] }), decode);
+    expect(ok.ok).toBe(true);
+    if (ok.ok) expect(ok.notes.join()).toContain("optional filter acme.magic skipped");
+  });
+
+  it("refuses what dojang cannot serve: no router, HTTP/1 only, downstream TLS, two filter chains", () => {
+    const cases: [Msg, string][] = [
+      [listenerMsg({ rds: { route_config_name: "r" }, http_filters: [] }), "filter_chains[0].filters[0].typed_config.http_filters"],
+      [listenerMsg({ rds: { route_config_name: "r" }, codec_type: "HTTP1" }), "filter_chains[0].filters[0].typed_config.codec_type"],
+      [listenerMsg({ rds: { route_config_name: "r" } }, { filter_chains: [{}, {}] }), "filter_chains"],
+      [decoded(LISTENER, { name: "x", filter_chains: [] }), "address.socket_address"],
+    ];
+    for (const [m, path] of cases) {
+      const r = mapListener(m, decode);
+      expect(r.ok, path).toBe(false);
+      if (!r.ok) expect(r.issues.map((i) => i.path)).toContain(path);
+    }
+  });
+});
+
+describe("mapRouteConfiguration()", () => {
+  const rc = (routes: Record<string, unknown>[], vh: Record<string, unknown> = {}) =>
+    decoded(ROUTE, { name: "r1", virtual_hosts: [{ name: "v", domains: ["*"], routes, ...vh }] });
+
+  it("maps prefix and path, weighted clusters, gRPC timeouts, retries and header rules", () => {
+    const r = mapRouteConfiguration(
+      rc(
+        [
+          {
+            match: { path: "/pkg.Svc/Get" },
+            route: {
+              cluster: "a",
+              timeout: { seconds: 1 },
+              max_stream_duration: { grpc_timeout_header_max: { seconds: 5 } },
+              retry_policy: { retry_on: "unavailable,cancelled,5xx", num_retries: { value: 2 }, per_try_timeout: { nanos: 200_000_000 }, retry_back_off: { base_interval: { nanos: 10_000_000 }, max_interval: { nanos: 50_000_000 } } },
+            },
+            request_headers_to_add: [{ header: { key: "X-Route", value: "get" } }],
+          },
+          { match: { prefix: "" }, route: { weighted_clusters: { clusters: [{ name: "a", weight: { value: 3 } }, { name: "b", weight: { value: 1 } }] } } },
+        ],
+        { response_headers_to_remove: ["x-internal"] },
+      ),
+      decode,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const [get, rest] = r.value.virtualHosts[0]!.routes;
+    expect(get).toMatchObject({ path: "/pkg.Svc/Get", prefix: null, clusters: [{ name: "a", weight: 1 }], timeoutMs: 5000 });
+    expect(get!.retry).toEqual({ retryOn: [1, 14], maxAttempts: 3, perTryTimeoutMs: 200, backoffBaseMs: 10, backoffMaxMs: 50, bufferBytes: 65536, retryResetAfterRequest: false });
+    expect(get!.headers).toEqual({ request: { add: { "x-route": "get" }, remove: [] }, response: { add: {}, remove: ["x-internal"] } });
+    expect(rest).toMatchObject({ prefix: "/", clusters: [{ name: "a", weight: 3 }, { name: "b", weight: 1 }], timeoutMs: 15_000, retry: null });
+    expect(r.notes.join()).toContain("5xx is HTTP-level");
+  });
+
+  it("a route timeout of 0 and grpc_timeout_header_max of 0 mean no cap", () => {
+    const r = mapRouteConfiguration(rc([{ match: { prefix: "/" }, route: { cluster: "a", timeout: {} } }, { match: { prefix: "/" }, route: { cluster: "a", max_stream_duration: { grpc_timeout_header_max: {} } } }]), decode);
+    expect(r.ok && r.value.virtualHosts[0]!.routes.map((x) => x.timeoutMs)).toEqual([null, null]);
+  });
+
+  it("refuses header, regex and case-insensitive matches, and unknown retry conditions, naming the field", () => {
+    const r = mapRouteConfiguration(
+      rc([
+        { match: { prefix: "/", headers: [{ name: "x-canary", present_match: true }] }, route: { cluster: "a" } },
+        { match: { safe_regex: { regex: ".*" } }, route: { cluster: "a" } },
+        { match: { prefix: "/", case_sensitive: { value: false } }, route: { cluster: "a", retry_policy: { retry_on: "sometimes" } } },
+      ]),
+      decode,
+    );
+    expect(r.ok).toBe(false);
+    if (!r.ok)
+      expect(r.issues.map((i) => i.path)).toEqual([
+        "virtual_hosts[0].routes[0].match.headers",
+        "virtual_hosts[0].routes[1].match",
+        "virtual_hosts[0].routes[2].match.case_sensitive",
+        "virtual_hosts[0].routes[2].route.retry_policy.retry_on",
+      ]);
+  });
+
+  it("maps any set of gRPC retry_on conditions to exactly their codes (property)", () => {
+    const conds: [string, number][] = [["cancelled", 1], ["deadline-exceeded", 4], ["internal", 13], ["resource-exhausted", 8], ["unavailable", 14]];
+    fc.assert(
+      fc.property(fc.subarray(conds, { minLength: 1 }), fc.integer({ min: 0, max: 9 }), (picked, n) => {
+        const r = mapRouteConfiguration(rc([{ match: { prefix: "/" }, route: { cluster: "a", retry_policy: { retry_on: picked.map((p) => p[0]).join(","), num_retries: { value: n } } } }]), decode);
+        if (!r.ok) return false;
+        const retry = r.value.virtualHosts[0]!.routes[0]!.retry!;
+        return JSON.stringify(retry.retryOn) === JSON.stringify(picked.map((p) => p[1]).sort((a, b) => a - b)) && retry.maxAttempts === n + 1;
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe("mapCluster()", () => {
+  const h2 = { "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": any("envoy.extensions.upstreams.http.v3.HttpProtocolOptions", { explicit_http_config: { http2_protocol_options: { max_concurrent_streams: { value: 100 } } } }) };
+
+  it("maps EDS, lb_policy, breakers, outlier detection, the gRPC health check, HTTP/2 options and TLS", () => {
+    const r = mapCluster(
+      decoded(CLUSTER, {
+        name: "svc",
+        type: "EDS",
+        eds_cluster_config: { eds_config: { ads: {} }, service_name: "svc-eds" },
+        lb_policy: "LEAST_REQUEST",
+        connect_timeout: { seconds: 2 },
+        circuit_breakers: { thresholds: [{ priority: "HIGH", max_requests: { value: 1 } }, { max_connections: { value: 10 }, max_requests: { value: 50 } }] },
+        outlier_detection: { consecutive_5xx: { value: 3 }, base_ejection_time: { seconds: 10 } },
+        health_checks: [{ timeout: { seconds: 1 }, interval: { seconds: 2 }, unhealthy_threshold: { value: 2 }, healthy_threshold: { value: 1 }, grpc_health_check: { service_name: "pkg.Svc" } }],
+        typed_extension_protocol_options: h2,
+        transport_socket: {
+          name: "envoy.transport_sockets.tls",
+          typed_config: any("envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", { sni: "svc.internal", common_tls_context: { validation_context: { trusted_ca: { filename: "/etc/ca.pem" } } } }),
+        },
+      }),
+      decode,
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.eds).toBe("svc-eds");
+    expect(r.value.config).toMatchObject({
+      lb: "least_request",
+      connectTimeoutMs: 2000,
+      circuitBreaker: { maxConnections: 10, maxPendingCalls: 1024, maxCalls: 50, maxRetries: 3 },
+      outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectionPercent: 10 },
+      healthCheck: { service: "pkg.Svc", intervalMs: 2000, timeoutMs: 1000, unhealthyThreshold: 2, healthyThreshold: 1 },
+      maxConcurrentStreamsPerSession: 100,
+    });
+    expect(r.value.tls).toEqual({ ca: { file: "/etc/ca.pem" }, cert: null, key: null, serverName: "svc.internal" });
+  });
+
+  it("refuses MAGLEV, HTTP/1 upstreams and HTTP health checks by their field", () => {
+    const r = mapCluster(
+      decoded(CLUSTER, {
+        name: "svc",
+        type: "EDS",
+        lb_policy: "MAGLEV",
+        health_checks: [{ http_health_check: { path: "/healthz" } }],
+        typed_extension_protocol_options: { "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": any("envoy.extensions.upstreams.http.v3.HttpProtocolOptions", { explicit_http_config: { http_protocol_options: {} } }) },
+      }),
+      decode,
+    );
+    expect(r.ok).toBe(false);
+    if (!r.ok)
+      expect(r.issues.map((i) => i.path)).toEqual([
+        "lb_policy",
+        "health_checks[0]",
+        'typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config',
+      ]);
+  });
+});
+
+describe("mapClusterLoadAssignment()", () => {
+  const ep = (host: string, port: number, extra: Record<string, unknown> = {}) => ({ endpoint: { address: { socket_address: { address: host, port_value: port } } }, ...extra });
+
+  it("keeps healthy and unknown endpoints of the lowest priority that has one, with their weights", () => {
+    const r = mapClusterLoadAssignment(
+      decoded(CLA, {
+        cluster_name: "svc",
+        endpoints: [
+          { priority: 0, lb_endpoints: [ep("10.0.0.1", 80, { health_status: "UNHEALTHY" }), ep("10.0.0.2", 80, { load_balancing_weight: { value: 5 } }), ep("10.0.0.3", 80, { health_status: "DRAINING" })] },
+          { priority: 1, lb_endpoints: [ep("10.0.1.1", 80)] },
+        ],
+      }),
+      decode,
+    );
+    expect(r.ok && r.value).toEqual({ name: "svc", endpoints: [{ host: "10.0.0.2", port: 80 }], weights: [5] });
+  });
+
+  it("refuses duplicate addresses and priority gaps (gRFC A27)", () => {
+    const r = mapClusterLoadAssignment(decoded(CLA, { cluster_name: "svc", endpoints: [{ lb_endpoints: [ep("a", 1), ep("a", 1)] }, { priority: 2, lb_endpoints: [ep("b", 1)] }] }), decode);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.issues.map((i) => i.path)).toEqual(["endpoints[0].lb_endpoints[1].endpoint.address", "endpoints"]);
+  });
+
+  it("maps any list of unique endpoints in order, weights kept within dojang's range (property)", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 65535 }), { minLength: 0, maxLength: 30 }), fc.array(fc.integer({ min: 1, max: 5000 }), { minLength: 30, maxLength: 30 }), (ports, ws) => {
+        const r = mapClusterLoadAssignment(decoded(CLA, { cluster_name: "c", endpoints: [{ lb_endpoints: ports.map((p, i) => ep("127.0.0.1", p, { load_balancing_weight: { value: ws[i] } })) }] }), decode);
+        return r.ok && r.value.endpoints.map((e) => e.port).join() === ports.join() && r.value.weights.every((w, i) => w === Math.min(1000, ws[i]!));
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe("parseBootstrap()", () => {
+  it("reads node, the ADS config and the control plane's static cluster", () => {
+    const r = parseBootstrap(`
+node: { id: n1, cluster: c1, metadata: { A: b } }
+dynamic_resources:
+  ads_config: { api_type: GRPC, grpc_services: [{ envoy_grpc: { cluster_name: xds } }] }
+  lds_config: { ads: {} }
+  cds_config: { ads: {} }
+static_resources:
+  clusters:
+    - name: xds
+      load_assignment: { endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 10.1.1.1, port_value: 15010 } } } }] }] }
+`);
+    expect(r).toEqual({ ok: true, bootstrap: { node: { id: "n1", cluster: "c1", metadata: { A: "b" } }, server: { host: "10.1.1.1", port: 15010 }, serverCluster: "xds", apiType: "GRPC", tls: null, lds: true, cds: true } });
+  });
+
+  it("names each missing field", () => {
+    const r = parseBootstrap(`node: { cluster: c }\ndynamic_resources: { ads_config: { api_type: REST, grpc_services: [{ envoy_grpc: { cluster_name: cp } }] } }\n`);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.issues.map((i) => i.path)).toEqual(["node.id", "dynamic_resources.ads_config.api_type", "static_resources.clusters"]);
+  });
+});
+
+describe("compose()", () => {
+  const l = mapListener(listenerMsg({ rds: { route_config_name: "r1" } }), decode);
+  const rt = mapRouteConfiguration(
+    decoded(ROUTE, {
+      name: "r1",
+      virtual_hosts: [
+        { name: "any", domains: ["*"], routes: [{ match: { prefix: "/" }, route: { weighted_clusters: { clusters: [{ name: "a", weight: { value: 3 } }, { name: "b", weight: { value: 1 } }] } } }] },
+        { name: "api", domains: ["api.example.com"], routes: [{ match: { prefix: "/" }, route: { cluster: "nowhere" } }] },
+      ],
+    }),
+    decode,
+  );
+  const ca = mapCluster(decoded(CLUSTER, { name: "a", type: "EDS" }), decode);
+  const cb = mapCluster(decoded(CLUSTER, { name: "b", type: "EDS" }), decode);
+  if (!l.ok || !rt.ok || !ca.ok || !cb.ok) throw new Error("fixtures do not map");
+  const state = (over: Partial<XdsState> = {}): XdsState => ({
+    listeners: new Map([["in", l.value]]),
+    routes: new Map([["r1", rt.value]]),
+    clusters: new Map([
+      ["a", { cluster: ca.value, tls: null }],
+      ["b", { cluster: cb.value, tls: null }],
+    ]),
+    endpoints: new Map([
+      ["a", { name: "a", endpoints: [{ host: "10.0.0.1", port: 1 }], weights: [1] }],
+      ["b", { name: "b", endpoints: [{ host: "10.0.0.2", port: 1 }, { host: "10.0.0.3", port: 1 }], weights: [1, 1] }],
+    ]),
+    missing: new Set(),
+    ...over,
+  });
+
+  it("adds the listener and clusters beside the static ones; exact hosts before the catch-all; a weighted split as one cluster", () => {
+    const c = compose(DEFAULT_CONFIG, state());
+    expect(c.warming).toEqual([]);
+    expect(c.config.listeners.map((x) => x.name)).toEqual(["main", "in"]);
+    const routes = c.config.listeners[1]!.routes;
+    expect(routes.map((r) => [r.match.authority ?? "*", r.cluster])).toEqual([
+      ["api.example.com", "nowhere"],
+      ["*", weightedName([{ name: "a", weight: 3 }, { name: "b", weight: 1 }])],
+    ]);
+    const split = c.config.clusters.find((x) => x.name.startsWith("weighted:"))!;
+    expect(split.endpointWeights).toEqual([750, 125, 125]);
+    // a route to a cluster no one sent: an empty cluster (14 UNAVAILABLE), as Envoy's cluster_not_found
+    expect(c.config.clusters.find((x) => x.name === "nowhere")!.endpoints).toEqual([]);
+  });
+
+  it("holds a listener until its RDS and a cluster until its EDS (or its missing mark)", () => {
+    const c = compose(DEFAULT_CONFIG, state({ routes: new Map(), endpoints: new Map() }));
+    expect(c.warming).toEqual(["cluster a", "cluster b", "listener in"]);
+    const m = compose(DEFAULT_CONFIG, state({ endpoints: new Map(), missing: new Set(["a", "b"]) }));
+    expect(m.config.clusters.filter((x) => x.name === "a" || x.name === "b").map((x) => x.endpoints)).toEqual([[], []]);
+  });
+
+  it("refuses a name the static config has", () => {
+    const c = compose(DEFAULT_CONFIG, state({ clusters: new Map([["backend", { cluster: ca.value, tls: null }]]) }));
+    expect(c.conflicts).toEqual([{ path: "cluster backend", message: "a static cluster has this name" }]);
+  });
+});

@@ -11,6 +11,7 @@ import type { ListenerRoutes } from "./call/context.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
+import { authFilterFactory } from "./filters/auth/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
@@ -105,7 +106,11 @@ export function buildSnapshot(
     // at all when no route of the listener has one
     const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
     const headerRules = headerRulesFilterFactory(l.routes);
+    // issue 21: authentication → rules → external check come before every limit (a refused
+    // caller spends no token); no factory when no route of the listener has any of them
+    const auth = authFilterFactory(l.routes, { listener: l.name, metrics: deps.metrics, log: deps.log, now: deps.now });
     const filters = compileFilterChain([
+      ...(auth === null ? [] : [auth]),
       ...(rateLimits === null ? [] : [rateLimits]),
       ...(headerRules === null ? [] : [headerRules]),
       faultFilterFactory({

@@ -29,6 +29,9 @@ export const DECIDED_BY = {
   overload: "the client did not read its responses and their buffers went past the connection's or the process's budget: dojang cut the call (RST_STREAM ENHANCE_YOUR_CALM)",
   rate_limited: "the route's rateLimit had no token left for the call's key: the call was not sent (8, not 14: it should not be retried at once; grpc-retry-pushback-ms and x-ratelimit-reset say when a token is back)",
   fault: "a fault rule injected this status (abort, reset, raw HTTP, unreachable, cut connection)",
+  jwt: "the route's jwt block refused the call: no bearer token, or one that did not verify (signature, issuer, audience, expiry, keys unavailable): 16 UNAUTHENTICATED",
+  rbac: "the route's rbac rules denied the call (by method, client certificate, JWT claims or client address): 7 PERMISSION_DENIED",
+  ext_authz: "the route's external authorization service denied the call (its status code and message), or the check failed or timed out without failOpen (7 PERMISSION_DENIED)",
 } as const;
 export type DecidedBy = keyof typeof DECIDED_BY;
 

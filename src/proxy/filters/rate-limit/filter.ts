@@ -74,9 +74,27 @@ function refusalWithHint(l: Limiter, key: string): CallFilter {
   });
 }
 
+/**
+ * A route that also has auth (jwt, rbac, extAuthz: src/proxy/filters/auth, earlier in the chain)
+ * takes its token in the request-head hook, after those have let the call through: a caller they
+ * refuse spends no token. (The factories' forCall all run before any hook.)
+ */
+class AfterAuth implements CallFilter {
+  constructor(
+    private readonly l: Limiter,
+    private readonly key: string,
+    private readonly now: () => number,
+  ) {}
+  onRequestHead(c: FilterCall): boolean {
+    if (this.l.buckets.take(this.key, this.now())) return true;
+    return (this.l.hints ? refusalWithHint(this.l, this.key) : this.l.refusal).onRequestHead!(c);
+  }
+}
+
 /** The listener's rate-limit filter factory; null when none of its routes has a rateLimit. */
 export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () => number): FilterFactory | null {
   if (!routes.some((r) => r.rateLimit !== null)) return null;
+  const afterAuth = routes.map((r) => r.jwt !== null || r.rbac !== null || r.extAuthz !== null);
   const limiters: (Limiter | null)[] = routes.map((r) => {
     const rl = r.rateLimit;
     if (rl === null) return null;
@@ -95,6 +113,7 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
       if (l === undefined || l === null) return null;
       // (the address read once per connection: no getpeername per call)
       const key = l.byAddress ? c.clientAddress : l.header !== null ? rawHeader(raw, l.header) : "";
+      if (afterAuth[route.index] === true) return new AfterAuth(l, key, now);
       if (l.buckets.take(key, now())) return null;
       return l.hints ? refusalWithHint(l, key) : l.refusal;
     },

@@ -38,7 +38,7 @@ interface Env {
   close(): Promise<void>;
 }
 
-async function proxyWith(jwt: Record<string, unknown>): Promise<Env> {
+async function proxyWith({ jwt }: { jwt: Record<string, unknown> }): Promise<Env> {
   const { logger, lines } = memoryLogger();
   const px = await startDojang({
     logger,
@@ -66,11 +66,13 @@ describe("route jwt with a JWKS URL over HTTPS", () => {
   beforeAll(async () => {
     server = await startJwksServer(certs, ca, jwks(rs, es, ed, ps));
     env = await proxyWith({
-      issuer: ISS,
-      audiences: ["shop", "admin"],
-      clockSkew: "30s",
-      jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h", timeout: "5s" },
-      claimsHeader: "x-jwt-claims",
+      jwt: {
+        issuer: ISS,
+        audiences: ["shop", "admin"],
+        clockSkew: "30s",
+        jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h", timeout: "5s" },
+        claimsHeader: "x-jwt-claims",
+      },
     });
   }, 30_000);
   afterAll(async () => {
@@ -139,7 +141,7 @@ describe("route jwt with a JWKS URL over HTTPS", () => {
 describe("JWKS refresh: key rotation and the server going down", () => {
   it("a token with a new kid fetches the keys again at once and passes", { timeout: 30_000 }, async () => {
     const server = await startJwksServer(certs, ca, jwks(es));
-    const env = await proxyWith({ issuer: ISS, jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h" } });
+    const env = await proxyWith({ jwt: { issuer: ISS, jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h" } } });
     try {
       expect((await unary(env.c, Buffer.from("a"), bearer(await token(es, { iss: ISS })))).err).toBeNull();
       const next = await signingKey("ES256", "es-2");
@@ -162,7 +164,7 @@ describe("JWKS refresh: key rotation and the server going down", () => {
 
   it("with the server down, the last keys serve through staleWhileError, then calls fail 16 until it is back", { timeout: 60_000 }, async () => {
     const server = await startJwksServer(certs, ca, jwks(es));
-    const env = await proxyWith({ issuer: ISS, jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1s", staleWhileError: "2s", timeout: "1s" } });
+    const env = await proxyWith({ jwt: { issuer: ISS, jwks: { url: server.url, caFile: ca.certFile, refreshInterval: "1s", staleWhileError: "2s", timeout: "1s" } } });
     try {
       const t = await token(es, { iss: ISS, expIn: 600 });
       expect((await unary(env.c, Buffer.from("a"), bearer(t))).err).toBeNull();
@@ -190,7 +192,7 @@ describe("route jwt with a JWKS file", () => {
   it("verifies against the file's keys", { timeout: 30_000 }, async () => {
     const file = certs.path("jwks.json");
     writeFileSync(file, JSON.stringify(jwks(ed)));
-    const env = await proxyWith({ issuer: ISS, algorithms: ["EdDSA"], jwks: { file }, forwardToken: true });
+    const env = await proxyWith({ jwt: { issuer: ISS, algorithms: ["EdDSA"], jwks: { file }, forwardToken: true } });
     try {
       const t = await token(ed, { iss: ISS });
       const before = upstream.seen.length;

@@ -12,7 +12,8 @@
 //
 // Cost: a listener none of whose routes has auth gets no factory; a route without it gets null
 // from one array lookup. A route with it gets one small object per call; the request head is held
-// while a token is verified (a microtask with the keys cached) or the check is asked.
+// while a new token is verified (a token verified before is taken from the route's cache at once)
+// or the check is asked.
 import { jwtVerify, type JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
@@ -39,8 +40,37 @@ export interface AuthDeps {
 type Stage = "jwt" | "rbac" | "ext_authz";
 type Counters = Record<Stage, Record<"allow" | "deny" | "shadow_deny" | "error_allow", { inc(): void }>>;
 
+/** Verified tokens kept per route (Envoy's jwt_cache_config): at most this many, oldest dropped. */
+export const TOKEN_CACHE_SIZE = 1000;
+/** A verified token without exp is kept this long. */
+const NO_EXP_KEEP_MS = 60_000;
+
+/**
+ * Tokens already verified on this route, with their claims, until their exp (plus the clock skew):
+ * a client that sends the same token call after call pays the signature check once. A key
+ * withdrawn from the JWKS does not end a cached token early (as with Envoy's cache); a reload
+ * starts a new cache. Bounded: a client cycling tokens only evicts the oldest.
+ */
+export class TokenCache {
+  private readonly m = new Map<string, { readonly claims: Record<string, unknown>; readonly untilMs: number }>();
+  constructor(private readonly skewMs: number) {}
+  get(token: string, nowMs: number): Record<string, unknown> | undefined {
+    const e = this.m.get(token);
+    if (e === undefined) return undefined;
+    if (nowMs <= e.untilMs) return e.claims;
+    this.m.delete(token);
+    return undefined;
+  }
+  set(token: string, claims: Record<string, unknown>, nowMs: number): void {
+    const exp = claims["exp"];
+    const untilMs = typeof exp === "number" ? exp * 1000 + this.skewMs : nowMs + NO_EXP_KEEP_MS;
+    if (this.m.size >= TOKEN_CACHE_SIZE) this.m.delete(this.m.keys().next().value!);
+    this.m.set(token, { claims, untilMs });
+  }
+}
+
 interface Plan {
-  readonly jwt: { readonly cfg: JwtConfig; readonly jwks: Jwks; readonly opts: JWTVerifyOptions } | null;
+  readonly jwt: { readonly cfg: JwtConfig; readonly jwks: Jwks; readonly opts: JWTVerifyOptions; readonly cache: TokenCache } | null;
   readonly rbac: CompiledRbac | null;
   readonly ext: { readonly target: string; readonly cfg: ExtAuthzConfig } | null;
   readonly counters: Counters;
@@ -50,7 +80,7 @@ interface Plan {
 function jwtPlan(cfg: JwtConfig, deps: AuthDeps): NonNullable<Plan["jwt"]> {
   const opts: JWTVerifyOptions = { issuer: cfg.issuer, algorithms: [...cfg.algorithms], clockTolerance: cfg.clockSkewMs / 1000 };
   if (cfg.audiences.length > 0) opts.audience = [...cfg.audiences];
-  return { cfg, jwks: jwksFor(cfg.jwks, deps.now, deps.log), opts };
+  return { cfg, jwks: jwksFor(cfg.jwks, deps.now, deps.log), opts, cache: new TokenCache(cfg.clockSkewMs) };
 }
 
 /** The listener's auth filter factory; null when none of its routes has jwt, rbac or extAuthz. */
@@ -93,9 +123,20 @@ class AuthCall implements CallFilter {
 
   onRequestHead(c: FilterCall): boolean {
     const p = this.p;
-    if (p.jwt !== null) {
-      this.verify(c, p.jwt).catch((err: unknown) => this.internal(c, err));
-      return false;
+    const j = p.jwt;
+    if (j !== null) {
+      const token = bearerToken(rawGet(this.raw, "authorization"));
+      if (token === undefined) {
+        this.refuse(c, "jwt", Code.UNAUTHENTICATED, "jwt: missing bearer token");
+        return false;
+      }
+      // (a cached token counts only while the keys it was verified with are still usable)
+      const known = j.jwks.fresh() ? j.cache.get(token, Date.now()) : undefined;
+      if (known === undefined) {
+        this.verify(c, j, token).catch((err: unknown) => this.internal(c, err));
+        return false;
+      }
+      this.accepted(c, j, known);
     }
     if (!this.rules(c)) return false;
     if (p.ext !== null) {
@@ -115,9 +156,18 @@ class AuthCall implements CallFilter {
     if (!c.done) c.finishLocal(outcome(Code.INTERNAL, "auth filter failed", "ext_authz"));
   }
 
-  private async verify(c: FilterCall, j: NonNullable<Plan["jwt"]>): Promise<void> {
-    const token = bearerToken(rawGet(this.raw, "authorization"));
-    if (token === undefined) return this.refuse(c, "jwt", Code.UNAUTHENTICATED, "jwt: missing bearer token");
+  /** The token verified (now or before): counted, its claims kept for the rules, the upstream head changed. */
+  private accepted(c: FilterCall, j: NonNullable<Plan["jwt"]>, claims: Record<string, unknown>): void {
+    this.p.counters.jwt.allow.inc();
+    this.claims = claims;
+    const h = c.upHeaders;
+    if (h !== undefined) {
+      if (!j.cfg.forwardToken) delete h["authorization"];
+      if (j.cfg.claimsHeader !== null) h[j.cfg.claimsHeader] = claimsHeaderValue(claims);
+    }
+  }
+
+  private async verify(c: FilterCall, j: NonNullable<Plan["jwt"]>, token: string): Promise<void> {
     let payload: Record<string, unknown>;
     try {
       payload = (await jwtVerify(token, j.jwks.getKey, j.opts)).payload;
@@ -127,13 +177,8 @@ class AuthCall implements CallFilter {
       return this.refuse(c, "jwt", Code.UNAUTHENTICATED, jwtFailureMessage(e.code, e.claim));
     }
     if (c.done) return;
-    this.p.counters.jwt.allow.inc();
-    this.claims = payload;
-    const h = c.upHeaders;
-    if (h !== undefined) {
-      if (!j.cfg.forwardToken) delete h["authorization"];
-      if (j.cfg.claimsHeader !== null) h[j.cfg.claimsHeader] = claimsHeaderValue(payload);
-    }
+    j.cache.set(token, payload, Date.now());
+    this.accepted(c, j, payload);
     if (!this.rules(c)) return;
     const ext = this.p.ext;
     if (ext !== null) return this.external(c, ext);

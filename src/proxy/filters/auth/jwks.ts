@@ -63,6 +63,8 @@ export function fetchJwks(url: string, ca: Buffer | undefined, timeoutMs: number
 /** The keys of one route's jwt block: `getKey` is what jose's jwtVerify asks. */
 export interface Jwks {
   readonly getKey: JWTVerifyGetKey;
+  /** the keys are usable without waiting (a cached verified token is trusted only then); starts a refresh that is due */
+  fresh(): boolean;
 }
 
 /** A JWKS file: read and parsed now (a bad file is a config error). */
@@ -73,7 +75,7 @@ function fileJwks(file: string): Jwks {
   } catch (err) {
     throw new DojangError("DOJANG_ERR_CONFIG", `jwt.jwks.file ${file}: ${(err as Error).message}`);
   }
-  return { getKey: set };
+  return { getKey: set, fresh: () => true };
 }
 
 /** A JWKS URL: fetched, cached, refreshed (see the header). */
@@ -99,6 +101,15 @@ export class RemoteJwks implements Jwks {
     this.getKey = (header, token) => this.keyFor(header, token);
     // warm: the first call should not wait for the first fetch
     void this.refresh().catch(() => undefined);
+  }
+
+  fresh(): boolean {
+    const t = this.now();
+    const age = t - this.goodAt;
+    if (this.set === null || age > this.src.refreshIntervalMs + this.src.staleWhileErrorMs) return false;
+    // due for a refresh: one fetch in the background, as a verification would start it
+    if (age > this.src.refreshIntervalMs && this.inflight === null && t - this.triedAt >= REFETCH_MS) void this.refresh().catch(() => undefined);
+    return true;
   }
 
   private refresh(): Promise<void> {

@@ -188,3 +188,21 @@ describe("ext_authz CheckRequest and CheckResponse", () => {
     );
   });
 });
+
+describe("TokenCache (verified tokens per route)", async () => {
+  const { TokenCache, TOKEN_CACHE_SIZE } = await import("../../../../src/proxy/filters/auth/filter.js");
+  it("keeps a token until its exp plus the skew, at most TOKEN_CACHE_SIZE tokens, oldest dropped", () => {
+    const c = new TokenCache(1000);
+    c.set("a", { exp: 100 }, 0);
+    expect(c.get("a", 100_000)).toEqual({ exp: 100 });
+    expect(c.get("a", 101_000)).toEqual({ exp: 100 });
+    expect(c.get("a", 101_001)).toBeUndefined();
+    expect(c.get("a", 0)).toBeUndefined(); // dropped once past
+    c.set("noexp", { sub: "x" }, 5000);
+    expect(c.get("noexp", 65_000)).toEqual({ sub: "x" });
+    expect(c.get("noexp", 65_001)).toBeUndefined();
+    for (let i = 0; i <= TOKEN_CACHE_SIZE; i++) c.set(`t${i}`, { exp: 1e9 }, 0);
+    expect(c.get("t0", 0)).toBeUndefined();
+    expect(c.get(`t${TOKEN_CACHE_SIZE}`, 0)).toEqual({ exp: 1e9 });
+  });
+});

@@ -14,7 +14,7 @@
 // from one array lookup. A route with it gets one small object per call; the request head is held
 // while a new token is verified (a token verified before is taken from the route's cache at once)
 // or the check is asked.
-import { jwtVerify, type JWTVerifyOptions } from "jose";
+import type { JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
 import { Code, outcome } from "../../../translate/index.js";
@@ -26,7 +26,7 @@ import type { Cluster } from "../../upstream/cluster.js";
 import { bearerToken, claimsHeaderValue, jwtFailureMessage } from "./claims.js";
 import { buildCheckRequest, mapCheckResponse } from "./check.js";
 import { check } from "./ext-authz.js";
-import { jwksFor, type Jwks } from "./jwks.js";
+import { joseModule, jwksFor, type Jwks } from "./jwks.js";
 import { compileRbac, decideRbac, type CompiledRbac } from "./rules.js";
 
 export interface AuthDeps {
@@ -170,7 +170,7 @@ class AuthCall implements CallFilter {
   private async verify(c: FilterCall, j: NonNullable<Plan["jwt"]>, token: string): Promise<void> {
     let payload: Record<string, unknown>;
     try {
-      payload = (await jwtVerify(token, j.jwks.getKey, j.opts)).payload;
+      payload = (await (await joseModule()).jwtVerify(token, j.jwks.getKey, j.opts)).payload;
     } catch (err) {
       if (c.done) return;
       const e = err as { code?: string; claim?: string };

@@ -7,7 +7,7 @@
 // most once a second). Nothing about the keys is logged beyond the URL and the error's kind.
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
-import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import type { createLocalJWKSet, JSONWebKeySet, JWTVerifyGetKey } from "jose";
 import type { Logger } from "pino";
 import type { JwksSource } from "../../../config/index.js";
 import { DojangError } from "../../../errors.js";
@@ -24,9 +24,20 @@ class KeysUnavailable extends Error {
   readonly code = "DOJANG_JWKS_UNAVAILABLE";
 }
 
-function keySetOf(json: unknown): KeySet {
+/** jose, loaded on first use: a process whose routes have no jwt never evaluates it. */
+let jose: Promise<typeof import("jose")> | undefined;
+export function joseModule(): Promise<typeof import("jose")> {
+  return (jose ??= import("jose"));
+}
+
+function checkJwks(json: unknown): JSONWebKeySet {
   if (typeof json !== "object" || json === null || !Array.isArray((json as { keys?: unknown }).keys)) throw new Error("not a JWKS document (no keys list)");
-  return createLocalJWKSet(json as JSONWebKeySet);
+  return json as JSONWebKeySet;
+}
+
+async function keySetOf(json: unknown): Promise<KeySet> {
+  const doc = checkJwks(json);
+  return (await joseModule()).createLocalJWKSet(doc);
 }
 
 /** GET `url` over HTTPS (verified against `ca`, else the system CAs) as JSON, within `timeoutMs`. */
@@ -69,13 +80,14 @@ export interface Jwks {
 
 /** A JWKS file: read and parsed now (a bad file is a config error). */
 function fileJwks(file: string): Jwks {
-  let set: KeySet;
+  let doc: JSONWebKeySet;
   try {
-    set = keySetOf(JSON.parse(readFileSync(file, "utf8")));
+    doc = checkJwks(JSON.parse(readFileSync(file, "utf8")));
   } catch (err) {
     throw new DojangError("DOJANG_ERR_CONFIG", `jwt.jwks.file ${file}: ${(err as Error).message}`);
   }
-  return { getKey: set, fresh: () => true };
+  let set: Promise<KeySet> | undefined;
+  return { getKey: async (header, token) => (await (set ??= keySetOf(doc)))(header, token), fresh: () => true };
 }
 
 /** A JWKS URL: fetched, cached, refreshed (see the header). */
@@ -115,9 +127,10 @@ export class RemoteJwks implements Jwks {
   private refresh(): Promise<void> {
     if (this.inflight !== null) return this.inflight;
     this.triedAt = this.now();
-    const p = this.fetchJson(this.src.url, this.ca, this.src.timeoutMs).then(
-      (json) => {
-        this.set = keySetOf(json);
+    // (a document that is not a JWKS fails like a fetch: the last good keys stay)
+    const p = this.fetchJson(this.src.url, this.ca, this.src.timeoutMs).then(keySetOf).then(
+      (set) => {
+        this.set = set;
         this.goodAt = this.now();
       },
       (err: unknown) => {

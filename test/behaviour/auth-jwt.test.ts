@@ -11,7 +11,7 @@ import { CertDir, type Ca } from "../helpers/certs.js";
 import { echoAll, jwks, memoryLogger, signingKey, startJwksServer, token, type JwksServer, type SigningKey } from "../helpers/auth.js";
 import { echoClient, sample, scrape, unary, type EchoClient } from "../helpers/peers.js";
 import type { RawUpstream } from "../helpers/peers.js";
-import { sleep, waitFor } from "../helpers/process.js";
+import { assertDistBuilt, runCli, sleep, waitFor } from "../helpers/process.js";
 
 const ISS = "https://issuer.test";
 let certs: CertDir;
@@ -203,5 +203,36 @@ describe("route jwt with a JWKS file", () => {
     } finally {
       await env.close();
     }
+  });
+});
+
+describe("dojang --check and the jwks files", () => {
+  it("a missing or malformed jwks.file, or an unreadable jwks.caFile, fails --check naming the key", { timeout: 60_000 }, async () => {
+    assertDistBuilt();
+    const bad = certs.path("not-jwks.json");
+    writeFileSync(bad, JSON.stringify({ kty: "EC" }));
+    const cfg = certs.path("check-jwks.json");
+    writeFileSync(
+      cfg,
+      JSON.stringify({
+        listeners: [
+          {
+            name: "main",
+            address: "127.0.0.1:0",
+            routes: [
+              { match: { service: "a.A" }, cluster: "b", jwt: { issuer: ISS, jwks: { file: certs.path("absent.json") } } },
+              { match: { service: "b.B" }, cluster: "b", jwt: { issuer: ISS, jwks: { file: bad } } },
+              { match: { prefix: "/" }, cluster: "b", jwt: { issuer: ISS, jwks: { url: "https://127.0.0.1:1/jwks.json", caFile: certs.path("absent-ca.pem") } } },
+            ],
+          },
+        ],
+        clusters: [{ name: "b", endpoints: ["127.0.0.1:1"] }],
+      }),
+    );
+    const r = await runCli(["--config", cfg, "--check"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`listeners[0].routes[0].jwt.jwks.file: cannot read ${JSON.stringify(certs.path("absent.json"))}: ENOENT`);
+    expect(r.stderr).toContain(`listeners[0].routes[1].jwt.jwks.file: ${JSON.stringify(bad)} is not a JWKS document`);
+    expect(r.stderr).toContain(`listeners[0].routes[2].jwt.jwks.caFile: cannot read ${JSON.stringify(certs.path("absent-ca.pem"))}: ENOENT`);
   });
 });

@@ -42,6 +42,8 @@ type Counters = Record<Stage, Record<"allow" | "deny" | "shadow_deny" | "error_a
 
 /** Verified tokens kept per route (Envoy's jwt_cache_config): at most this many, oldest dropped. */
 export const TOKEN_CACHE_SIZE = 1000;
+/** Longer tokens are verified every time (the cache stays within ~8 MiB). */
+const MAX_CACHED_TOKEN = 8192;
 /** A verified token without exp is kept this long. */
 const NO_EXP_KEEP_MS = 60_000;
 
@@ -64,6 +66,7 @@ export class TokenCache {
   set(token: string, claims: Record<string, unknown>, nowMs: number): void {
     const exp = claims["exp"];
     const untilMs = typeof exp === "number" ? exp * 1000 + this.skewMs : nowMs + NO_EXP_KEEP_MS;
+    if (token.length > MAX_CACHED_TOKEN) return;
     if (this.m.size >= TOKEN_CACHE_SIZE) this.m.delete(this.m.keys().next().value!);
     this.m.set(token, { claims, untilMs });
   }
@@ -133,27 +136,29 @@ class AuthCall implements CallFilter {
       // (a cached token counts only while the keys it was verified with are still usable)
       const known = j.jwks.fresh() ? j.cache.get(token, Date.now()) : undefined;
       if (known === undefined) {
-        this.verify(c, j, token).catch((err: unknown) => this.internal(c, err));
+        this.verify(c, j, token).catch((err: unknown) => this.internal(c, "jwt", err));
         return false;
       }
       this.accepted(c, j, known);
     }
     if (!this.rules(c)) return false;
     if (p.ext !== null) {
-      this.external(c, p.ext).catch((err: unknown) => this.internal(c, err));
+      this.external(c, p.ext).catch((err: unknown) => this.internal(c, "ext_authz", err));
       return false;
     }
     return true;
   }
 
   private refuse(c: FilterCall, stage: Stage, code: number, message: string, extra?: OutgoingHeaders): void {
+    if (c.done) return; // (the client went away meanwhile: its end is already recorded)
     this.p.counters[stage].deny.inc();
     c.finishLocal(outcome(code, message, stage), extra);
   }
 
-  private internal(c: FilterCall, err: unknown): void {
-    this.p.log.error({ err: (err as Error).message, request_id: c.requestId }, "auth filter failed");
-    if (!c.done) c.finishLocal(outcome(Code.INTERNAL, "auth filter failed", "ext_authz"));
+  /** A stage threw where it should not (a bug): the call ends 13, decided by that stage; nothing of the request is logged. */
+  private internal(c: FilterCall, stage: Stage, err: unknown): void {
+    this.p.log.error({ err: (err as Error).message, request_id: c.requestId, stage }, "auth filter failed");
+    if (!c.done) c.finishLocal(outcome(Code.INTERNAL, `${stage}: internal error`, stage));
   }
 
   /** The token verified (now or before): counted, its claims kept for the rules, the upstream head changed. */

@@ -16,7 +16,9 @@
 // Cost: a listener none of whose routes has a rateLimit gets no factory at all; otherwise each
 // call pays one array lookup (its route's limiter, null for a route without one) and, on a
 // limited route, one bucket take. Only a refused call gets a filter (with its hint's header
-// fields: allocated on refusals only): it ends the call in its request-head hook.
+// fields: allocated on refusals only): it ends the call in its request-head hook. On a route
+// that also has auth (jwt, rbac, extAuthz), every call gets a small filter that takes the token
+// in the request-head hook, after auth let the call through (AfterAuth).
 import type { RouteConfig } from "../../../config/index.js";
 import { Code, outcome } from "../../../translate/index.js";
 import { KeyedBuckets, rateLimitHint } from "../../../translate/token-bucket.js";

@@ -15,7 +15,8 @@ function reason(err: unknown): string {
 }
 
 /**
- * Every problem with the TLS files the config names (listeners[].tls, clusters[].tls), each on
+ * Every problem with the TLS files the config names (listeners[].tls, clusters[].tls, and a
+ * route's jwt.jwks file or CA file), each on
  * its key: a file that cannot be read (`listeners[0].tls.certFile: cannot read "x.pem": ENOENT`),
  * a certificate or CA file with no PEM certificate in it, a key that is not a PEM private key,
  * and a key that does not belong to its certificate (`listeners[0].tls.keyFile: …`). The files
@@ -86,5 +87,23 @@ export function tlsFileIssues(config: Config): ConfigIssue[] {
     ca(`${at}.caFile`, t.caFile);
     pair(at, t.certFile, t.keyFile);
   });
+  // routes[].jwt.jwks (issue 21): the JWKS file must be a JWKS document, the JWKS server's CA a PEM bundle
+  config.listeners.forEach((l, i) =>
+    l.routes.forEach((r, j) => {
+      const src = r.jwt?.jwks;
+      if (src === undefined) return;
+      const at = `listeners[${i}].routes[${j}].jwt.jwks`;
+      if ("url" in src) return ca(`${at}.caFile`, src.caFile);
+      const text = read(`${at}.file`, src.file);
+      if (text === undefined) return;
+      let doc: unknown;
+      try {
+        doc = JSON.parse(text.toString("utf8"));
+      } catch {
+        doc = undefined;
+      }
+      if (typeof doc !== "object" || doc === null || !Array.isArray((doc as { keys?: unknown }).keys)) issues.push({ path: `${at}.file`, message: `${JSON.stringify(src.file)} is not a JWKS document (JSON with a "keys" list)` });
+    }),
+  );
   return issues;
 }

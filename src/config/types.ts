@@ -47,6 +47,79 @@ export interface RouteConfig {
   readonly rewriteAuthority: string | null;
   /** `rewritePrefix`: replaces the part of :path the route matched (its prefix, "/<service>/", or the whole path); null = none */
   readonly rewritePrefix: string | null;
+  /** `jwt`: bearer tokens verified before anything else (src/proxy/filters/auth); null = none */
+  readonly jwt: JwtConfig | null;
+  /** `rbac`: per-method allow/deny rules, after jwt; null = none */
+  readonly rbac: RbacConfig | null;
+  /** `extAuthz`: Envoy's Authorization/Check asked after the rules; null = none */
+  readonly extAuthz: ExtAuthzConfig | null;
+}
+
+/** Where a route's JWT verification keys come from: a JWKS file (read at load) or an HTTPS URL (fetched, cached). */
+export type JwksSource =
+  | { readonly file: string }
+  | {
+      readonly url: string;
+      /** CA bundle (PEM) the JWKS server's certificate is verified against; null = the system CAs */
+      readonly caFile: string | null;
+      /** keys are fetched again this long after the last good fetch (and at once for an unknown kid, at most once a second) */
+      readonly refreshIntervalMs: number;
+      /** after a failed refresh the last good keys stay usable this long past refreshInterval; then calls fail */
+      readonly staleWhileErrorMs: number;
+      /** one fetch's time limit */
+      readonly timeoutMs: number;
+    };
+
+/** A route's `jwt` block: failures end the call 16 UNAUTHENTICATED (decided_by jwt). */
+export interface JwtConfig {
+  /** the `iss` a token must carry */
+  readonly issuer: string;
+  /** `aud` must name one of these; empty = any audience */
+  readonly audiences: readonly string[];
+  /** signature algorithms accepted */
+  readonly algorithms: readonly string[];
+  /** leeway for exp / nbf / iat */
+  readonly clockSkewMs: number;
+  readonly jwks: JwksSource;
+  /** upstream request header carrying the verified claims (base64url JSON); null = none */
+  readonly claimsHeader: string | null;
+  /** keep the client's authorization header on the upstream request (default: removed) */
+  readonly forwardToken: boolean;
+}
+
+export const RBAC_ACTIONS = ["allow", "deny"] as const;
+export type RbacAction = (typeof RBAC_ACTIONS)[number];
+
+/** One rule of a route's `rbac`: every condition given must hold (within a list, any entry). */
+export interface RbacRuleConfig {
+  readonly name: string;
+  readonly action: RbacAction;
+  /** "pkg.Svc/Method", "pkg.Svc/*" or "*"; empty = any */
+  readonly methods: readonly string[];
+  /** the verified client certificate's URI or DNS SANs ("spiffe://td/ns/x/sa/y", a trailing "*" matches a prefix); empty = any */
+  readonly identities: readonly string[];
+  /** claim (dotted path) → accepted values (a claim that is a list matches when it holds one); empty = any */
+  readonly claims: Readonly<Record<string, readonly string[]>>;
+  /** client addresses or CIDR blocks; empty = any */
+  readonly clientAddresses: readonly string[];
+}
+
+/** A route's `rbac` block: the first rule that matches decides; `default` when none does. */
+export interface RbacConfig {
+  readonly rules: readonly RbacRuleConfig[];
+  readonly default: RbacAction;
+  /** only count and log what would have been denied */
+  readonly shadow: boolean;
+}
+
+/** A route's `extAuthz` block: Envoy's envoy.service.auth.v3.Authorization/Check over gRPC (h2c). */
+export interface ExtAuthzConfig {
+  readonly address: HostPort;
+  readonly timeoutMs: number;
+  /** a failed or timed-out check lets the call through (default: denied, 7 PERMISSION_DENIED) */
+  readonly failOpen: boolean;
+  /** send the verified client certificate (PEM, URL-encoded) as attributes.source.certificate */
+  readonly includePeerCertificate: boolean;
 }
 
 /** Header fields to add (set, replacing) and to remove, on the request or on the response head. */

@@ -12,6 +12,7 @@ import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
 import { globalRateLimitFilterFactory, type RlsPool } from "./filters/rate-limit/global.js";
+import { authFilterFactory } from "./filters/auth/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
 import type { Metrics } from "./observe/metrics.js";
@@ -110,7 +111,11 @@ export function buildSnapshot(
     // issue 20: then the global limits (a call the local limit refused never asks the service)
     const globalLimits = globalRateLimitFilterFactory(l.routes, deps.rls);
     const headerRules = headerRulesFilterFactory(l.routes);
+    // issue 21: authentication → rules → external check come before every limit (a refused
+    // caller spends no token); no factory when no route of the listener has any of them
+    const auth = authFilterFactory(l.routes, { listener: l.name, metrics: deps.metrics, log: deps.log, now: deps.now });
     const filters = compileFilterChain([
+      ...(auth === null ? [] : [auth]),
       ...(rateLimits === null ? [] : [rateLimits]),
       ...(globalLimits === null ? [] : [globalLimits]),
       ...(headerRules === null ? [] : [headerRules]),

@@ -31,6 +31,9 @@ export const DECIDED_BY = {
   rate_limited_global: "the route's global rate-limit service (rateLimit.global) answered OVER_LIMIT: the call was not sent (8; x-ratelimit-* and grpc-retry-pushback-ms say when the limit resets)",
   rate_limit_service_failed: "the route's global rate-limit service did not answer in time or failed, and rateLimit.global.failureModeDeny is on: the call was not sent (14)",
   fault: "a fault rule injected this status (abort, reset, raw HTTP, unreachable, cut connection)",
+  jwt: "the route's jwt block refused the call: no bearer token, or one that did not verify (signature, issuer, audience, expiry, keys unavailable): 16 UNAUTHENTICATED",
+  rbac: "the route's rbac rules denied the call (by method, client certificate, JWT claims or client address): 7 PERMISSION_DENIED",
+  ext_authz: "the route's external authorization service denied the call (its status code and message), or the check failed or timed out without failOpen (7 PERMISSION_DENIED)",
 } as const;
 export type DecidedBy = keyof typeof DECIDED_BY;
 

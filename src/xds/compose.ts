@@ -115,6 +115,10 @@ function routeConfig(r: XdsRoute, authority: string | undefined, l: XdsListener,
     headers: r.headers,
     rewriteAuthority: r.rewriteAuthority,
     rewritePrefix: r.rewritePrefix,
+    // the xDS mapping does not take jwt_authn, rbac or ext_authz filters (docs/guides/xds.md)
+    jwt: null,
+    rbac: null,
+    extAuthz: null,
   };
 }
 

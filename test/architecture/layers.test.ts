@@ -244,8 +244,8 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
   protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino", "node:net"] },
-  // @grpc/grpc-js: the global rate limit's client (rate-limit/rls-client.ts, loaded with import())
-  filters: { values: ["node:http2", "@grpc/grpc-js"], types: ["pino"] },
+  // auth (issue 21): jose verifies tokens, node:https and node:fs read the JWKS, grpc-js asks the Authorization service
+  filters: { values: ["node:http2", "jose", "node:https", "node:fs", "@grpc/grpc-js"], types: ["pino", "node:crypto"] },
   listener: {
     values: ["node:http2", "node:http", "node:https", "node:net", "node:tls", "node:crypto", "node:events", "node:stream", "node:module", "node:fs", "node:path"],
     types: ["pino"],

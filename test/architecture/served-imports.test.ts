@@ -40,6 +40,8 @@ describe("the served process's start-up imports", () => {
     const chains = eager(meta, "src/main.ts");
     const loaded = [...chains.entries()].filter(([p]) => PARSERS.test(p)).map(([, chain]) => chain.join(" -> "));
     expect(loaded).toEqual([]);
+    // jose (the jwt filter's JOSE library) is loaded on first use too: a process without jwt routes never evaluates it
+    expect([...chains.keys()].filter((p) => p.startsWith("node_modules/jose/"))).toEqual([]);
     // sanity: the walk does reach the proxy, and the parsers are in the bundle, behind import()
     expect(chains.has("src/proxy/dojang.ts")).toBe(true);
     expect(Object.keys(meta.inputs).some((p) => p.startsWith("node_modules/zod/"))).toBe(true);

@@ -24,7 +24,7 @@ describe("config/dojang.yaml", () => {
     expect(DEFAULT_CONFIG.listeners).toHaveLength(1);
     expect(DEFAULT_CONFIG.listeners[0]?.address).toEqual({ host: "127.0.0.1", port: 8080 });
     expect(DEFAULT_CONFIG.listeners[0]?.routes).toEqual([
-      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 30_000, maxRequestMessageBytes: 4194304, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null, retry: null, rateLimit: null, headers: null, rewriteAuthority: null, rewritePrefix: null },
+      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 30_000, maxRequestMessageBytes: 4194304, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null, retry: null, rateLimit: null, headers: null, rewriteAuthority: null, rewritePrefix: null, jwt: null, rbac: null, extAuthz: null },
     ]);
     expect(DEFAULT_CONFIG.clusters.map((c) => [c.name, c.endpoints])).toEqual([["backend", [{ host: "127.0.0.1", port: 50051 }]]]);
     expect(Object.isFrozen(DEFAULT_CONFIG.listeners[0]?.routes[0])).toBe(true);

@@ -108,7 +108,7 @@ describe("/config", () => {
     expect(cfg["admin"]).toEqual({ address: { host: "127.0.0.1", port: 0 }, mutations: true, token: null, readyClusters: [] });
     expect(cfg["listeners"][0]).toMatchObject({ name: "main", address: { host: "127.0.0.1", port: 0 }, maxConcurrentStreams: 1000 });
     expect(cfg["listeners"][0]["routes"]).toEqual([
-      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 2000, maxRequestMessageBytes: 1048576, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null, retry: null, rateLimit: null, headers: null, rewriteAuthority: null, rewritePrefix: null },
+      { match: { prefix: "/" }, cluster: "backend", timeoutMs: 2000, maxRequestMessageBytes: 1048576, maxResponseMessageBytes: 4194304, faults: [], streamIdleTimeoutMs: null, retry: null, rateLimit: null, headers: null, rewriteAuthority: null, rewritePrefix: null, jwt: null, rbac: null, extAuthz: null },
     ]);
     expect(cfg["clusters"][0]).toMatchObject({ name: "backend", endpoints: [{ host, port: Number(port) }], connectTimeoutMs: 5000 });
     // Normalized, not the raw text: no "timeout" or "drainTimeout" keys.

@@ -15,6 +15,9 @@ const r = (match: RouteConfig["match"], cluster: string): RouteConfig => ({
   headers: null,
   rewriteAuthority: null,
   rewritePrefix: null,
+  jwt: null,
+  rbac: null,
+  extAuthz: null,
 });
 
 describe("compileRoutes(): routes matched in order on exact path, path prefix, or gRPC service name; optional authority", () => {

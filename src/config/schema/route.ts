@@ -1,8 +1,9 @@
-// A route's schema: match, timeout, retry, rate limit, header rules (strict: an unknown key is an error).
+// A route's schema: match, timeout, retry, rate limit, header rules, auth (schema/auth.ts) (strict: an unknown key is an error).
 
 import { z } from "zod";
 import { describeValue } from "../issues.js";
 import { DEFAULTS, LIMITS, type GlobalDescriptorEntry, type GlobalRateLimitConfig, type RateLimitConfig, type RetryConfig, type RouteMatch } from "../types.js";
+import { extAuthz, jwt, rbac } from "./auth.js";
 import { count, durationMs, expected, flag, grpcCode, hostPort, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
 
 const MiB = 1_048_576;
@@ -196,6 +197,16 @@ export const route = z.strictObject(
     headers: headerRules.nullable().default(null),
     rewriteAuthority: z.string({ error: expected("an authority like \"api.internal:443\"") }).min(1, "must not be empty").nullable().default(null),
     rewritePrefix: z.string({ error: expected('a path prefix starting with "/"') }).refine((v) => v.startsWith("/"), 'must start with "/"').nullable().default(null),
+    jwt: jwt.nullable().default(null),
+    rbac: rbac.nullable().default(null),
+    extAuthz: extAuthz.nullable().default(null),
   },
   { error: expected("a route mapping") },
-);
+).superRefine((r, ctx) => {
+  // a claims condition reads the verified token: without jwt on the route it could never hold
+  if (r.rbac !== null && r.jwt === null) {
+    r.rbac.rules.forEach((x, i) => {
+      if (Object.keys(x.claims).length > 0) ctx.addIssue({ code: "custom", path: ["rbac", "rules", i, "claims"], message: "claims conditions need jwt on the same route" });
+    });
+  }
+});

@@ -10,7 +10,7 @@ import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
 import type { Downstream } from "./downstream.js";
-import type { OutgoingHeaders } from "./headers.js";
+import type { ClientPeer, OutgoingHeaders } from "./headers.js";
 
 /**
  * What a filter sees of its call and may ask of it (implemented by Call). A hook that returned
@@ -23,6 +23,10 @@ export interface FilterCall {
   readonly done: boolean;
   readonly requestId: string;
   readonly series: { readonly service: string; readonly method: string };
+  /** the request's :path ("/pkg.Svc/Method") */
+  readonly path: string;
+  /** who the client is (its connection's facts: address, verified certificate); undefined when unknown */
+  readonly peer: ClientPeer | undefined;
   /** the client's address ("" when unknown; a rate limit keyed by it) */
   readonly clientAddress: string;
   /** the current attempt (null before the first one starts) */

@@ -1,6 +1,7 @@
 // Header blocks for the two legs of a call, built from node's rawHeaders (never from the
 // folded headers object, which joins duplicates with ", " and drops repeated single-value
 // fields: spec §1.5, §10.2 P10). No payload is touched here.
+import type { X509Certificate } from "node:crypto";
 import { isNotForwarded, requestFieldProblem } from "../../translate/index.js";
 
 export type OutgoingHeaders = Record<string, string | string[] | number>;
@@ -30,6 +31,10 @@ export interface ClientPeer {
   readonly tlsSni: string | undefined;
   /** the negotiated protocol version, "TLSv1.3" or "TLSv1.2" */
   readonly tlsVersion: string | undefined;
+  /** the verified client certificate's URI and DNS SANs, values only (access rules match them); absent without one */
+  readonly tlsSans?: readonly string[];
+  /** the verified client certificate itself (an external authorization check may send it); absent without one */
+  readonly tlsCertificate?: X509Certificate;
 }
 export const kPeer = Symbol("dojang.clientPeer");
 export type PeerSession = { [kPeer]?: ClientPeer };

@@ -2,6 +2,7 @@
 // read once per connection (an HTTP/2 session, or the socket of HTTP/1.1 gRPC-Web) and kept on
 // it (call/headers.ts kPeer). They are per session, not per call: a call keeps a reference.
 import type { Socket } from "node:net";
+import type { X509Certificate } from "node:crypto";
 import type { TLSSocket } from "node:tls";
 import type { ClientPeer } from "../call/headers.js";
 import { splitSans } from "./tls.js";
@@ -16,22 +17,32 @@ export function clientPeer(socket: Socket): ClientPeer {
   if ((socket as TLSSocket).encrypted !== true) return { address, port, tlsIdentity: undefined, tlsSni: undefined, tlsVersion: undefined };
   const tls = socket as TLSSocket;
   const sni = tls.servername;
-  return {
+  const facts = {
     address,
     port,
-    tlsIdentity: identityOf(tls),
+    tlsIdentity: undefined as string | undefined,
     tlsSni: typeof sni === "string" && sni !== "" ? sni : undefined,
     tlsVersion: tls.getProtocol() ?? undefined,
   };
+  const cert = tls.authorized ? tls.getPeerX509Certificate() : undefined;
+  if (cert === undefined) return facts;
+  const sans = splitSans(cert.subjectAltName);
+  // (the SANs and the certificate: what access rules and an external authorization check read)
+  return { ...facts, tlsIdentity: identityOf(cert, sans), tlsSans: sansForRules(sans), tlsCertificate: cert };
 }
 
-/** The verified client certificate's first URI SAN, else its subject in RFC 2253; undefined when the CA verified none. */
-function identityOf(socket: TLSSocket): string | undefined {
-  if (!socket.authorized) return undefined;
-  const cert = socket.getPeerX509Certificate();
-  if (cert === undefined) return undefined;
-  const uri = splitSans(cert.subjectAltName).find((s) => s.startsWith("URI:"));
+/** The verified client certificate's first URI SAN, else its subject in RFC 2253. */
+function identityOf(cert: X509Certificate, sans: readonly string[]): string {
+  const uri = sans.find((s) => s.startsWith("URI:"));
   if (uri !== undefined) return uri.slice(4);
   // node's subject: one attribute per line, in the certificate's order; RFC 2253 reverses it
   return cert.subject.split("\n").filter((l) => l !== "").reverse().join(",");
+}
+
+/** The URI and DNS SANs, values only, URIs first. */
+function sansForRules(sans: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const s of sans) if (s.startsWith("URI:")) out.push(s.slice(4));
+  for (const s of sans) if (s.startsWith("DNS:")) out.push(s.slice(4));
+  return out;
 }

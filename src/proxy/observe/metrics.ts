@@ -234,6 +234,8 @@ export class Metrics {
   readonly budgetOut: NumberHistogram;
   readonly upstreamConnects: client.Counter<string>;
   readonly faultsInjected: client.Counter<string>;
+  /** auth decisions by listener, stage (jwt, rbac, ext_authz) and result (src/proxy/filters/auth) */
+  readonly authDecisions: client.Counter<string>;
   readonly heapShrinks: client.Counter<string>;
   /** config reloads by result (ok, error); see configReloadsCounter */
   readonly configReloads: Record<"ok" | "error", client.Counter.Internal>;
@@ -316,6 +318,12 @@ export class Metrics {
       name: "dojang_faults_injected_total",
       help: "Fault actions applied to calls, by rule id (\"header\" for request-header faults) and kind.",
       labelNames: ["rule", "kind"],
+      registers: r,
+    });
+    this.authDecisions = new client.Counter({
+      name: "dojang_auth_decisions_total",
+      help: "Authentication and authorization decisions by listener, stage (jwt, rbac, ext_authz) and result (allow, deny, shadow_deny: rbac in shadow mode would have denied, error_allow: ext_authz failed and failOpen let the call through).",
+      labelNames: ["listener", "stage", "result"],
       registers: r,
     });
     this.configReloads = configReloadsCounter(this.registry);

@@ -16,7 +16,9 @@
 // Cost: a listener none of whose routes has a rateLimit gets no factory at all; otherwise each
 // call pays one array lookup (its route's limiter, null for a route without one) and, on a
 // limited route, one bucket take. Only a refused call gets a filter (with its hint's header
-// fields: allocated on refusals only): it ends the call in its request-head hook.
+// fields: allocated on refusals only): it ends the call in its request-head hook. On a route
+// that also has auth (jwt, rbac, extAuthz), every call gets a small filter that takes the token
+// in the request-head hook, after auth let the call through (AfterAuth).
 import type { RouteConfig } from "../../../config/index.js";
 import { Code, outcome } from "../../../translate/index.js";
 import { KeyedBuckets, rateLimitHint } from "../../../translate/token-bucket.js";
@@ -74,9 +76,27 @@ function refusalWithHint(l: Limiter, key: string): CallFilter {
   });
 }
 
+/**
+ * A route that also has auth (jwt, rbac, extAuthz: src/proxy/filters/auth, earlier in the chain)
+ * takes its token in the request-head hook, after those have let the call through: a caller they
+ * refuse spends no token. (The factories' forCall all run before any hook.)
+ */
+class AfterAuth implements CallFilter {
+  constructor(
+    private readonly l: Limiter,
+    private readonly key: string,
+    private readonly now: () => number,
+  ) {}
+  onRequestHead(c: FilterCall): boolean {
+    if (this.l.buckets.take(this.key, this.now())) return true;
+    return (this.l.hints ? refusalWithHint(this.l, this.key) : this.l.refusal).onRequestHead!(c);
+  }
+}
+
 /** The listener's local rate-limit filter factory; null when none of its routes has a local rateLimit (callsPerSecond). */
 export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () => number): FilterFactory | null {
   if (!routes.some((r) => r.rateLimit?.callsPerSecond != null)) return null;
+  const afterAuth = routes.map((r) => r.jwt !== null || r.rbac !== null || r.extAuthz !== null);
   const limiters: (Limiter | null)[] = routes.map((r) => {
     const rl = r.rateLimit;
     // a route with only a global limit (rateLimit.global, global.ts) has no bucket here
@@ -96,6 +116,7 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
       if (l === undefined || l === null) return null;
       // (the address read once per connection: no getpeername per call)
       const key = l.byAddress ? c.clientAddress : l.header !== null ? rawHeader(raw, l.header) : "";
+      if (afterAuth[route.index] === true) return new AfterAuth(l, key, now);
       if (l.buckets.take(key, now())) return null;
       return l.hints ? refusalWithHint(l, key) : l.refusal;
     },

@@ -1,0 +1,145 @@
+// Envoy's external authorization, pure: the CheckRequest a call's attributes make
+// (envoy.service.auth.v3.AttributeContext: the source's address, principal and certificate, the
+// request's method, path, host and headers), and what a CheckResponse means for the call (headers
+// to set or remove upstream, or a denial's status and status fields). Field names as in the .proto
+// (snake_case: src/protos/load.ts keeps them), enums as their names.
+
+/** What a call brings to the check. */
+export interface CheckFacts {
+  /** node's raw request header list ([name, value, ...], pseudo-headers included) */
+  readonly raw: readonly string[];
+  readonly path: string;
+  readonly requestId: string;
+  readonly clientAddress: string;
+  readonly clientPort: number | undefined;
+  /** the verified client certificate's identity (first URI SAN, else its subject), "" without one */
+  readonly principal: string;
+  /** the verified client certificate, PEM (sent URL-encoded, as Envoy does), "" when not sent */
+  readonly certificatePem: string;
+  /** wall-clock milliseconds (the request's time) */
+  readonly nowMs: number;
+}
+
+/** The CheckRequest message, as grpc-js takes it. */
+export function buildCheckRequest(f: CheckFacts): Record<string, unknown> {
+  const headers: Record<string, string> = {};
+  let host = "";
+  let scheme = "";
+  const raw = f.raw;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    if (name === ":authority") host = value;
+    else if (name === ":scheme") scheme = value;
+    // repeated fields joined with "," (Envoy's header map does the same)
+    headers[name] = Object.hasOwn(headers, name) ? `${headers[name]},${value}` : value;
+  }
+  const source: Record<string, unknown> = {
+    address: { socket_address: { address: f.clientAddress, port_value: f.clientPort ?? 0 } },
+  };
+  if (f.principal !== "") source["principal"] = f.principal;
+  if (f.certificatePem !== "") source["certificate"] = encodeURIComponent(f.certificatePem);
+  return {
+    attributes: {
+      source,
+      request: {
+        time: { seconds: String(Math.floor(f.nowMs / 1000)), nanos: (f.nowMs % 1000) * 1e6 },
+        http: { id: f.requestId, method: "POST", headers, path: f.path, host, scheme, protocol: "HTTP/2" },
+      },
+    },
+  };
+}
+
+/** What the check decided. */
+export type CheckVerdict =
+  | {
+      readonly allow: true;
+      /** set on the upstream request (replacing) */
+      readonly set: readonly (readonly [string, string])[];
+      /** added beside what is there */
+      readonly append: readonly (readonly [string, string])[];
+      /** set only when absent */
+      readonly addIfAbsent: readonly (readonly [string, string])[];
+      readonly remove: readonly string[];
+    }
+  | {
+      readonly allow: false;
+      readonly code: number;
+      readonly message: string;
+      /** the denial's headers, sent with the call's status */
+      readonly extra: readonly (readonly [string, string])[];
+    };
+
+const TOKEN_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
+/** Fields the check may not set: HTTP/2 and gRPC framing, and the status itself. */
+const OWNED = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "content-length", "grpc-status", "grpc-message", "grpc-status-details-bin", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding"]);
+
+/** A header the check may set: a lower-case token name gRPC framing does not own, and a value without CR, LF or NUL. */
+export function settableHeader(name: string, value: string): boolean {
+  return TOKEN_RE.test(name) && !OWNED.has(name) && !/[\r\n\0]/.test(value);
+}
+
+interface HeaderValueOption {
+  header?: { key?: string; value?: string; raw_value?: Buffer | Uint8Array };
+  append?: { value?: boolean } | null;
+  append_action?: string;
+}
+
+function pair(o: HeaderValueOption): [string, string] | null {
+  const h = o.header;
+  if (h === undefined || h === null || typeof h.key !== "string") return null;
+  const name = h.key.toLowerCase();
+  let value = typeof h.value === "string" ? h.value : "";
+  if (value === "" && h.raw_value !== undefined && h.raw_value !== null && h.raw_value.length > 0) value = Buffer.from(h.raw_value).toString("utf8");
+  return settableHeader(name, value) ? [name, value] : null;
+}
+
+/** HTTP statuses a denial may name, as gRPC codes (grpc's HTTP-to-gRPC table, 403 → 7 PERMISSION_DENIED otherwise). */
+const HTTP_NAME_TO_CODE: Readonly<Record<string, number>> = {
+  BadRequest: 13,
+  Unauthorized: 16,
+  Forbidden: 7,
+  NotFound: 12,
+  TooManyRequests: 14,
+  BadGateway: 14,
+  ServiceUnavailable: 14,
+  GatewayTimeout: 14,
+};
+
+/**
+ * The verdict of a CheckResponse: status code 0 allows (ok_response's headers apply), any other
+ * denies with that code (an HTTP status of the denied_response when the code says nothing better)
+ * and the status message, else the denial's body.
+ */
+export function mapCheckResponse(r: Record<string, unknown>): CheckVerdict {
+  const status = r["status"] as { code?: number; message?: string } | undefined;
+  const code = status?.code ?? 0;
+  if (code === 0) {
+    const ok = (r["ok_response"] ?? {}) as { headers?: HeaderValueOption[]; headers_to_remove?: string[] };
+    const set: [string, string][] = [];
+    const append: [string, string][] = [];
+    const addIfAbsent: [string, string][] = [];
+    for (const o of ok.headers ?? []) {
+      const p = pair(o);
+      if (p === null) continue;
+      const a = o.append?.value;
+      if (a === true) append.push(p);
+      else if (a === false) set.push(p);
+      else if (o.append_action === "ADD_IF_ABSENT") addIfAbsent.push(p);
+      // unset append (and the default action): replaced, as Envoy's ext_authz does
+      else set.push(p);
+    }
+    const remove = (ok.headers_to_remove ?? []).map((n) => n.toLowerCase()).filter((n) => settableHeader(n, ""));
+    return { allow: true, set, append, addIfAbsent, remove };
+  }
+  const denied = (r["denied_response"] ?? {}) as { status?: { code?: string | number }; headers?: HeaderValueOption[]; body?: string };
+  const httpName = denied.status?.code;
+  const grpcCode = code >= 1 && code <= 16 ? code : ((typeof httpName === "string" ? HTTP_NAME_TO_CODE[httpName] : undefined) ?? 7);
+  const extra: [string, string][] = [];
+  for (const o of denied.headers ?? []) {
+    const p = pair(o);
+    if (p !== null) extra.push(p);
+  }
+  const msg = status?.message !== undefined && status.message !== "" ? status.message : denied.body !== undefined && denied.body !== "" ? denied.body : "denied by external authorization";
+  return { allow: false, code: grpcCode, message: msg, extra };
+}

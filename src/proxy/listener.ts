@@ -14,6 +14,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node
 import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
+import { isGrpcFamily, loadJsonTranscoding, serveJsonHttp1, serveJsonHttp2, type JsonTranscoding } from "./downstream/transcode.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, sweepUnproductive } from "./downstream/guards.js";
@@ -67,6 +68,8 @@ export class Listener {
   readonly handshakeErrors: HandshakeErrors | null = null;
   private http1Bound: AddressInfo | undefined;
   private cors: CorsPolicy | null = null;
+  /** jsonTranscoding: the compiled descriptor set (null = off: one field test per stream) */
+  private json: JsonTranscoding | null = null;
   /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
   private readonly tlsHttp1Sockets = new Set<Socket>();
 
@@ -123,6 +126,7 @@ export class Listener {
     // maxConnections: node's net.Server closes a connection over the limit as it is accepted
     server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
+    this.json = cfg.jsonTranscoding === null ? null : loadJsonTranscoding(cfg.jsonTranscoding);
     // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
     // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
     // node's own (the call's deadline and streamIdleTimeout bound a call).
@@ -134,7 +138,7 @@ export class Listener {
     // identity goes upstream as x-forwarded-client-cert as on the TLS port (grpc-web.ts reads it
     // from the socket). A plain-text socket beside an mTLS port would let any client past
     // requireClientCert (issue 18 item 1).
-    if (cfg.grpcWeb && cfg.http1Address !== null) {
+    if ((cfg.grpcWeb || cfg.jsonTranscoding !== null) && cfg.http1Address !== null) {
       const opts = {
         requestTimeout: 0,
         keepAliveTimeout: 60_000,
@@ -231,6 +235,8 @@ export class Listener {
           return;
         }
       }
+      // JSON transcoding (a request that is not gRPC's and matches a rule): one field test when off.
+      if (this.json !== null && !isGrpcFamily(headers["content-type"]) && serveJsonHttp2(ctx, this.json, stream, headers, rawHeaders as unknown as string[])) return;
       // gRPC-Web on the h2c port: one flag test on the native path.
       if (this.cfg.grpcWeb && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
@@ -261,6 +267,14 @@ export class Listener {
     ctx.attemptsHeader = cfg.attemptsHeader;
     ctx.accessLog = accessLog;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
+    if (JSON.stringify(cfg.jsonTranscoding) !== JSON.stringify(this.json?.cfg ?? null)) {
+      // a descriptor set that does not load keeps the one in use (and says so)
+      try {
+        this.json = cfg.jsonTranscoding === null ? null : loadJsonTranscoding(cfg.jsonTranscoding);
+      } catch (err) {
+        this.ctx.log.error({ listener: cfg.name, err: (err as Error).message }, "jsonTranscoding not reloaded");
+      }
+    }
     this.server.updateSettings({
       maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
       initialWindowSize: cfg.initialWindowSize,
@@ -302,6 +316,17 @@ export class Listener {
       return;
     }
     const web = parseWebContentType(req.headers["content-type"]);
+    if (web === null && this.json !== null && !isGrpcFamily(req.headers["content-type"])) {
+      heapPressure.onStream();
+      if (responseBuffers.overloaded || heapPressure.pressed) {
+        responseBuffers.refused++;
+        this.ctx.metrics.refusedStreams.inc();
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: "dojang is overloaded (response-buffer budget or heap): call not started, retry later" }));
+        return;
+      }
+      if (serveJsonHttp1(this.ctx, this.json, req, res)) return;
+    }
     if (web === null || req.method !== "POST") {
       // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
       res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });

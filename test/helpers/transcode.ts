@@ -12,7 +12,8 @@ import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { create, createFileRegistry, fromBinary, toBinary, type DescMessage, type FileRegistry } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { systemBinary } from "./engines.js";
+import { engineBinary, systemBinary } from "./engines.js";
+import { spawnGroup } from "./process.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const PROTO_DIR = join(ROOT, "test", "fixtures", "transcode");
@@ -85,4 +86,30 @@ export async function startShopGrpcJs(): Promise<{ address: string; close: () =>
   server.addService(definition, impl);
   const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   return { address: `127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.tryShutdown(() => r())).then(() => server.forceShutdown()) };
+}
+
+/**
+ * The grpc-gateway engine (test/engines/grpc-gateway) in one of its modes, started as a process
+ * group; resolves with the address it printed. `args`: -upstream for the gateway.
+ */
+export async function startGoShop(mode: "upstream" | "gateway", args: readonly string[] = []): Promise<string> {
+  const child = spawnGroup(engineBinary("grpc-gateway"), [mode, "-descriptor", shopDescriptorSet(), "-listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  return new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`grpc-gateway ${mode} did not start in 30 s: ${err}`)), 30_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`grpc-gateway ${mode} exited ${code}: ${err}`));
+    });
+  });
 }

@@ -294,11 +294,15 @@ func requestMessage(m runtime.Marshaler, req *http.Request, md protoreflect.Meth
 			return nil, status.Errorf(codes.InvalidArgument, "%v", err)
 		}
 	default:
+		// (the generated code decodes into the field's pointer: an empty body leaves it unset)
 		fd := md.Input().Fields().ByName(protoreflect.Name(body))
-		rm := in.ProtoReflect()
-		target := rm.Mutable(fd).Message().Interface()
-		if err := m.NewDecoder(req.Body).Decode(target); err != nil && !errors.Is(err, io.EOF) {
+		target := newMessage(fd.Message())
+		err := m.NewDecoder(req.Body).Decode(target)
+		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, status.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		if err == nil {
+			in.ProtoReflect().Set(fd, protoreflect.ValueOfMessage(target.ProtoReflect()))
 		}
 		bound = append(bound, []string{body})
 	}

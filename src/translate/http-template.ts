@@ -59,7 +59,8 @@ export function parseTemplate(source: string): PathTemplate {
   const segments: Segment[] = [];
   const variables: Variable[] = [];
   const names = new Set<string>();
-  let i = 0;
+  // "/" alone: the root, no segments
+  let i = body === "" ? 1 : 0;
   const segment = (text: string): void => {
     if (text === "*") segments.push({ kind: "one" });
     else if (text === "**") segments.push({ kind: "rest" });

@@ -138,6 +138,7 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     expect(JSON.parse(r.text)).toMatchObject({ code: 14 });
   });
 
+  // key: listeners[].jsonTranscoding.streamFormat
   it("server streaming as a JSON array (streamFormat: array): messages as they come, [] for none, a cut body for a status after messages", async () => {
     const { h1: a1, h2: a2 } = await setup({ streamFormat: "array" });
     const r = await h1(a1, "GET", "/v1/stream/3?item.title=x");
@@ -179,12 +180,14 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     expect(up.seen).toHaveLength(0);
   });
 
+  // key: listeners[].jsonTranscoding.ignoreUnknownFields
   it("ignoreUnknownFields: unknown JSON fields and query parameters are dropped", async () => {
     const { h1: a1 } = await setup({ ignoreUnknownFields: true });
     expect(JSON.parse((await h1(a1, "POST", "/v1/kinds", { nope: 1, number: 2 })).text)).toEqual({ number: 2 });
     expect(JSON.parse((await h1(a1, "GET", "/v1/search?nope=1&title=t")).text)).toEqual({ title: "t" });
   });
 
+  // key: listeners[].jsonTranscoding.emitDefaults
   it("emitDefaults: fields at their defaults are printed", async () => {
     const { h1: a1 } = await setup({ emitDefaults: true });
     const r = JSON.parse((await h1(a1, "GET", "/v1/files/x")).text);
@@ -195,6 +198,7 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     expect(JSON.parse(e.text)).toEqual({ code: 5, message: "", details: [] });
   });
 
+  // key: listeners[].jsonTranscoding.maxBodyBytes
   it("maxBodyBytes: a larger body is 413 and makes no call", async () => {
     const { up, h1: a1 } = await setup({ maxBodyBytes: 64 });
     const r = await h1(a1, "POST", "/v1/kinds", { note: "x".repeat(100) });
@@ -204,6 +208,7 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     expect(up.seen).toHaveLength(1);
   });
 
+  // key: listeners[].jsonTranscoding.unknownPaths
   it("unknownPaths: notFound answers 404 with a Status; passthrough hands the request on as if transcoding were off", async () => {
     const nf = await setup({ unknownPaths: "notFound" });
     const r = await h1(nf.h1, "GET", "/v2/nothing");

@@ -9,7 +9,8 @@ import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { Agent, request } from "undici";
 import { afterAll, describe, expect, it } from "vitest";
-import type { DojangHandle } from "../../src/index.js";
+import { configFromText } from "../../src/config/index.js";
+import { startDojang, type DojangHandle } from "../../src/index.js";
 import { useFixtures } from "../helpers/fixtures.js";
 import { SHOP_SERVICE, shopDescriptorSet, startShopGrpcJs } from "../helpers/transcode.js";
 
@@ -234,5 +235,33 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     );
     expect(res.equals(req)).toBe(true);
     expect(up.seen.at(-1)!.path).toBe(`/${SHOP_SERVICE}/Plain`);
+  });
+
+  it("a reload that changes jsonTranscoding applies to the next request; one whose descriptor set does not load keeps the one in use", async () => {
+    const { up, px, h1: a1 } = await setup({ streamFormat: "array" });
+    const cfg = (jt: Record<string, unknown>): string =>
+      JSON.stringify({
+        // (the addresses as first configured: the listener and its sockets are kept)
+        admin: { address: "127.0.0.1:0" },
+        listeners: [{ name: "main", address: "127.0.0.1:0", http1Address: "127.0.0.1:0", jsonTranscoding: { descriptorSet: shopDescriptorSet(), ...jt }, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
+        clusters: [{ name: "backend", endpoints: [up.address] }],
+      });
+    expect((await h1(a1, "GET", "/v1/stream/1?item.title=z")).text).toBe('[{"title":"z"}]');
+    expect((await px.instance.reload(configFromText(cfg({ streamFormat: "ndjson" }), "<test>"))).ok).toBe(true);
+    expect((await h1(a1, "GET", "/v1/stream/1?item.title=z")).text).toBe('{"title":"z"}\n');
+    await px.instance.reload(configFromText(cfg({ streamFormat: "array", descriptorSet: "no-such-file.binpb" }), "<test>"));
+    expect((await h1(a1, "GET", "/v1/stream/1?item.title=z")).text).toBe('{"title":"z"}\n');
+  });
+
+  it("a descriptor set that does not load fails the start, naming the key and the file", async () => {
+    await expect(
+      startDojang({
+        logLevel: "silent",
+        config: {
+          listeners: [{ name: "main", address: "127.0.0.1:0", jsonTranscoding: { descriptorSet: "no-such-file.binpb" }, routes: [{ match: { prefix: "/" }, cluster: "b" }] }],
+          clusters: [{ name: "b", endpoints: ["127.0.0.1:1"] }],
+        },
+      }),
+    ).rejects.toThrow(/jsonTranscoding\.descriptorSet "no-such-file\.binpb"/);
   });
 });

@@ -67,7 +67,7 @@ function lines(text: string, unwrap: boolean): unknown[] {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .map((o) => dropNulls(unwrap && "result" in o ? o.result : o));
+    .map((o) => dropNulls(unwrap && "result" in o ? o["result"] : o));
 }
 
 const KINDS = JSON.stringify({

@@ -45,7 +45,7 @@ export async function startShopGrpcJs(): Promise<{ address: string; close: () =>
   const reg = shopRegistry();
   const svc = reg.getService(SHOP_SERVICE)!;
   const msg = (name: string): DescMessage => reg.getMessage(`dojang.test.shop.v1.${name}`)!;
-  const definition: grpc.ServiceDefinition = {};
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   const impl: grpc.UntypedServiceImplementation = {};
   const seen: { path: string; metadata: grpc.Metadata }[] = [];
   const id = (b: Buffer): Buffer => b;
@@ -83,7 +83,7 @@ export async function startShopGrpcJs(): Promise<{ address: string; close: () =>
     }
   }
   const server = new grpc.Server();
-  server.addService(definition, impl);
+  server.addService(definition as grpc.ServiceDefinition, impl);
   const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   return { address: `127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.tryShutdown(() => r())).then(() => server.forceShutdown()) };
 }

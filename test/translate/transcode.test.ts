@@ -52,7 +52,7 @@ describe("Transcoder", () => {
         const body = JSON.stringify({ title, priceCents: String(price), tags, inStock });
         const bytes = tc.request(u, "", enc.encode(body));
         const back = JSON.parse(tc.response(u.rule, bytes));
-        const want: Record<string, unknown> = { id: "fixed" };
+        const want: { [k: string]: unknown; title?: string; priceCents?: string; tags?: string[]; inStock?: boolean } = { id: "fixed" };
         if (title !== "") want.title = title;
         if (price !== 0n) want.priceCents = String(price);
         if (tags.length > 0) want.tags = tags;

@@ -217,6 +217,8 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
     expect(JSON.parse(r.text)).toMatchObject({ code: 5 });
     // a method the rule does not name for that path is not a match either
     expect((await h1(nf.h1, "DELETE", "/v1/shelves/s/items/1")).status).toBe(404);
+    // a CORS preflight that no rule names is left to gRPC-Web (here off: its 403)
+    expect((await h2(nf.h2, "OPTIONS", "/v2/nothing")).status).not.toBe(404);
     const pt = await setup({ unknownPaths: "passthrough" });
     // the HTTP/1.1 socket's own answer to what is not gRPC-Web
     const p = await h1(pt.h1, "GET", "/v2/nothing");

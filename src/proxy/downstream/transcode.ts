@@ -443,7 +443,8 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
     stream.end(body);
   };
   if (m === null) {
-    if (tc.cfg.unknownPaths === "passthrough") return false;
+    // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
+    if (tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
     stream.on("error", ignore);
     answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${String(h[":method"])} ${path}`));
     return true;

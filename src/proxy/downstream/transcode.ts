@@ -65,9 +65,9 @@ const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-enco
 const kJson = Symbol("dojang.json");
 type Carrier = EventEmitter & { [kJson]?: JsonDownstream };
 
-/** Is this request's content type one of gRPC's (native or gRPC-Web)? Those are never transcoded. */
-export function isGrpcFamily(ct: string | undefined): boolean {
-  return ct !== undefined && ct.length >= 16 && ct.slice(0, 16).toLowerCase() === "application/grpc";
+/** May this request be transcoded? Not when its content type is one of gRPC's (native or gRPC-Web). */
+export function takesJson(ct: string | undefined): boolean {
+  return ct === undefined || ct.length < 16 || ct.slice(0, 16).toLowerCase() !== "application/grpc";
 }
 
 /**

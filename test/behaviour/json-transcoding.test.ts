@@ -201,9 +201,12 @@ describe("JSON/HTTP requests become gRPC calls by the google.api.http rules", ()
 
   // key: listeners[].jsonTranscoding.maxBodyBytes
   it("maxBodyBytes: a larger body is 413 and makes no call", async () => {
-    const { up, h1: a1 } = await setup({ maxBodyBytes: 64 });
+    const { up, h1: a1, h2: a2 } = await setup({ maxBodyBytes: 64 });
     const r = await h1(a1, "POST", "/v1/kinds", { note: "x".repeat(100) });
     expect(r.status).toBe(413);
+    // larger than the stream's window: the client is told to stop sending, on both transports
+    expect((await h2(a2, "POST", "/v1/kinds", { note: "x".repeat(3_000_000) })).status).toBe(413);
+    expect((await h1(a1, "POST", "/v1/kinds", { note: "x".repeat(3_000_000) })).status).toBe(413);
     expect(JSON.parse(r.text)).toMatchObject({ code: 3 });
     expect((await h1(a1, "POST", "/v1/kinds", { note: "short" })).status).toBe(200);
     expect(up.seen).toHaveLength(1);

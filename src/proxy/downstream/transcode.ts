@@ -440,7 +440,11 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
   const answer: Answer = (status, body) => {
     if (stream.destroyed || stream.headersSent) return;
     stream.respond({ ":status": status, "content-type": JSON_TYPE });
-    stream.end(body);
+    // a request still being sent (a body over the limit, a path no rule takes): once the answer
+    // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
+    stream.end(body, () => {
+      if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    });
   };
   if (m === null) {
     // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
@@ -461,7 +465,8 @@ export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: Incom
   const m = tc.transcoder.match(req.method ?? "", path);
   const answer: Answer = (status, body) => {
     if (res.headersSent) return;
-    res.writeHead(status, { "content-type": JSON_TYPE });
+    // a request still being sent is not read to its end: the connection closes after the answer
+    res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
     res.end(body);
   };
   if (m === null) {

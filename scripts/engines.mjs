@@ -20,8 +20,11 @@ const enginesDir = join(root, "test", "engines");
 const binDir = join(root, ".engines", "bin");
 const stampDir = join(root, ".engines", "stamps");
 
-/** Debian packages whose programs the tests run, by program. */
-const APT = { "redis-server": "redis-server" };
+/**
+ * Debian packages whose programs the tests run, by program (a list when the program needs more:
+ * protoc reads the well-known types' .proto files from libprotobuf-dev's /usr/include).
+ */
+const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"] };
 
 const only = (() => {
   const i = process.argv.indexOf("--only");
@@ -35,7 +38,7 @@ function haveCommand(cmd) {
 function ensureApt() {
   const missing = Object.entries(APT).filter(([cmd]) => !haveCommand(cmd) && !existsSync(`/usr/sbin/${cmd}`) && !existsSync(`/usr/bin/${cmd}`));
   if (missing.length === 0) return;
-  const pkgs = [...new Set(missing.map(([, p]) => p))];
+  const pkgs = [...new Set(missing.flatMap(([, p]) => p))];
   const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
   console.log(`engines: installing ${pkgs.join(" ")} with apt-get`);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };

@@ -337,12 +337,26 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: FLAG,
     default: false,
   },
+  "listeners[].jsonTranscoding": {
+    description: "Transcode JSON/HTTP requests (HTTP/2 here, HTTP/1.1 on http1Address) that match a google.api.http rule of the descriptor set into gRPC calls, routed by their /pkg.Service/Method path (null = off).",
+    default: null,
+  },
+  "listeners[].jsonTranscoding.descriptorSet": { description: "A FileDescriptorSet file (protoc --include_imports --descriptor_set_out=FILE), read when the listener starts or its config changes.", kind: FILE },
+  "listeners[].jsonTranscoding.unknownPaths": {
+    description: '"notFound": a request that matches no rule gets 404 with a google.rpc.Status body; "passthrough": it is handled as if transcoding were off (gRPC, gRPC-Web, other protocols).',
+    kind: enumKind(["passthrough", "notFound"]),
+    default: "notFound",
+  },
+  "listeners[].jsonTranscoding.streamFormat": { description: 'A server-streaming response as one JSON array ("array") or one JSON object a line ("ndjson").', kind: enumKind(["array", "ndjson"]), default: "array" },
+  "listeners[].jsonTranscoding.emitDefaults": { description: "Print fields at their default values (0, \"\", false, [], {}) in responses.", kind: FLAG, default: false },
+  "listeners[].jsonTranscoding.ignoreUnknownFields": { description: "Ignore unknown JSON fields and query parameters instead of refusing the request with 400.", kind: FLAG, default: false },
+  "listeners[].jsonTranscoding.maxBodyBytes": { description: "The largest JSON request body taken; a larger one gets 413 and no call is made.", kind: sizeKind({ min: 1, max: 64 * 1_048_576 }), default: 4 * 1_048_576 },
   "listeners[].cors": { description: "CORS for gRPC-Web: the origins a browser page may call from (null = no CORS headers: same-origin pages only). Needs grpcWeb.", default: null },
   "listeners[].cors.allowOrigins": { description: 'Origins allowed: exact ("https://app.example.com"), wildcard ("https://*.example.com" or "*.example.com", any scheme), or "*". A refused origin gets no CORS headers.' },
   "listeners[].cors.allowOrigins[]": { description: "An origin, a wildcard origin, or \"*\".", kind: { type: "string", minLength: 1 } },
   "listeners[].http1Address": {
     description:
-      '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
+      '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb or jsonTranscoding. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
     kind: { type: ["string", "null"], pattern: withEnv(HOST_PORT_RE) },
     default: null,
   },

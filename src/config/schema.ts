@@ -134,6 +134,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
       attemptsHeader: l.attemptsHeader,
       tls: l.tls,
       grpcWeb: l.grpcWeb,
+      jsonTranscoding: l.jsonTranscoding,
       cors: l.cors,
       http1Address: l.http1Address,
     })),

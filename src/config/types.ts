@@ -187,6 +187,22 @@ export interface RetryConfig {
   readonly retryResetAfterRequest: boolean;
 }
 
+/** A listener's `jsonTranscoding` (src/translate/transcode.ts, src/proxy/downstream/transcode.ts). */
+export interface JsonTranscodingConfig {
+  /** `descriptorSet`: a FileDescriptorSet file (protoc --include_imports --descriptor_set_out) */
+  readonly descriptorSet: string;
+  /** `unknownPaths`: a request no rule matches goes on as if transcoding were off ("passthrough") or gets 404 ("notFound") */
+  readonly unknownPaths: "passthrough" | "notFound";
+  /** `streamFormat`: a server-streaming response as one JSON array ("array") or one JSON object a line ("ndjson") */
+  readonly streamFormat: "array" | "ndjson";
+  /** `emitDefaults`: print fields at their default values */
+  readonly emitDefaults: boolean;
+  /** `ignoreUnknownFields`: unknown JSON fields and query parameters are ignored rather than refused (400) */
+  readonly ignoreUnknownFields: boolean;
+  /** `maxBodyBytes`: the largest JSON request body taken (larger: 413, no call made) */
+  readonly maxBodyBytes: number;
+}
+
 export interface ListenerConfig {
   readonly name: string;
   readonly address: HostPort;
@@ -230,6 +246,8 @@ export interface ListenerConfig {
   readonly attemptsHeader: boolean;
   /** `grpcWeb`: also take gRPC-Web requests (application/grpc-web, -text) and translate them to gRPC upstream */
   readonly grpcWeb: boolean;
+  /** `jsonTranscoding`: JSON/HTTP requests matching a google.api.http rule become gRPC calls; null = off */
+  readonly jsonTranscoding: JsonTranscodingConfig | null;
   /** `cors`: the origins a browser page may call this listener from (gRPC-Web); null = no CORS headers */
   readonly cors: { readonly allowOrigins: readonly string[] } | null;
   /**
@@ -432,6 +450,7 @@ export const DEFAULTS = Object.freeze({
     attemptsHeader: false,
     tls: null,
     grpcWeb: false,
+    jsonTranscoding: null,
     cors: null,
     http1Address: null,
   }),

@@ -14,13 +14,14 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node
 import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
+import type { JsonTranscoding } from "./downstream/transcode.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
-import type { ListenerConfig } from "../config/index.js";
+import type { JsonTranscodingConfig, ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH } from "../translate/health.js";
@@ -30,6 +31,16 @@ import { heapPressure, responseBuffers } from "./observe/overload.js";
 
 export { advertisedStreams } from "./downstream/guards.js";
 export type { HealthTargets } from "./downstream/health-service.js";
+
+/**
+ * JSON transcoding (downstream/transcode.ts, with @bufbuild/protobuf) is loaded by the first
+ * listener that has jsonTranscoding, never at start: a process without it does not evaluate it.
+ */
+type TranscodeModule = typeof import("./downstream/transcode.js");
+let transcodeModule: TranscodeModule | undefined;
+function loadTranscodeModule(): Promise<TranscodeModule> {
+  return import("./downstream/transcode.js").then((m) => (transcodeModule = m));
+}
 
 /** How often the gRPC-Web HTTP/1.1 server checks its connections' requestHeadersTimeout. */
 const HTTP1_CHECK_MS = 1000;
@@ -67,6 +78,10 @@ export class Listener {
   readonly handshakeErrors: HandshakeErrors | null = null;
   private http1Bound: AddressInfo | undefined;
   private cors: CorsPolicy | null = null;
+  /** jsonTranscoding: the compiled descriptor set (null = off: one field test per stream) */
+  private json: JsonTranscoding | null = null;
+  /** the transcoding module loading for this listener (listen() waits for it and throws its error) */
+  private jsonLoading: Promise<void> | null = null;
   /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
   private readonly tlsHttp1Sockets = new Set<Socket>();
 
@@ -123,6 +138,7 @@ export class Listener {
     // maxConnections: node's net.Server closes a connection over the limit as it is accepted
     server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
+    this.useJson(cfg.jsonTranscoding, true);
     // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
     // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
     // node's own (the call's deadline and streamIdleTimeout bound a call).
@@ -134,7 +150,7 @@ export class Listener {
     // identity goes upstream as x-forwarded-client-cert as on the TLS port (grpc-web.ts reads it
     // from the socket). A plain-text socket beside an mTLS port would let any client past
     // requireClientCert (issue 18 item 1).
-    if (cfg.grpcWeb && cfg.http1Address !== null) {
+    if ((cfg.grpcWeb || cfg.jsonTranscoding !== null) && cfg.http1Address !== null) {
       const opts = {
         requestTimeout: 0,
         keepAliveTimeout: 60_000,
@@ -231,6 +247,8 @@ export class Listener {
           return;
         }
       }
+      // JSON transcoding (a request that is not gRPC's and matches a rule): one field test when off.
+      if (this.json !== null && transcodeModule!.takesJson(headers["content-type"]) && transcodeModule!.serveJsonHttp2(ctx, this.json, stream, headers, rawHeaders as unknown as string[])) return;
       // gRPC-Web on the h2c port: one flag test on the native path.
       if (this.cfg.grpcWeb && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
@@ -261,12 +279,37 @@ export class Listener {
     ctx.attemptsHeader = cfg.attemptsHeader;
     ctx.accessLog = accessLog;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
+    if (JSON.stringify(cfg.jsonTranscoding) !== JSON.stringify(this.json?.cfg ?? null)) this.useJson(cfg.jsonTranscoding, false);
     this.server.updateSettings({
       maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
       initialWindowSize: cfg.initialWindowSize,
       maxHeaderListSize: cfg.maxHeaderListSize,
       enablePush: false,
     });
+  }
+
+  /**
+   * jsonTranscoding's descriptor set, compiled (the module loaded first if no listener has yet).
+   * `strict` (a new listener): a set that does not load fails listen(); on a reload it is logged
+   * and the one in use is kept.
+   */
+  private useJson(cfg: JsonTranscodingConfig | null, strict: boolean): void {
+    if (cfg === null) {
+      this.json = null;
+      return;
+    }
+    const use = (m: TranscodeModule): void => {
+      try {
+        this.json = m.loadJsonTranscoding(cfg);
+      } catch (err) {
+        if (strict) throw err;
+        this.ctx.log.error({ listener: this.cfg.name, err: (err as Error).message }, "jsonTranscoding not reloaded");
+      }
+    };
+    if (transcodeModule !== undefined) return use(transcodeModule);
+    const p = loadTranscodeModule().then(use);
+    p.catch(() => {}); // (listen() reports it)
+    this.jsonLoading = p;
   }
 
   // === gRPC-Web (grpcWeb: true): HTTP/2 here, HTTP/1.1 on http1Address ===
@@ -302,6 +345,17 @@ export class Listener {
       return;
     }
     const web = parseWebContentType(req.headers["content-type"]);
+    if (web === null && this.json !== null && transcodeModule!.takesJson(req.headers["content-type"])) {
+      heapPressure.onStream();
+      if (responseBuffers.overloaded || heapPressure.pressed) {
+        responseBuffers.refused++;
+        this.ctx.metrics.refusedStreams.inc();
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: "dojang is overloaded (response-buffer budget or heap): call not started, retry later" }));
+        return;
+      }
+      if (transcodeModule!.serveJsonHttp1(this.ctx, this.json, req, res)) return;
+    }
     if (web === null || req.method !== "POST") {
       // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
       res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });
@@ -339,6 +393,7 @@ export class Listener {
   }
 
   async listen(): Promise<AddressInfo> {
+    if (this.jsonLoading !== null) await this.jsonLoading;
     const { host, port } = this.cfg.address;
     const bound = await new Promise<AddressInfo>((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));

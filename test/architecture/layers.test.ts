@@ -231,7 +231,8 @@ describe("no import cycle inside proxy/upstream/, type imports included", () => 
  * and pino values in observe/ (and the process assembly), node:http2 out of config/ and observe/.
  */
 const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly types?: readonly string[] }> = {
-  translate: { values: [] },
+  // transcode.ts: descriptors and the proto3 JSON mapping (JSON transcoding)
+  translate: { values: ["@bufbuild/protobuf", "@bufbuild/protobuf/wkt"] },
   // node:crypto and node:tls: tls-files.ts loads certificates and keys as a start does (--check)
   config: { values: ["zod", "yaml", "node:fs", "node:path", "node:net", "node:v8", "node:crypto", "node:tls"] },
   // the OpenTelemetry SDK and its OTLP exporter: observe/tracing.ts only (loaded by import() when `tracing` is on)

@@ -47,6 +47,14 @@ describe("the served process's start-up imports", () => {
     expect(Object.keys(meta.inputs).some((p) => p.startsWith("node_modules/zod/"))).toBe(true);
   });
 
+  it("leave JSON transcoding out (a listener with jsonTranscoding loads it): @bufbuild/protobuf is behind import()", async () => {
+    const meta = await metafile("src/main.ts");
+    const chains = eager(meta, "src/main.ts");
+    const loaded = [...chains.entries()].filter(([p]) => p.startsWith("node_modules/@bufbuild/") || p === "src/proxy/downstream/transcode.ts").map(([, chain]) => chain.join(" -> "));
+    expect(loaded).toEqual([]);
+    expect(Object.keys(meta.inputs).some((p) => p.startsWith("node_modules/@bufbuild/protobuf/"))).toBe(true);
+  });
+
   it("never ES-import node:http (its namespace loads undici)", async () => {
     const meta = await metafile("src/main.ts");
     const offenders = Object.entries(meta.inputs)

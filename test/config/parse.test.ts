@@ -73,6 +73,7 @@ describe("parseConfigText(): a valid config", () => {
           attemptsHeader: false,
           tls: null,
           grpcWeb: false,
+          jsonTranscoding: null,
           cors: null,
           http1Address: null,
         },

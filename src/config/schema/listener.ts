@@ -23,6 +23,20 @@ const cors = z.strictObject(
   { error: expected('a mapping like { allowOrigins: ["https://app.example.com"] }') },
 );
 
+const MiB = 1_048_576;
+/** jsonTranscoding (src/proxy/downstream/transcode.ts): the descriptor set is read when the listener starts. */
+const jsonTranscoding = z.strictObject(
+  {
+    descriptorSet: z.string({ error: expected("a descriptor set file path") }).min(1, "must not be empty"),
+    unknownPaths: z.enum(["passthrough", "notFound"], { error: expected('"passthrough" or "notFound"') }).default("notFound"),
+    streamFormat: z.enum(["array", "ndjson"], { error: expected('"array" or "ndjson"') }).default("array"),
+    emitDefaults: flag.default(false),
+    ignoreUnknownFields: flag.default(false),
+    maxBodyBytes: sizeBytes({ min: 1, max: 64 * MiB }).default(4 * MiB),
+  },
+  { error: expected("a mapping like { descriptorSet: api.binpb }") },
+);
+
 export const listener = z.strictObject(
   {
     name,
@@ -47,6 +61,7 @@ export const listener = z.strictObject(
     attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
     tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
     grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
+    jsonTranscoding: jsonTranscoding.nullable().default(DEFAULTS.listener.jsonTranscoding),
     cors: cors.nullable().default(DEFAULTS.listener.cors),
     http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
   },
@@ -54,5 +69,7 @@ export const listener = z.strictObject(
 ).superRefine((l, ctx) => {
   // These serve gRPC-Web only: without it they would be a key with nothing behind it.
   if (!l.grpcWeb && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true (it answers browsers' gRPC-Web calls)" });
-  if (!l.grpcWeb && l.http1Address !== null) ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true (it serves gRPC-Web over HTTP/1.1)" });
+  if (!l.grpcWeb && l.jsonTranscoding === null && l.http1Address !== null) {
+    ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true or jsonTranscoding (it serves gRPC-Web and JSON over HTTP/1.1)" });
+  }
 });

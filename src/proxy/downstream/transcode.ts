@@ -1,0 +1,479 @@
+// The third kind of client side: a JSON/HTTP request (HTTP/2 on the listener's port, HTTP/1.1 on
+// http1Address) that matches a google.api.http rule of the listener's descriptor set
+// (jsonTranscoding) drives a Call as a native gRPC stream to the rule's /pkg.Service/Method.
+// As for gRPC-Web (grpc-web.ts), the Call writes to its client side through the Downstream
+// contract; JsonDownstream implements it and translates, so routing, deadline, retries, filters,
+// limits and the access log are the native path's own.
+//
+// - request: the JSON body is read whole (at most maxBodyBytes) and, with the path's variables and
+//   the query, becomes one request message (src/translate/transcode.ts), sent as one gRPC frame.
+//   A body or parameter that does not fit the message is answered 400 here, with no call made.
+// - response (unary): the one message is held until the trailers; grpc-status 0 answers 200 with
+//   its JSON, any other status the standard HTTP status with a google.rpc.Status JSON body.
+// - response (server streaming): 200 at the first message, then each message as it comes, as
+//   one JSON array ("array") or a JSON object a line ("ndjson"). A status other than OK after
+//   the first message: "ndjson" writes {"error": Status} as the last line; "array" cuts the
+//   response (RST_STREAM / the HTTP/1.1 connection closed) so a client never reads a
+//   well-formed, truncated array as a whole one.
+//
+// Nothing here runs for a listener without jsonTranscoding (the listener tests one field).
+import { EventEmitter } from "node:events";
+import { readFileSync } from "node:fs";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+import type { JsonTranscodingConfig } from "../../config/index.js";
+import { Code, decodeGrpcMessage, outcome } from "../../translate/index.js";
+import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
+import { Call } from "../call/call.js";
+import type { CallContext } from "../call/context.js";
+import type { Downstream, RespondOptions } from "../call/downstream.js";
+import { headerObject, type OutgoingHeaders } from "../call/headers.js";
+import { http1Session, type Http1Session } from "./grpc-web.js";
+
+/** What a listener keeps of its jsonTranscoding: the config and the compiled descriptor set. */
+export interface JsonTranscoding {
+  readonly cfg: JsonTranscodingConfig;
+  readonly transcoder: Transcoder;
+}
+
+/** Reads and compiles the descriptor set; throws an Error that names the file and the problem. */
+export function loadJsonTranscoding(cfg: JsonTranscodingConfig): JsonTranscoding {
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(cfg.descriptorSet);
+  } catch (err) {
+    throw new Error(`jsonTranscoding.descriptorSet ${JSON.stringify(cfg.descriptorSet)}: ${(err as Error).message}`);
+  }
+  try {
+    return { cfg, transcoder: new Transcoder(bytes, { emitDefaults: cfg.emitDefaults, ignoreUnknownFields: cfg.ignoreUnknownFields }) };
+  } catch (err) {
+    if (err instanceof DescriptorError) throw new Error(`jsonTranscoding.descriptorSet ${JSON.stringify(cfg.descriptorSet)}: ${err.message}`);
+    throw err;
+  }
+}
+
+const JSON_TYPE = "application/json";
+/** Request fields that never go upstream: HTTP/1.1 connection fields, the body's own, and gRPC's framing fields. */
+const NOT_UPSTREAM = new Set([
+  "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "te",
+  "accept-encoding", "grpc-encoding", "grpc-accept-encoding", "http2-settings",
+]);
+/** Upstream response fields not repeated in the JSON response. */
+const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive", "grpc-encoding", "grpc-accept-encoding", "grpc-status", "grpc-message", "grpc-status-details-bin", "trailer"]);
+
+const kJson = Symbol("dojang.json");
+type Carrier = EventEmitter & { [kJson]?: JsonDownstream };
+
+/** May this request be transcoded? Not when its content type is one of gRPC's (native or gRPC-Web). */
+export function takesJson(ct: string | undefined): boolean {
+  return ct === undefined || ct.length < 16 || ct.slice(0, 16).toLowerCase() !== "application/grpc";
+}
+
+/**
+ * The client side of one transcoded call (a Downstream). Over HTTP/1.1 it wraps node:http's
+ * response; over HTTP/2 the request's own ServerHttp2Stream.
+ */
+export class JsonDownstream extends EventEmitter implements Downstream {
+  readonly id: number | undefined = undefined;
+  readonly session: ServerHttp2Session | Http1Session | undefined;
+  closed = false;
+  destroyed = false;
+  aborted = false;
+  headersSent = false;
+  writableEnded = false;
+  readableEnded = false;
+  rstCode: number | undefined = undefined;
+  call: Call | undefined = undefined;
+  private trailersWanted = false;
+  private sentFrame = false;
+  /** response bytes not yet cut into messages */
+  private pending: Buffer | null = null;
+  /** unary: the response message */
+  private message: Uint8Array | null = null;
+  private messages = 0;
+  /** the upstream's response metadata, kept for the HTTP head */
+  private meta: Record<string, string | string[]> = {};
+  /** streaming: the HTTP head went out */
+  private started = false;
+  private failed = false;
+
+  constructor(
+    private readonly tc: JsonTranscoding,
+    private readonly rule: TranscodeRule,
+    private readonly frame: Buffer,
+    private readonly h1: ServerResponse | undefined,
+    private readonly h2: ServerHttp2Stream | undefined,
+    socketOf: IncomingMessage | undefined,
+  ) {
+    super();
+    this.session = h2 !== undefined ? h2.session : http1Session(socketOf!.socket);
+    this.on("newListener", onNewListener);
+    const sink = (h1 ?? h2!) as Carrier;
+    sink[kJson] = this;
+    sink.on("close", onSinkClose);
+    sink.on("drain", onSinkDrain);
+    sink.on("error", ignore);
+  }
+
+  /** The request body is the one frame made before the call: delivered once the Call reads. */
+  sendFrame(): void {
+    if (this.sentFrame) return;
+    this.sentFrame = true;
+    process.nextTick(deliver, this);
+  }
+
+  deliverNow(): void {
+    if (this.closed) return;
+    this.emit("data", this.frame);
+    this.readableEnded = true;
+    this.emit("end");
+  }
+
+  pause(): this {
+    return this;
+  }
+
+  resume(): this {
+    return this;
+  }
+
+  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
+    if (this.headersSent) throw new Error("response head already sent");
+    const head = Array.isArray(h) ? headerObject(h as readonly string[]) : (h as OutgoingHeaders);
+    this.headersSent = true;
+    for (const name in head) {
+      if (name.charCodeAt(0) === 58 || NOT_DOWNSTREAM.has(name)) continue;
+      const v = head[name]!;
+      this.meta[name] = typeof v === "number" ? String(v) : v;
+    }
+    if (opts?.endStream === true) {
+      this.writableEnded = true;
+      this.finish(head);
+      return;
+    }
+    this.trailersWanted = opts?.waitForTrailers === true;
+  }
+
+  get writableLength(): number {
+    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
+  }
+
+  /** Response bytes from upstream: gRPC frames, cut into messages. */
+  write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
+    let ok = true;
+    let buf = this.pending === null ? chunk : Buffer.concat([this.pending, chunk]);
+    while (!this.failed && buf.length >= 5) {
+      const len = buf.readUInt32BE(1);
+      if (buf.length < 5 + len) break;
+      if (buf[0] !== 0) {
+        this.fail("a compressed response message (the transcoder asks for none)");
+        break;
+      }
+      const msg = buf.subarray(5, 5 + len);
+      buf = buf.subarray(5 + len);
+      this.messages++;
+      if (!this.rule.serverStreaming) {
+        if (this.messages > 1) this.fail("more than one response message for a unary method");
+        else this.message = new Uint8Array(msg);
+      } else ok = this.streamMessage(msg) && ok;
+    }
+    this.pending = buf.length > 0 ? Buffer.from(buf) : null;
+    if (cb !== undefined) process.nextTick(cb);
+    return ok;
+  }
+
+  end(_chunk?: Buffer | string): this {
+    if (this.writableEnded) return this;
+    this.writableEnded = true;
+    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
+    else this.finish({ "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
+    return this;
+  }
+
+  sendTrailers(t: OutgoingHeaders): void {
+    if (!this.trailersWanted) throw new Error("trailers not expected");
+    this.trailersWanted = false;
+    this.finish(t);
+  }
+
+  close(code?: number): void {
+    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) return;
+    if (this.closed) return;
+    this.rstCode = code;
+    this.cut();
+  }
+
+  onSinkClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.destroyed = true;
+    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
+    if (!complete) {
+      this.aborted = true;
+      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
+    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
+    this.emit("close");
+  }
+
+  // === the JSON side ===
+
+  private streamMessage(msg: Buffer): boolean {
+    let text: string;
+    try {
+      text = this.tc.transcoder.response(this.rule, msg);
+    } catch (err) {
+      this.fail(`a response message that is not ${this.rule.method.output.typeName}: ${(err as Error).message}`);
+      return true;
+    }
+    const ndjson = this.tc.cfg.streamFormat === "ndjson";
+    let piece: string;
+    if (!this.started) {
+      this.started = true;
+      this.sendHead(200);
+      piece = ndjson ? text + "\n" : "[" + text;
+    } else piece = ndjson ? text + "\n" : "," + text;
+    return this.h1 !== undefined ? this.h1.write(piece) : this.h2!.write(piece);
+  }
+
+  /** A response the transcoder cannot read: the call ends INTERNAL (the Call's own exit). */
+  private fail(why: string): void {
+    this.failed = true;
+    this.call?.finish(outcome(Code.INTERNAL, `transcoding: ${why}`, "upstream_protocol"));
+  }
+
+  /** The call's status (Trailers-Only head or trailers): the HTTP answer. */
+  private finish(t: OutgoingHeaders): void {
+    const code = Number(t["grpc-status"] ?? Code.UNKNOWN);
+    const rawMsg = t["grpc-message"];
+    const message = typeof rawMsg === "string" ? decodeGrpcMessage(rawMsg) : "";
+    const bin = t["grpc-status-details-bin"];
+    const details = typeof bin === "string" ? new Uint8Array(Buffer.from(bin, "base64")) : undefined;
+    const ndjson = this.tc.cfg.streamFormat === "ndjson";
+    if (this.started) {
+      // streaming, head sent: close the array, or report the status after the messages
+      if (code === Code.OK) this.endSink(ndjson ? "" : "]");
+      else if (ndjson) this.endSink(`{"error":${this.tc.transcoder.status(code, message, details)}}\n`);
+      else this.cut();
+      return;
+    }
+    if (code === Code.OK) {
+      if (this.rule.serverStreaming) {
+        this.sendHead(200);
+        this.endSink(ndjson ? "" : "[]");
+        return;
+      }
+      let body: string | null = null;
+      if (this.message !== null) {
+        try {
+          body = this.tc.transcoder.response(this.rule, this.message);
+        } catch (err) {
+          return this.answerStatus(Code.INTERNAL, `transcoding: a response message that is not ${this.rule.method.output.typeName}: ${(err as Error).message}`, undefined);
+        }
+      }
+      if (body === null) return this.answerStatus(Code.INTERNAL, "transcoding: the upstream sent no response message", undefined);
+      this.sendHead(200);
+      this.endSink(body);
+      return;
+    }
+    this.answerStatus(code, message, details);
+  }
+
+  private answerStatus(code: number, message: string, details: Uint8Array | undefined): void {
+    this.sendHead(httpStatusOfCode(code));
+    this.endSink(this.tc.transcoder.status(code, message, details));
+  }
+
+  private sendHead(status: number): void {
+    const out: Record<string, string | string[]> = { ...this.meta, "content-type": this.rule.serverStreaming && this.tc.cfg.streamFormat === "ndjson" ? "application/x-ndjson" : JSON_TYPE };
+    if (this.h1 !== undefined) {
+      if (this.h1.headersSent) return;
+      this.h1.writeHead(status, out);
+      if (this.rule.serverStreaming) this.h1.flushHeaders();
+    } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond({ ":status": status, ...out });
+  }
+
+  private endSink(last: string): void {
+    if (this.h1 !== undefined) this.h1.end(last);
+    else if (!this.h2!.destroyed) this.h2!.end(last);
+  }
+
+  /**
+   * Cuts the response short: the client reads a broken body, never a complete one. (On HTTP/2,
+   * close(code) after DATA would end the stream with END_STREAM before its RST_STREAM, which a
+   * client reads as a complete body; destroy with an error resets it with INTERNAL_ERROR.)
+   */
+  private cut(): void {
+    if (this.h1 !== undefined) this.h1.destroy();
+    else this.h2!.destroy(new Error("transcoded response cut short"));
+  }
+}
+
+function ignore(): void {}
+function deliver(d: JsonDownstream): void {
+  d.deliverNow();
+}
+function onNewListener(this: JsonDownstream, event: string | symbol): void {
+  if (event === "data") this.sendFrame();
+}
+function onSinkClose(this: Carrier): void {
+  this[kJson]!.onSinkClose();
+}
+function onSinkDrain(this: Carrier): void {
+  this[kJson]!.emit("drain");
+}
+function emitWantTrailers(d: JsonDownstream): void {
+  if (!d.closed) d.emit("wantTrailers");
+}
+
+// === entry points: the listener hands a request here ===
+
+/** The request's path split from its query. */
+function splitTarget(target: string): [string, string] {
+  const q = target.indexOf("?");
+  return q < 0 ? [target, ""] : [target.slice(0, q), target.slice(q + 1)];
+}
+
+/** The upstream head: the rule's gRPC path, the gRPC content type, the forwardable fields as flat raw pairs. */
+function nativeHead(rule: TranscodeRule, authority: string | undefined, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } {
+  const path = rule.grpcPath;
+  const ct = "application/grpc";
+  const headers: IncomingHttpHeaders = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": ct };
+  if (authority !== undefined) headers[":authority"] = authority;
+  const out: string[] = [":method", "POST", ":path", path, "content-type", ct];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name.charCodeAt(0) === 58 || NOT_UPSTREAM.has(name)) continue;
+    const value = raw[i + 1]!;
+    out.push(name, value);
+    if (name === "grpc-timeout" || name === "x-request-id") headers[name] = value;
+  }
+  return { headers, raw: out };
+}
+
+function frameOf(msg: Uint8Array): Buffer {
+  const f = Buffer.allocUnsafe(5 + msg.length);
+  f[0] = 0;
+  f.writeUInt32BE(msg.length, 1);
+  f.set(msg, 5);
+  return f;
+}
+
+/** A plain answer made before any call (no rule, bad body): a google.rpc.Status JSON body. */
+function statusBody(tc: JsonTranscoding, code: number, message: string): string {
+  return tc.transcoder.status(code, message, undefined);
+}
+
+/**
+ * Reads a request body of at most `max` bytes; `done` gets it, or null when it was larger
+ * (the rest is not read: the caller answers 413 and closes).
+ */
+function readBody(req: Readable, max: number, done: (body: Buffer | null) => void): void {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  req.on("data", (c: Buffer) => {
+    if (over) return;
+    size += c.length;
+    if (size > max) {
+      over = true;
+      req.pause();
+      done(null);
+      return;
+    }
+    parts.push(c);
+  });
+  req.on("end", () => {
+    if (!over) done(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  });
+  req.on("error", ignore);
+}
+
+type Answer = (status: number, body: string) => void;
+
+/**
+ * The common part of both transports: the body read, the request message made, the call
+ * started (`makeDown` builds the client side); a bad request answered through `answer`.
+ */
+function transcode(
+  ctx: CallContext,
+  tc: JsonTranscoding,
+  m: RuleMatch,
+  query: string,
+  req: Readable,
+  authority: string | undefined,
+  raw: readonly string[],
+  answer: Answer,
+  makeDown: (frame: Buffer) => JsonDownstream,
+): void {
+  const start = (body: Buffer | null): void => {
+    if (body === null) return answer(413, statusBody(tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${tc.cfg.maxBodyBytes})`));
+    let msg: Uint8Array;
+    try {
+      msg = tc.transcoder.request(m, query, body);
+    } catch (err) {
+      if (err instanceof TranscodeInputError) return answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
+      throw err;
+    }
+    const down = makeDown(frameOf(msg));
+    const n = nativeHead(m.rule, authority, raw);
+    const call = new Call(ctx, down, n.headers, "json");
+    down.call = call;
+    call.start(n.headers, 0, n.raw);
+  };
+  if (m.rule.body === "") {
+    // no body is read: whatever the client sent is drained
+    req.resume();
+    start(Buffer.alloc(0));
+  } else readBody(req, tc.cfg.maxBodyBytes, start);
+}
+
+/**
+ * A request on the HTTP/2 port (not gRPC, not gRPC-Web): true when it was taken (a call, or a
+ * 404 under unknownPaths: notFound); false hands it on as if transcoding were off.
+ */
+export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): boolean {
+  const target = h[":path"];
+  if (typeof target !== "string") return false;
+  const [path, query] = splitTarget(target);
+  const m = tc.transcoder.match(String(h[":method"] ?? ""), path);
+  const answer: Answer = (status, body) => {
+    if (stream.destroyed || stream.headersSent) return;
+    stream.respond({ ":status": status, "content-type": JSON_TYPE });
+    // a request still being sent (a body over the limit, a path no rule takes): once the answer
+    // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
+    stream.end(body, () => {
+      if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    });
+  };
+  if (m === null) {
+    // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
+    if (tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
+    stream.on("error", ignore);
+    answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${String(h[":method"])} ${path}`));
+    return true;
+  }
+  stream.on("error", ignore);
+  const a = h[":authority"] ?? h["host"];
+  transcode(ctx, tc, m, query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, undefined, stream, undefined));
+  return true;
+}
+
+/** A request on the HTTP/1.1 socket that is not gRPC-Web: as serveJsonHttp2. */
+export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse): boolean {
+  const [path, query] = splitTarget(req.url ?? "");
+  const m = tc.transcoder.match(req.method ?? "", path);
+  const answer: Answer = (status, body) => {
+    if (res.headersSent) return;
+    // a request still being sent is not read to its end: the connection closes after the answer
+    res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
+    res.end(body);
+  };
+  if (m === null) {
+    if (tc.cfg.unknownPaths === "passthrough") return false;
+    answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${req.method} ${path}`));
+    return true;
+  }
+  transcode(ctx, tc, m, query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, res, undefined, req));
+  return true;
+}

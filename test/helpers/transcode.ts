@@ -1,0 +1,115 @@
+// JSON transcoding fixtures: the test service's descriptor set, compiled by protoc (Debian's
+// protobuf-compiler, installed by scripts/engines.mjs) from test/fixtures/transcode/shop.proto with
+// googleapis' annotations from @grpc/grpc-js-xds, and a generic grpc-js upstream for it.
+// The upstream's behaviour (the same in the grpc-go fixture, test/engines/grpc-gateway):
+//   Fail     → the status {code, message} of its request
+//   Stream   → `count` copies of `item`; an item titled "then-fail" is followed by ABORTED
+//   any other method → its request as its response (request and response types are the same)
+import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { create, createFileRegistry, fromBinary, toBinary, type DescMessage, type FileRegistry } from "@bufbuild/protobuf";
+import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { engineBinary, systemBinary } from "./engines.js";
+import { spawnGroup } from "./process.js";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const PROTO_DIR = join(ROOT, "test", "fixtures", "transcode");
+export const SHOP_SERVICE = "dojang.test.shop.v1.Shop";
+
+/** The include path that holds google/api/annotations.proto and http.proto (googleapis, shipped in @grpc/grpc-js-xds). */
+export function googleapisDir(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve("@grpc/grpc-js-xds/package.json")), "deps", "googleapis");
+}
+
+/** .engines/shop.binpb, compiled when missing or older than shop.proto. */
+export function shopDescriptorSet(): string {
+  const out = join(ROOT, ".engines", "shop.binpb");
+  const src = join(PROTO_DIR, "shop.proto");
+  if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
+    mkdirSync(dirname(out), { recursive: true });
+    execFileSync(systemBinary("protoc"), ["-I", PROTO_DIR, "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${out}`, src], { stdio: "pipe" });
+  }
+  return out;
+}
+
+export function shopRegistry(): FileRegistry {
+  return createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(shopDescriptorSet())));
+}
+
+/** A grpc-js server for Shop (generic, see the top of this file). */
+export async function startShopGrpcJs(): Promise<{ address: string; close: () => Promise<void>; seen: { path: string; metadata: grpc.Metadata }[] }> {
+  const reg = shopRegistry();
+  const svc = reg.getService(SHOP_SERVICE)!;
+  const msg = (name: string): DescMessage => reg.getMessage(`dojang.test.shop.v1.${name}`)!;
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  const impl: grpc.UntypedServiceImplementation = {};
+  const seen: { path: string; metadata: grpc.Metadata }[] = [];
+  const id = (b: Buffer): Buffer => b;
+  for (const m of svc.methods) {
+    const path = `/${SHOP_SERVICE}/${m.name}`;
+    definition[m.name] = {
+      path,
+      requestStream: false,
+      responseStream: m.methodKind === "server_streaming",
+      requestSerialize: id,
+      requestDeserialize: id,
+      responseSerialize: id,
+      responseDeserialize: id,
+    };
+    if (m.name === "Fail") {
+      impl[m.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        seen.push({ path, metadata: call.metadata });
+        const r = fromBinary(msg("FailRequest"), call.request) as unknown as { code: number; message: string };
+        cb({ code: r.code, details: r.message, metadata: new grpc.Metadata() });
+      };
+    } else if (m.name === "Stream") {
+      impl[m.name] = (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+        seen.push({ path, metadata: call.metadata });
+        const r = fromBinary(msg("StreamRequest"), call.request) as unknown as { count: number; item?: { title: string } };
+        const item = toBinary(msg("Item"), (r.item ?? create(msg("Item"))) as never);
+        for (let i = 0; i < r.count; i++) call.write(Buffer.from(item));
+        if (r.item?.title === "then-fail") call.emit("error", { code: grpc.status.ABORTED, details: "stopped after the items" });
+        else call.end();
+      };
+    } else {
+      impl[m.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        seen.push({ path, metadata: call.metadata });
+        cb(null, call.request);
+      };
+    }
+  }
+  const server = new grpc.Server();
+  server.addService(definition as grpc.ServiceDefinition, impl);
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { address: `127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.tryShutdown(() => r())).then(() => server.forceShutdown()) };
+}
+
+/**
+ * The grpc-gateway engine (test/engines/grpc-gateway) in one of its modes, started as a process
+ * group; resolves with the address it printed. `args`: -upstream for the gateway.
+ */
+export async function startGoShop(mode: "upstream" | "gateway", args: readonly string[] = []): Promise<string> {
+  const child = spawnGroup(engineBinary("grpc-gateway"), [mode, "-descriptor", shopDescriptorSet(), "-listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  return new Promise<string>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`grpc-gateway ${mode} did not start in 30 s: ${err}`)), 30_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (\S+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`grpc-gateway ${mode} exited ${code}: ${err}`));
+    });
+  });
+}

@@ -23,7 +23,7 @@ function end(f: Partial<UpstreamEndFacts>) {
 describe("DECIDED_BY", () => {
   it("is a closed table of snake_case keys with a one-line description each", () => {
     expect(Object.keys(DECIDED_BY).sort()).toEqual([
-      "bad_request", "client_cancel", "deadline", "fault", "message_too_large", "no_route", "overflow", "overload", "rate_limit_service_failed", "rate_limited", "rate_limited_global", "shutdown", "stream_idle", "upstream",
+      "bad_request", "client_cancel", "deadline", "ext_authz", "fault", "jwt", "message_too_large", "no_route", "overflow", "overload", "rate_limit_service_failed", "rate_limited", "rate_limited_global", "rbac", "shutdown", "stream_idle", "upstream",
       "upstream_connection_lost", "upstream_http", "upstream_protocol", "upstream_reset", "upstream_reset_after_request", "upstream_unreachable",
     ]);
     for (const [k, v] of Object.entries(DECIDED_BY)) {

@@ -61,7 +61,7 @@ describe("mapListener()", () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.value).toMatchObject({ name: "in", address: { host: "127.0.0.1", port: 8443 }, rds: "r1", grpcWeb: true, cors: true, streamIdleTimeoutMs: 60_000 });
-    expect(r.value.rateLimit).toEqual({ callsPerSecond: 10, burst: 20, key: "route", responseHeaders: true });
+    expect(r.value.rateLimit).toEqual({ callsPerSecond: 10, burst: 20, key: "route", responseHeaders: true, global: null });
   });
 
   it("turns the fault filter's delay and abort into dojang fault rules on the listener", () => {

@@ -275,12 +275,17 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: FLAG,
     default: false,
   },
-  "listeners[].cors": { description: "CORS for gRPC-Web: the origins a browser page may call from (null = no CORS headers: same-origin pages only). Needs grpcWeb.", default: null },
+  "listeners[].connect": {
+    description: "Also take Connect calls (unary POST application/proto or application/json, GET with the message in the query, streaming application/connect+proto/json), over HTTP/2 here and over HTTP/1.1 on http1Address (or the TLS port), translated to gRPC upstream (JSON goes upstream as application/grpc+json).",
+    kind: FLAG,
+    default: false,
+  },
+  "listeners[].cors": { description: "CORS for gRPC-Web: the origins a browser page may call from (null = no CORS headers: same-origin pages only). Needs grpcWeb or connect.", default: null },
   "listeners[].cors.allowOrigins": { description: 'Origins allowed: exact ("https://app.example.com"), wildcard ("https://*.example.com" or "*.example.com", any scheme), or "*". A refused origin gets no CORS headers.' },
   "listeners[].cors.allowOrigins[]": { description: "An origin, a wildcard origin, or \"*\".", kind: { type: "string", minLength: 1 } },
   "listeners[].http1Address": {
     description:
-      '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
+      '"host:port" of an HTTP/1.1 socket for gRPC-Web and Connect beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb or connect. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
     kind: { type: ["string", "null"], pattern: withEnv(HOST_PORT_RE) },
     default: null,
   },

@@ -116,6 +116,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
       attemptsHeader: l.attemptsHeader,
       tls: l.tls,
       grpcWeb: l.grpcWeb,
+      connect: l.connect,
       cors: l.cors,
       http1Address: l.http1Address,
     })),

@@ -131,6 +131,8 @@ export interface ListenerConfig {
   readonly attemptsHeader: boolean;
   /** `grpcWeb`: also take gRPC-Web requests (application/grpc-web, -text) and translate them to gRPC upstream */
   readonly grpcWeb: boolean;
+  /** `connect`: also take Connect requests (unary POST and GET, streaming) and translate them to gRPC upstream */
+  readonly connect: boolean;
   /** `cors`: the origins a browser page may call this listener from (gRPC-Web); null = no CORS headers */
   readonly cors: { readonly allowOrigins: readonly string[] } | null;
   /**
@@ -302,6 +304,7 @@ export const DEFAULTS = Object.freeze({
     attemptsHeader: false,
     tls: null,
     grpcWeb: false,
+    connect: false,
     cors: null,
     http1Address: null,
   }),

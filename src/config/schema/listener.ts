@@ -47,12 +47,13 @@ export const listener = z.strictObject(
     attemptsHeader: flag.default(DEFAULTS.listener.attemptsHeader),
     tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
     grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
+    connect: flag.default(DEFAULTS.listener.connect),
     cors: cors.nullable().default(DEFAULTS.listener.cors),
     http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
   },
   { error: expected("a listener mapping") },
 ).superRefine((l, ctx) => {
-  // These serve gRPC-Web only: without it they would be a key with nothing behind it.
-  if (!l.grpcWeb && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true (it answers browsers' gRPC-Web calls)" });
-  if (!l.grpcWeb && l.http1Address !== null) ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true (it serves gRPC-Web over HTTP/1.1)" });
+  // These serve gRPC-Web and Connect only: without either they would be a key with nothing behind it.
+  if (!l.grpcWeb && !l.connect && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true or connect: true (it answers browsers' gRPC-Web and Connect calls)" });
+  if (!l.grpcWeb && !l.connect && l.http1Address !== null) ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true or connect: true (it serves gRPC-Web and Connect over HTTP/1.1)" });
 });

@@ -68,7 +68,7 @@ const kWeb = Symbol("dojang.grpcWeb");
  * verified client certificate (x-forwarded-client-cert). One per socket, made at its first
  * gRPC-Web request. Over HTTP/2 the request stream's own session serves.
  */
-interface Http1Session {
+export interface Http1Session {
   readonly socket: Socket;
   destroy(): void;
   [kClientCert]?: string;
@@ -78,7 +78,7 @@ interface Http1Session {
 const kHttp1Session = Symbol("dojang.http1Session");
 type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
 
-function http1Session(socket: Socket): Http1Session {
+export function http1Session(socket: Socket): Http1Session {
   const c = socket as SessionCarrier;
   let s = c[kHttp1Session];
   if (s === undefined) {

@@ -4,33 +4,7 @@
 // or application/grpc+json (a JSON StringValue is a bare JSON string). grpc-js hands the handler
 // raw bytes (peers.ts's ECHO_SERVICE); the first byte tells the codecs apart ('"' is JSON).
 import * as grpc from "@grpc/grpc-js";
-import { create, createFileRegistry } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, MethodOptions_IdempotencyLevel, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
-
-export function echoFile() {
-  return create(FileDescriptorProtoSchema, {
-    name: "echo.proto",
-    package: "test",
-    syntax: "proto3",
-    dependency: ["google/protobuf/wrappers.proto"],
-    service: [
-      {
-        name: "Echo",
-        method: [
-          { name: "Unary", inputType: ".google.protobuf.StringValue", outputType: ".google.protobuf.StringValue", options: { idempotencyLevel: MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS } },
-          { name: "ServerStream", inputType: ".google.protobuf.StringValue", outputType: ".google.protobuf.StringValue", serverStreaming: true },
-          { name: "ClientStream", inputType: ".google.protobuf.StringValue", outputType: ".google.protobuf.StringValue", clientStreaming: true },
-          { name: "Bidi", inputType: ".google.protobuf.StringValue", outputType: ".google.protobuf.StringValue", clientStreaming: true, serverStreaming: true },
-        ],
-      },
-    ],
-  });
-}
-
-export function echoService() {
-  const registry = createFileRegistry(echoFile(), (name) => (name === "google/protobuf/wrappers.proto" ? file_google_protobuf_wrappers : undefined));
-  return registry.getService("test.Echo")!;
-}
+export { echoFile, echoService } from "./connect-echo-schema.js";
 
 /** google.protobuf.StringValue in either codec: [value, json?]. */
 export function readValue(b: Buffer): [string, boolean] {

@@ -81,6 +81,16 @@ export function connectHttpStatus(code: number): number {
 }
 
 /**
+ * The HTTP status of a unary error dojang answers: a path no route matches is 404, as a Connect
+ * server answers a procedure it does not know (the code stays unimplemented); else the code's.
+ * (An upstream gRPC server's UNIMPLEMENTED is 501: gRPC says "unknown method" and "not
+ * implemented" with the same code, so dojang cannot tell them apart.)
+ */
+export function connectLocalHttpStatus(code: number, noRoute: boolean): number {
+  return noRoute ? 404 : connectHttpStatus(code);
+}
+
+/**
  * The code a Connect client infers from a unary error response whose body is not Connect's error
  * JSON (an intermediary answered): the protocol's table.
  */

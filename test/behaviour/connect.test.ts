@@ -168,7 +168,7 @@ describe("Connect on the wire (raw HTTP/2)", () => {
     expect(Buffer.from(err.details[0]!.value, "base64")).toEqual(writeValue("why", false));
   });
 
-  it("a route that matches nothing: 501 unimplemented from dojang (decided, no upstream)", async () => {
+  it("a path no route matches: 404 unimplemented from dojang, as a Connect server answers an unknown procedure", async () => {
     const px2 = await startProxy(upstream.address, { listener: { connect: true }, route: { match: { service: "other.Svc" } } });
     try {
       const session = http2.connect(`http://${px2.address}`);
@@ -183,8 +183,10 @@ describe("Connect on the wire (raw HTTP/2)", () => {
         s.end(writeValue("x", false));
       });
       session.close();
-      expect(r.status).toBe(501);
+      expect(r.status).toBe(404);
       expect(JSON.parse(r.body)).toMatchObject({ code: "unimplemented" });
+      await waitFor("the access record", () => px2.calls.length > 0);
+      expect(px2.calls[0]).toMatchObject({ protocol: "connect", decided_by: "no_route", grpc_code: 12 });
     } finally {
       await px2.close(0);
     }

@@ -102,23 +102,30 @@ const px = await startDojang({
         address: "127.0.0.1:0",
         grpcWeb: true,
         connect: true,
-        // the suite's large-message cases go up to a few MiB: dojang's limits stay out of the way
-        routes: [{ match: { prefix: "/" }, cluster: "reference", maxRequestMessageBytes: 64 * MiB, maxResponseMessageBytes: 64 * MiB }],
+        // One route, for the service the reference server implements, as a gateway routes the
+        // services it knows: a path outside it is dojang's no_route (Connect: HTTP 404, as the
+        // suite's unexpected-uri case wants). The suite's large-message cases go up to a few MiB:
+        // dojang's limits stay out of the way.
+        routes: [{ match: { service: "connectrpc.conformance.v1.ConformanceService" }, cluster: "reference", maxRequestMessageBytes: 64 * MiB, maxResponseMessageBytes: 64 * MiB }],
       },
     ],
     clusters: [{ name: "reference", endpoints: [`${up.host || "127.0.0.1"}:${up.port}`] }],
-    journal: 0,
+    // DOJANG_JOURNAL=1: the calls' access records go to stderr when the runner stops this server
+    journal: process.env.DOJANG_JOURNAL === "1" ? 10_000 : 0,
   },
 });
 const [host, port] = [px.address.slice(0, px.address.lastIndexOf(":")), Number(px.address.slice(px.address.lastIndexOf(":") + 1))];
 process.stdout.write(encodeResponse(host, port));
 
-async function stop() {
+// The runner stops a server with SIGTERM: the reference server goes with it, whatever happens.
+function stop() {
   if (closing) return;
   closing = true;
+  if (process.env.DOJANG_JOURNAL === "1") for (const c of px.calls) process.stderr.write(`${JSON.stringify(c)}\n`);
   ref.kill("SIGTERM");
-  await px.close(0).catch(() => {});
-  process.exit(0);
+  setTimeout(() => process.exit(0), 1000).unref();
+  px.close(0).then(() => process.exit(0), () => process.exit(0));
 }
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
+process.on("exit", () => ref.kill("SIGKILL"));

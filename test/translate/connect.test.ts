@@ -10,6 +10,7 @@ import {
   connectCodeName,
   connectErrorFor,
   connectHttpStatus,
+  connectLocalHttpStatus,
   connectResponseContentType,
   connectTimeoutForNs,
   decodeBase64Loose,
@@ -70,6 +71,12 @@ describe("codes", () => {
     fc.assert(fc.property(fc.integer().filter((c) => c < 1 || c > 16), (c) => connectCodeName(c) === "unknown" && connectHttpStatus(c) === 500));
     expect(codeFromConnectName("ok")).toBeUndefined();
     expect(codeFromConnectName("CANCELLED")).toBeUndefined();
+  });
+
+  it("dojang's own no-route answer is 404, as a Connect server's unknown procedure", () => {
+    expect(connectLocalHttpStatus(12, true)).toBe(404);
+    expect(connectLocalHttpStatus(12, false)).toBe(501);
+    expect(connectLocalHttpStatus(14, false)).toBe(503);
   });
 
   it("an HTTP status without Connect's error JSON: the protocol's table", () => {

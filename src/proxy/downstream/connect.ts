@@ -33,6 +33,7 @@ import {
   RESPONSE_ENCODING,
   connectErrorFor,
   connectHttpStatus,
+  connectLocalHttpStatus,
   connectResponseContentType,
   encodeEndStream,
   grpcContentType,
@@ -246,7 +247,7 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
-    this.sendHead(connectHttpStatus(status), out);
+    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy === "no_route"), out);
     this.endSink(Buffer.from(JSON.stringify(err)));
   }
 

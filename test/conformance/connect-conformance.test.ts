@@ -1,0 +1,75 @@
+// Contract (issue 21 part 3): the Connect conformance suite (connectrpc.com/conformance v1.0.7,
+// built by scripts/engines.mjs from test/engines/connect-conformance) in server mode, "with dojang
+// in front of its reference server, for the Connect, gRPC and gRPC-Web protocols". The runner's
+// connect-go reference client (and its grpc-go client for gRPC) calls dojang;
+// dojang-in-front.mjs starts the reference server with the runner's request and dojang before it
+// (connect-conformance.yaml: HTTP/2 h2c, proto and JSON, identity and gzip, every stream type,
+// Connect GET). Every case must pass; there is no known-failing list.
+//
+// gRPC-Web runs on its own: about one run in six (on main before Connect too) the first call of a
+// fresh dojang, a gRPC-Web request with no message, never gets its END_STREAM upstream, and the
+// runner gives up on the rest of its client. That is not a verdict on any case, so that run (and
+// only that signature) is run once more; a second failure, or any other failure, fails the test.
+import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { engineBinary } from "../helpers/engines.js";
+import { REPO_ROOT, assertDistBuilt, childEnv, runGroup, tempDir } from "../helpers/process.js";
+
+const CONFIG = join(REPO_ROOT, "test", "conformance", "connect-conformance.yaml");
+const FRONT = join(REPO_ROOT, "test", "conformance", "dojang-in-front.mjs");
+const FLAKE = /failed to get result from client: timed out waiting for result from client/;
+
+interface Outcome {
+  readonly code: number | null;
+  readonly total: number;
+  readonly passed: number;
+  readonly failed: number;
+  readonly output: string;
+}
+
+/** One connectconformance run over `protocols` (the config's features otherwise as they are). */
+async function run(protocols: readonly string[]): Promise<Outcome> {
+  assertDistBuilt();
+  const tmp = tempDir();
+  try {
+    const yaml = readFileSync(CONFIG, "utf8").replace(/^ {2}protocols: \[.*\]$/m, `  protocols: [${protocols.join(", ")}]`);
+    const conf = tmp.write("conformance.yaml", yaml);
+    // one server at a time, two RPCs in flight: the CI machine has two cores
+    const r = await runGroup(engineBinary("connectconformance"), ["--mode", "server", "--conf", conf, "--max-servers", "1", "-p", "2", "-v", "--", process.execPath, FRONT, engineBinary("referenceserver")], { env: childEnv() }, 240_000);
+    const out = `${r.stdout}\n${r.stderr}`;
+    const total = Number(/Total cases: (\d+)/.exec(out)?.[1] ?? NaN);
+    const m = /(\d+) passed, (\d+) failed/.exec(out);
+    return { code: r.code, total, passed: Number(m?.[1] ?? NaN), failed: Number(m?.[2] ?? NaN), output: out };
+  } finally {
+    tmp.remove();
+  }
+}
+
+/** Every failure's reason (the tab-indented lines under FAILED:) is the client timeout above. */
+function onlyTheKnownFlake(out: string): boolean {
+  const reasons = out.split("\n").filter((l) => l.startsWith("\t"));
+  return reasons.length > 0 && reasons.every((l) => FLAKE.test(l));
+}
+
+describe("Connect conformance suite, server mode, dojang in front of the reference server", () => {
+  it("Connect and gRPC: every case passes", async () => {
+    const r = await run(["PROTOCOL_CONNECT", "PROTOCOL_GRPC"]);
+    // (-v names each server config it ran)
+    expect(r.output).toContain("server config #1 {HTTP_VERSION_2, PROTOCOL_CONNECT, TLS:false}");
+    expect(r.output).toContain("PROTOCOL_GRPC, TLS:false}");
+    expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
+    // the matrix: 400 Connect cases (incl. GET) and 322 + 156 gRPC ones (connect-go's and grpc-go's clients)
+    expect(r.total).toBeGreaterThanOrEqual(800);
+    expect(r.passed).toBe(r.total);
+  }, 280_000);
+
+  it("gRPC-Web: every case passes", async () => {
+    let r = await run(["PROTOCOL_GRPC_WEB"]);
+    if (r.code !== 0 && onlyTheKnownFlake(r.output)) r = await run(["PROTOCOL_GRPC_WEB"]);
+    expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
+    expect(r.output).toContain("PROTOCOL_GRPC_WEB, TLS:false}");
+    expect(r.total).toBeGreaterThanOrEqual(300);
+    expect(r.passed).toBe(r.total);
+  }, 520_000);
+});

@@ -5,20 +5,20 @@
 // node:http2 for what a library hides: the HTTP status of an error, trailer- headers, the
 // end-of-stream envelope, connect-timeout-ms in the deadline budget, refusals before any call.
 import http2 from "node:http2";
-import { ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
 import { parseEndStream } from "../../src/translate/connect.js";
 import { waitFor } from "../helpers/fixtures.js";
 import { startGrpcServer, startProxy, type GrpcServer } from "../helpers/peers.js";
-import { NON_ASCII, echoImpl, echoService, readValue, writeValue } from "../helpers/connect-echo.js";
+import { NON_ASCII, echoImpl, readValue, writeValue } from "../helpers/connect-echo.js";
+import { echoClient, type EchoCalls } from "../helpers/connect-echo-schema.js";
 
 let upstream: GrpcServer;
 let px: DojangHandle;
 let h1 = "";
 let h2url = "";
-const Echo = echoService();
 
 beforeAll(async () => {
   upstream = await startGrpcServer(echoImpl);
@@ -31,8 +31,8 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-function client(opts: { json?: boolean; get?: boolean } = {}): Client<typeof Echo> {
-  return createClient(Echo, createConnectTransport({ baseUrl: h1, useBinaryFormat: opts.json !== true, useHttpGet: opts.get === true }));
+function client(opts: { json?: boolean; get?: boolean } = {}): EchoCalls {
+  return echoClient(createConnectTransport({ baseUrl: h1, useBinaryFormat: opts.json !== true, useHttpGet: opts.get === true }));
 }
 
 async function failure(p: Promise<unknown>): Promise<ConnectError> {

@@ -1,18 +1,16 @@
 // The page's script for connect.browser.test.ts (bundled with esbuild at test time): connect-es's
 // own Connect transport (@connectrpc/connect-web, fetch) calling test.Echo through dojang, in
 // binary and JSON, unary by POST and by GET, and a server stream.
-import { ConnectError, createClient } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { echoService } from "../helpers/connect-echo-schema.js";
-
-const Echo = echoService();
+import { echoClient } from "../helpers/connect-echo-schema.js";
 
 type Result = { ok: true; value?: string; values?: string[] } | { ok: false; code: number; message: string; details?: number };
 
 /** Runs one scenario against dojang at `baseUrl`; the result is what the test asserts. */
 (globalThis as unknown as { runScenario: (u: string, n: string) => Promise<Result> }).runScenario = async (baseUrl: string, name: string): Promise<Result> => {
   const json = name.endsWith("-json");
-  const client = createClient(Echo, createConnectTransport({ baseUrl, useBinaryFormat: !json, useHttpGet: name.startsWith("get") }));
+  const client = echoClient(createConnectTransport({ baseUrl, useBinaryFormat: !json, useHttpGet: name.startsWith("get") }));
   try {
     switch (name.replace(/-json$/, "")) {
       case "unary":

@@ -70,6 +70,7 @@ describe("parseConfigText(): a valid config", () => {
           attemptsHeader: false,
           tls: null,
           grpcWeb: false,
+          connect: false,
           cors: null,
           http1Address: null,
         },

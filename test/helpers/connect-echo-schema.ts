@@ -1,6 +1,7 @@
 // test.Echo's schema for connect-es (Node tests and the browser page alike: no node: imports here).
 // Messages are google.protobuf.StringValue; Unary is marked idempotent so a client may use GET.
 import { create, createFileRegistry } from "@bufbuild/protobuf";
+import { createClient, type CallOptions, type Transport } from "@connectrpc/connect";
 import { FileDescriptorProtoSchema, MethodOptions_IdempotencyLevel, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
 
 export function echoFile() {
@@ -28,3 +29,13 @@ export function echoService() {
   return registry.getService("test.Echo")!;
 }
 
+
+/** The two methods the tests call, typed (a schema built at run time gives connect-es no types). */
+export interface EchoCalls {
+  unary(req: { value: string }, opts?: CallOptions): Promise<{ value: string }>;
+  serverStream(req: { value: string }, opts?: CallOptions): AsyncIterable<{ value: string }>;
+}
+
+export function echoClient(transport: Transport): EchoCalls {
+  return createClient(echoService(), transport) as unknown as EchoCalls;
+}

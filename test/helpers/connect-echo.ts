@@ -4,7 +4,7 @@
 // or application/grpc+json (a JSON StringValue is a bare JSON string). grpc-js hands the handler
 // raw bytes (peers.ts's ECHO_SERVICE); the first byte tells the codecs apart ('"' is JSON).
 import * as grpc from "@grpc/grpc-js";
-export { echoFile, echoService } from "./connect-echo-schema.js";
+export { echoClient, echoFile, echoService } from "./connect-echo-schema.js";
 
 /** google.protobuf.StringValue in either codec: [value, json?]. */
 export function readValue(b: Buffer): [string, boolean] {

@@ -235,6 +235,41 @@ describe("Connect on the wire (raw HTTP/2)", () => {
   });
 });
 
+describe("an empty request that ends while its call waits for a new upstream session", () => {
+  // node may read the request's END_STREAM (and emit 'end' with no listener yet) while the first
+  // call to an upstream waits for the session; the adapters replay that 'end', or the upstream
+  // never gets END_STREAM and the call hangs (the conformance suite's no-request cases found it).
+  it.each([
+    ["gRPC-Web", "application/grpc-web+proto", "grpc-web"],
+    ["Connect streaming", "application/connect+proto", "connect-stream"],
+  ])("%s: HEADERS, then an empty END_STREAM, on a fresh dojang: answered, not hung", async (_name, ct, protocol) => {
+    const fresh = await startProxy(upstream.address, { listener: { connect: true, grpcWeb: true } });
+    const session = http2.connect(`http://${fresh.address}`);
+    try {
+      const r = await new Promise<string>((resolve, reject) => {
+        const s = session.request({ ":method": "POST", ":path": "/test.Echo/ServerStream", "content-type": ct }, { endStream: false });
+        const t = setTimeout(() => resolve("no answer in 8 s"), 8000);
+        let status = 0;
+        s.on("response", (h) => (status = Number(h[":status"])));
+        s.on("data", () => {});
+        s.on("end", () => {
+          clearTimeout(t);
+          resolve(`HTTP ${status}`);
+        });
+        s.on("error", reject);
+        s.end();
+      });
+      expect(r).toBe("HTTP 200");
+      await waitFor("the access record", () => fresh.calls.length > 0);
+      // the upstream (grpc-js) read the empty request to its end and answered
+      expect(fresh.calls[0]).toMatchObject({ protocol, decided_by: "upstream", req_messages: 0 });
+    } finally {
+      session.close();
+      await fresh.close(0);
+    }
+  });
+});
+
 describe("connect: false (the default)", () => {
   it("a Connect request is not translated: refused as a gRPC request with the wrong content type", async () => {
     const px3 = await startProxy(upstream.address);

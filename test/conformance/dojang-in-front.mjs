@@ -78,6 +78,8 @@ function encodeResponse(host, port) {
   return Buffer.concat([len, body]);
 }
 
+// The runner gives a server 10 s to answer: dojang's modules load while the reference server starts.
+const dojang = import(pathToFileURL(join(import.meta.dirname, "..", "..", "dist", "index.js")).href);
 const request = await readDelimited(process.stdin);
 const ref = spawn(refBin, refArgs, { stdio: ["pipe", "pipe", "inherit"] });
 let closing = false;
@@ -91,7 +93,7 @@ ref.stdin.write(request);
 const up = decodeResponse((await readDelimited(ref.stdout)).subarray(4));
 ref.stdout.resume(); // whatever else it prints is not ours to read
 
-const { startDojang } = await import(pathToFileURL(join(import.meta.dirname, "..", "..", "dist", "index.js")).href);
+const { startDojang } = await dojang;
 const MiB = 1024 * 1024;
 const px = await startDojang({
   logLevel: process.env.DOJANG_LOG_LEVEL ?? "silent",

@@ -117,6 +117,12 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
   hookRequest(): void {
     if (this.hooked) return;
     this.hooked = true;
+    // An empty request can have ended already, its 'end' emitted while the call waited for its
+    // upstream session (as in grpc-web.ts): replayed.
+    if (this.src.readableEnded) {
+      process.nextTick(replayEnd, this);
+      return;
+    }
     this.src.on("data", onReqData);
     this.src.on("end", onReqEnd);
   }
@@ -335,6 +341,9 @@ function onNewListener(this: ConnectDownstream, event: string | symbol): void {
 }
 function onReqData(this: Carrier, chunk: Buffer): void {
   this[kConnect]!.onReqData(chunk);
+}
+function replayEnd(w: ConnectDownstream): void {
+  w.onReqEnd();
 }
 function onReqEnd(this: Carrier): void {
   this[kConnect]!.onReqEnd();

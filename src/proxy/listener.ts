@@ -21,6 +21,7 @@ import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ig
 import { startLifetime } from "./downstream/lifetime.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
+import { parseConnectContentType } from "../translate/connect.js";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
@@ -320,9 +321,12 @@ export class Listener {
     const connect = web === null && this.cfg.connect ? classifyConnect(req.method ?? "", req.url ?? "", req.headers) : null;
     if (connect !== null) return this.serveConnectHttp1(connect, req, res, origin);
     if (web === null || req.method !== "POST") {
-      // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
-      res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });
-      res.end(web === null ? "dojang: this port takes gRPC-Web requests (content-type application/grpc-web...)\n" : "dojang: gRPC-Web requests are POST\n");
+      // Not gRPC-Web nor Connect: this socket serves nothing else (a plain HTTP answer, no call
+      // made). A gRPC-Web or Connect content type with another method is 405.
+      const known = web !== null || (this.cfg.connect && parseConnectContentType(req.headers["content-type"]) !== null);
+      res.writeHead(known ? 405 : 415, { "content-type": "text/plain; charset=utf-8" });
+      const what = this.cfg.grpcWeb && this.cfg.connect ? "gRPC-Web and Connect" : this.cfg.connect ? "Connect" : "gRPC-Web";
+      res.end(known ? `dojang: ${what} requests are POST${this.cfg.connect ? " (a Connect unary call may be GET)" : ""}\n` : `dojang: this port takes ${what} requests (see its content types in the docs)\n`);
       return;
     }
     // Past the process's response-buffer budget no call is taken (the native port's

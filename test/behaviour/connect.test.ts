@@ -221,6 +221,32 @@ describe("Connect on the wire (raw HTTP/2)", () => {
     expect(px.calls.length).toBe(before);
   });
 
+  it("a unary body without content-length is held only up to the route's maxRequestMessageBytes", async () => {
+    const px4 = await startProxy(upstream.address, { listener: { connect: true }, route: { maxRequestMessageBytes: 1024 } });
+    try {
+      const session = http2.connect(`http://${px4.address}`);
+      const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        // no content-length: node:http2 sends none unless told
+        const s = session.request({ ":method": "POST", ":path": "/test.Echo/Unary", "content-type": "application/proto" });
+        let status = 0;
+        const chunks: Buffer[] = [];
+        s.on("response", (h) => (status = Number(h[":status"])));
+        s.on("data", (c: Buffer) => chunks.push(c));
+        s.on("end", () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+        s.on("error", reject);
+        s.write(Buffer.alloc(800));
+        s.end(Buffer.alloc(800));
+      });
+      session.close();
+      expect(r.status).toBe(429);
+      expect(JSON.parse(r.body)).toMatchObject({ code: "resource_exhausted" });
+      await waitFor("the access record", () => px4.calls.length > 0);
+      expect(px4.calls[0]).toMatchObject({ decided_by: "message_too_large", protocol: "connect" });
+    } finally {
+      await px4.close(0);
+    }
+  });
+
   it("GET with a percent-encoded JSON message over HTTP/2", async () => {
     const r = await raw(`/test.Echo/Unary?connect=v1&encoding=json&message=${encodeURIComponent('"hi there"')}`, {}, undefined, "GET");
     expect(r.status).toBe(200);

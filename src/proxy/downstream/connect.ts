@@ -50,7 +50,10 @@ import type { Downstream, RespondOptions } from "../call/downstream.js";
 import { headerObject, type OutgoingHeaders } from "../call/headers.js";
 import { http1Session, type CorsHeaders, type Http1Session } from "./grpc-web.js";
 
-/** A unary body without content-length is buffered to its end: at most this much (a larger one is refused). */
+/**
+ * A unary body without content-length is held to its end: at most the route's
+ * maxRequestMessageBytes, and never more than this.
+ */
 export const MAX_UNARY_BODY = 64 * 1024 * 1024;
 /** HTTP/1.1 connection-level fields: never forwarded upstream. */
 const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
@@ -136,7 +139,14 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
     if (r.getBody !== null) return; // a GET has no body
     if (this.reqChunks !== null) {
       this.reqSeen += chunk.length;
-      if (this.reqSeen > MAX_UNARY_BODY) return this.badBody(`unary request body over ${MAX_UNARY_BODY} bytes without content-length`);
+      // held to its end: no more than the route's message limit (the call has its route by now)
+      const limit = Math.min(MAX_UNARY_BODY, this.call?.route?.maxRequestMessageBytes ?? MAX_UNARY_BODY);
+      if (this.reqSeen > limit) {
+        this.src.pause();
+        this.reqChunks = null;
+        this.call?.finish(outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqSeen} vs. ${limit})`, "message_too_large"));
+        return;
+      }
       this.reqChunks.push(chunk);
       return;
     }

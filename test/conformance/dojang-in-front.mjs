@@ -130,6 +130,13 @@ const creds = tls ? fields(req.get(7)) : null;
 const refRequest = tls ? encodeDelimited([[1, req.get(1) ?? 0], [2, 2], ...(req.has(6) ? [[6, req.get(6)]] : [])]) : request;
 const ref = spawn(refBin, refArgs, { stdio: ["pipe", "pipe", "inherit"] });
 let closing = false;
+let px;
+let certDir = null;
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(), 500).unref();
+process.on("SIGTERM", () => stop());
+process.on("SIGINT", () => stop());
+process.on("exit", () => ref.kill("SIGKILL"));
 ref.on("exit", (code, signal) => {
   if (!closing) {
     process.stderr.write(`dojang-in-front: the reference server exited (${code ?? signal})\n`);
@@ -141,7 +148,6 @@ const up = decodeResponse((await readDelimited(ref.stdout)).subarray(4));
 ref.stdout.resume(); // whatever else it prints is not ours to read
 
 const { startDojang } = await dojang;
-let certDir = null;
 let listenerTls = null;
 if (tls) {
   certDir = mkdtempSync(join(tmpdir(), "dojang-conformance-"));
@@ -150,7 +156,7 @@ if (tls) {
   listenerTls = { certFile: join(certDir, "cert.pem"), keyFile: join(certDir, "key.pem") };
 }
 const MiB = 1024 * 1024;
-const px = await startDojang({
+px = await startDojang({
   logLevel: process.env.DOJANG_LOG_LEVEL ?? "silent",
   config: {
     listeners: [
@@ -177,15 +183,14 @@ const [host, port] = [px.address.slice(0, px.address.lastIndexOf(":")), Number(p
 process.stdout.write(encodeResponse(host, port, tls ? creds.get(1) : null));
 
 // The runner stops a server with SIGTERM: the reference server goes with it, whatever happens.
+// If the runner itself goes (killed, timed out) this process is reparented: it stops too.
 function stop() {
   if (closing) return;
   closing = true;
-  if (process.env.DOJANG_JOURNAL === "1") for (const c of px.calls) process.stderr.write(`${JSON.stringify(c)}\n`);
+  if (process.env.DOJANG_JOURNAL === "1" && px) for (const c of px.calls) process.stderr.write(`${JSON.stringify(c)}\n`);
   ref.kill("SIGTERM");
   if (certDir) rmSync(certDir, { recursive: true, force: true });
   setTimeout(() => process.exit(0), 1000).unref();
-  px.close(0).then(() => process.exit(0), () => process.exit(0));
+  if (px) px.close(0).then(() => process.exit(0), () => process.exit(0));
+  else process.exit(0);
 }
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
-process.on("exit", () => ref.kill("SIGKILL"));

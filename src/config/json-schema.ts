@@ -351,12 +351,17 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   "listeners[].jsonTranscoding.emitDefaults": { description: "Print fields at their default values (0, \"\", false, [], {}) in responses.", kind: FLAG, default: false },
   "listeners[].jsonTranscoding.ignoreUnknownFields": { description: "Ignore unknown JSON fields and query parameters instead of refusing the request with 400.", kind: FLAG, default: false },
   "listeners[].jsonTranscoding.maxBodyBytes": { description: "The largest JSON request body taken; a larger one gets 413 and no call is made.", kind: sizeKind({ min: 1, max: 64 * 1_048_576 }), default: 4 * 1_048_576 },
-  "listeners[].cors": { description: "CORS for gRPC-Web: the origins a browser page may call from (null = no CORS headers: same-origin pages only). Needs grpcWeb.", default: null },
+  "listeners[].connect": {
+    description: "Also take Connect calls (unary POST application/proto or application/json, GET with the message in the query, streaming application/connect+proto/json), over HTTP/2 here and over HTTP/1.1 on http1Address (or the TLS port), translated to gRPC upstream (JSON goes upstream as application/grpc+json).",
+    kind: FLAG,
+    default: false,
+  },
+  "listeners[].cors": { description: "CORS for gRPC-Web: the origins a browser page may call from (null = no CORS headers: same-origin pages only). Needs grpcWeb or connect.", default: null },
   "listeners[].cors.allowOrigins": { description: 'Origins allowed: exact ("https://app.example.com"), wildcard ("https://*.example.com" or "*.example.com", any scheme), or "*". A refused origin gets no CORS headers.' },
   "listeners[].cors.allowOrigins[]": { description: "An origin, a wildcard origin, or \"*\".", kind: { type: "string", minLength: 1 } },
   "listeners[].http1Address": {
     description:
-      '"host:port" of an HTTP/1.1 socket for gRPC-Web beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb or jsonTranscoding. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
+      '"host:port" of an HTTP/1.1 socket for gRPC-Web, Connect and JSON beside the listener\'s own (node\'s h2c server speaks only HTTP/2); null = none. Needs grpcWeb, connect or jsonTranscoding. On a listener with tls it serves HTTPS/1.1 with that listener\'s certificates and client-certificate rule (requireClientCert holds there too).',
     kind: { type: ["string", "null"], pattern: withEnv(HOST_PORT_RE) },
     default: null,
   },

@@ -135,6 +135,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
       tls: l.tls,
       grpcWeb: l.grpcWeb,
       jsonTranscoding: l.jsonTranscoding,
+      connect: l.connect,
       cors: l.cors,
       http1Address: l.http1Address,
     })),

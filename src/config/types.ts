@@ -248,6 +248,8 @@ export interface ListenerConfig {
   readonly grpcWeb: boolean;
   /** `jsonTranscoding`: JSON/HTTP requests matching a google.api.http rule become gRPC calls; null = off */
   readonly jsonTranscoding: JsonTranscodingConfig | null;
+  /** `connect`: also take Connect requests (unary POST and GET, streaming) and translate them to gRPC upstream */
+  readonly connect: boolean;
   /** `cors`: the origins a browser page may call this listener from (gRPC-Web); null = no CORS headers */
   readonly cors: { readonly allowOrigins: readonly string[] } | null;
   /**
@@ -451,6 +453,7 @@ export const DEFAULTS = Object.freeze({
     tls: null,
     grpcWeb: false,
     jsonTranscoding: null,
+    connect: false,
     cors: null,
     http1Address: null,
   }),

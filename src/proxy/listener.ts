@@ -15,12 +15,14 @@ import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
 import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
 import type { JsonTranscoding } from "./downstream/transcode.js";
+import { classifyConnect, handleConnectHttp1, handleConnectHttp2, refuseConnectHttp1 } from "./downstream/connect.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
+import { parseConnectContentType } from "../translate/connect.js";
 import type { JsonTranscodingConfig, ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
@@ -150,7 +152,7 @@ export class Listener {
     // identity goes upstream as x-forwarded-client-cert as on the TLS port (grpc-web.ts reads it
     // from the socket). A plain-text socket beside an mTLS port would let any client past
     // requireClientCert (issue 18 item 1).
-    if ((cfg.grpcWeb || cfg.jsonTranscoding !== null) && cfg.http1Address !== null) {
+    if ((cfg.grpcWeb || cfg.connect || cfg.jsonTranscoding !== null) && cfg.http1Address !== null) {
       const opts = {
         requestTimeout: 0,
         keepAliveTimeout: 60_000,
@@ -248,9 +250,15 @@ export class Listener {
         }
       }
       // JSON transcoding (a request that is not gRPC's and matches a rule): one field test when off.
-      if (this.json !== null && transcodeModule!.takesJson(headers["content-type"]) && transcodeModule!.serveJsonHttp2(ctx, this.json, stream, headers, rawHeaders as unknown as string[])) return;
-      // gRPC-Web on the h2c port: one flag test on the native path.
-      if (this.cfg.grpcWeb && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
+      // On a listener that also takes Connect, a request no rule matches goes on to Connect when it
+      // is a Connect call (unknownPaths: notFound answers only what neither takes).
+      if (
+        this.json !== null &&
+        transcodeModule!.takesJson(headers["content-type"]) &&
+        transcodeModule!.serveJsonHttp2(ctx, this.json, stream, headers, rawHeaders as unknown as string[], this.cfg.connect && classifyConnect(String(headers[":method"]), String(headers[":path"]), headers) !== null)
+      ) return;
+      // gRPC-Web and Connect on the h2c port: one flag test on the native path.
+      if ((this.cfg.grpcWeb || this.cfg.connect) && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
         const p = headers[":path"];
         if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.health.serve(stream, headers, p === HEALTH_WATCH_PATH);
@@ -314,23 +322,37 @@ export class Listener {
 
   // === gRPC-Web (grpcWeb: true): HTTP/2 here, HTTP/1.1 on http1Address ===
 
-  /** A stream on the h2c port that is gRPC-Web or its CORS preflight; false: a native call. */
+  /** A stream on the h2c port that is gRPC-Web, Connect, or a CORS preflight; false: a native call. */
   private serveWebStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: readonly string[]): boolean {
+    const cfg = this.cfg;
     const method = headers[":method"];
     const origin = typeof headers["origin"] === "string" ? headers["origin"] : undefined;
     if (method === "OPTIONS") {
       stream.on("error", ignoreError);
       const acrm = headers["access-control-request-method"];
       const acrh = headers["access-control-request-headers"];
-      const h = preflightCors(this.cors, origin, typeof acrm === "string" ? acrm : undefined, typeof acrh === "string" ? acrh : undefined);
+      const h = preflightCors(this.cors, origin, typeof acrm === "string" ? acrm : undefined, typeof acrh === "string" ? acrh : undefined, cfg.connect);
       stream.respond({ ":status": h === null ? 403 : 204, ...h }, { endStream: true });
       return true;
     }
-    const ct = headers["content-type"];
-    const web = parseWebContentType(typeof ct === "string" ? ct : undefined);
-    if (web === null) return false;
-    handleWebHttp2(this.ctx, web, stream, headers, raw, responseCors(this.cors, origin));
-    return true;
+    // which protocol, by content type and method (translate/: grpc-web.ts, connect.ts)
+    if (cfg.grpcWeb) {
+      const ct = headers["content-type"];
+      const web = parseWebContentType(typeof ct === "string" ? ct : undefined);
+      if (web !== null) {
+        handleWebHttp2(this.ctx, web, stream, headers, raw, responseCors(this.cors, origin));
+        return true;
+      }
+    }
+    if (cfg.connect) {
+      const p = headers[":path"];
+      const c = classifyConnect(String(method ?? ""), typeof p === "string" ? p : "", headers);
+      if (c !== null) {
+        handleConnectHttp2(this.ctx, c, stream, headers, raw, responseCors(this.cors, origin));
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A request on the HTTP/1.1 socket: gRPC-Web, or its CORS preflight; anything else is refused. */
@@ -339,12 +361,13 @@ export class Listener {
     if (req.method === "OPTIONS") {
       const acrm = req.headers["access-control-request-method"];
       const acrh = req.headers["access-control-request-headers"];
-      const h = preflightCors(this.cors, origin, acrm, typeof acrh === "string" ? acrh : undefined);
+      const h = preflightCors(this.cors, origin, acrm, typeof acrh === "string" ? acrh : undefined, this.cfg.connect);
       res.writeHead(h === null ? 403 : 204, h ?? {});
       res.end();
       return;
     }
-    const web = parseWebContentType(req.headers["content-type"]);
+    const web = this.cfg.grpcWeb ? parseWebContentType(req.headers["content-type"]) : null;
+    const connect = web === null && this.cfg.connect ? classifyConnect(req.method ?? "", req.url ?? "", req.headers) : null;
     if (web === null && this.json !== null && transcodeModule!.takesJson(req.headers["content-type"])) {
       heapPressure.onStream();
       if (responseBuffers.overloaded || heapPressure.pressed) {
@@ -354,12 +377,16 @@ export class Listener {
         res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: "dojang is overloaded (response-buffer budget or heap): call not started, retry later" }));
         return;
       }
-      if (transcodeModule!.serveJsonHttp1(this.ctx, this.json, req, res)) return;
+      if (transcodeModule!.serveJsonHttp1(this.ctx, this.json, req, res, connect !== null)) return;
     }
+    if (connect !== null) return this.serveConnectHttp1(connect, req, res, origin);
     if (web === null || req.method !== "POST") {
-      // Not gRPC-Web: this socket serves nothing else (a plain HTTP answer, no call made).
-      res.writeHead(web === null ? 415 : 405, { "content-type": "text/plain; charset=utf-8" });
-      res.end(web === null ? "dojang: this port takes gRPC-Web requests (content-type application/grpc-web...)\n" : "dojang: gRPC-Web requests are POST\n");
+      // Not gRPC-Web nor Connect: this socket serves nothing else (a plain HTTP answer, no call
+      // made). A gRPC-Web or Connect content type with another method is 405.
+      const known = web !== null || (this.cfg.connect && parseConnectContentType(req.headers["content-type"]) !== null);
+      res.writeHead(known ? 405 : 415, { "content-type": "text/plain; charset=utf-8" });
+      const what = this.cfg.grpcWeb && this.cfg.connect ? "gRPC-Web and Connect" : this.cfg.connect ? "Connect" : "gRPC-Web";
+      res.end(known ? `dojang: ${what} requests are POST${this.cfg.connect ? " (a Connect unary call may be GET)" : ""}\n` : `dojang: this port takes ${what} requests (see its content types in the docs)\n`);
       return;
     }
     // Past the process's response-buffer budget no call is taken (the native port's
@@ -372,6 +399,18 @@ export class Listener {
       return;
     }
     handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));
+  }
+
+  /** A Connect request on the HTTP/1.1 socket (the overload refusal as gRPC-Web's, in Connect's form). */
+  private serveConnectHttp1(c: NonNullable<ReturnType<typeof classifyConnect>>, req: IncomingMessage, res: ServerResponse, origin: string | undefined): void {
+    heapPressure.onStream();
+    if (responseBuffers.overloaded || heapPressure.pressed) {
+      responseBuffers.refused++;
+      this.ctx.metrics.refusedStreams.inc();
+      refuseConnectHttp1(c, res, responseCors(this.cors, origin), "dojang is overloaded (response-buffer budget or heap): call not started, retry later");
+      return;
+    }
+    handleConnectHttp1(this.ctx, c, req, res, responseCors(this.cors, origin));
   }
 
   /**
@@ -491,7 +530,7 @@ function notePeer(raw: Socket): void {
  * the handshake.
  */
 export function tlsAllowsHttp1(cfg: ListenerConfig): boolean {
-  return cfg.tls !== null && cfg.grpcWeb;
+  return cfg.tls !== null && (cfg.grpcWeb || cfg.connect);
 }
 
 /**

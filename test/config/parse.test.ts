@@ -74,6 +74,7 @@ describe("parseConfigText(): a valid config", () => {
           tls: null,
           grpcWeb: false,
           jsonTranscoding: null,
+          connect: false,
           cors: null,
           http1Address: null,
         },

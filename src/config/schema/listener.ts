@@ -62,14 +62,16 @@ export const listener = z.strictObject(
     tls: listenerTls.nullable().default(DEFAULTS.listener.tls),
     grpcWeb: flag.default(DEFAULTS.listener.grpcWeb),
     jsonTranscoding: jsonTranscoding.nullable().default(DEFAULTS.listener.jsonTranscoding),
+    connect: flag.default(DEFAULTS.listener.connect),
     cors: cors.nullable().default(DEFAULTS.listener.cors),
     http1Address: hostPort(true).nullable().default(DEFAULTS.listener.http1Address),
   },
   { error: expected("a listener mapping") },
 ).superRefine((l, ctx) => {
-  // These serve gRPC-Web only: without it they would be a key with nothing behind it.
-  if (!l.grpcWeb && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true (it answers browsers' gRPC-Web calls)" });
-  if (!l.grpcWeb && l.jsonTranscoding === null && l.http1Address !== null) {
-    ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true or jsonTranscoding (it serves gRPC-Web and JSON over HTTP/1.1)" });
+  // These serve gRPC-Web and Connect (cors), and gRPC-Web, Connect and JSON (http1Address) only:
+  // without one of them they would be a key with nothing behind it.
+  if (!l.grpcWeb && !l.connect && l.cors !== null) ctx.addIssue({ code: "custom", path: ["cors"], message: "cors needs grpcWeb: true or connect: true (it answers browsers' gRPC-Web and Connect calls)" });
+  if (!l.grpcWeb && !l.connect && l.jsonTranscoding === null && l.http1Address !== null) {
+    ctx.addIssue({ code: "custom", path: ["http1Address"], message: "http1Address needs grpcWeb: true, connect: true or jsonTranscoding (it serves gRPC-Web, Connect and JSON over HTTP/1.1)" });
   }
 });

@@ -302,6 +302,12 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       const down = this.down;
       down.on("data", onDownData);
       down.on("end", onDownEnd);
+      // An empty request can have ended already: node may read its END_STREAM (a DATA frame
+      // after the HEADERS) and emit 'end' with no listener while the attempt waited for a new
+      // upstream session. That 'end' is replayed, or END_STREAM never went upstream and the call
+      // hung to its deadline (the conformance suite's no-request cases, the first call to a new
+      // upstream).
+      if (down.readableEnded) process.nextTick(replayDownEnd, down);
     } else if (this.attempts > 1 && this.retry!.replayInto(a)) this.down.resume();
     if (this.filters !== null) runAttemptOpen(this, a);
   }
@@ -568,6 +574,10 @@ function onDownData(this: Downstream, chunk: Buffer): void {
 }
 function onDownEnd(this: Downstream): void {
   requestEnd(callOf(this));
+}
+function replayDownEnd(down: Downstream): void {
+  const c = callOf(down);
+  if (!c.reqEnded) requestEnd(c);
 }
 function onDownDrain(this: Downstream): void {
   const c = callOf(this);

@@ -8,6 +8,8 @@
 
 /** The request headers a gRPC-Web client sends (always allowed in a preflight). */
 const WEB_REQUEST_HEADERS = ["content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"];
+/** ... and a Connect client's (connect: true; a Connect GET needs no preflight, but may have one). */
+const CONNECT_REQUEST_HEADERS = ["connect-protocol-version", "connect-timeout-ms", "connect-content-encoding", "connect-accept-encoding", "content-encoding"];
 // (and a rate-limit refusal's hint: grpc-retry-pushback-ms and x-ratelimit-*)
 const EXPOSE = "grpc-status,grpc-message,grpc-status-details-bin,grpc-retry-pushback-ms,x-ratelimit-limit,x-ratelimit-remaining,x-ratelimit-reset";
 /** How long a browser may cache the preflight answer (seconds). */
@@ -57,12 +59,13 @@ export function responseCors(p: CorsPolicy | null, origin: string | undefined): 
 
 /**
  * The preflight (OPTIONS) answer: 204 with the allow headers for an allowed origin asking for
- * POST; null for a refused one (the caller answers without CORS headers).
+ * POST (or GET, and Connect's headers, on a `connect` listener); null for a refused one (the caller answers without CORS headers).
  */
-export function preflightCors(p: CorsPolicy | null, origin: string | undefined, method: string | undefined, requested: string | undefined): Record<string, string> | null {
+export function preflightCors(p: CorsPolicy | null, origin: string | undefined, method: string | undefined, requested: string | undefined, connect = false): Record<string, string> | null {
   if (p === null || origin === undefined || !originAllowed(p, origin)) return null;
-  if (method !== undefined && method.toUpperCase() !== "POST") return null;
-  const names = new Set(WEB_REQUEST_HEADERS);
+  const m = method?.toUpperCase();
+  if (m !== undefined && m !== "POST" && !(connect && m === "GET")) return null;
+  const names = new Set(connect ? [...WEB_REQUEST_HEADERS, ...CONNECT_REQUEST_HEADERS] : WEB_REQUEST_HEADERS);
   if (requested !== undefined) {
     for (const n of requested.split(",")) {
       const t = n.trim().toLowerCase();
@@ -72,7 +75,7 @@ export function preflightCors(p: CorsPolicy | null, origin: string | undefined, 
   }
   return {
     "access-control-allow-origin": origin,
-    "access-control-allow-methods": "POST",
+    "access-control-allow-methods": connect ? "GET,POST" : "POST",
     "access-control-allow-headers": [...names].join(","),
     "access-control-max-age": MAX_AGE,
     vary: "Origin",

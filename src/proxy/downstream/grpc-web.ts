@@ -148,6 +148,14 @@ export class WebDownstream extends EventEmitter implements Downstream {
   hookRequest(): void {
     if (this.hooked) return;
     this.hooked = true;
+    // An empty request can have ended already: node may read its END_STREAM (and emit 'end',
+    // with no listener) while the call waits for its upstream session, the first call to a new
+    // upstream. That 'end' is gone, so it is replayed; without it the upstream never got
+    // END_STREAM and the call hung until its deadline (the conformance suite's no-request cases).
+    if (this.req.readableEnded) {
+      process.nextTick(replayEnd, this);
+      return;
+    }
     this.req.on("data", onReqData);
     this.req.on("end", onReqEnd);
   }
@@ -303,6 +311,9 @@ function onNewListener(this: WebDownstream, event: string | symbol): void {
 }
 function onReqData(this: Carrier, chunk: Buffer): void {
   this[kWeb]!.onReqData(chunk);
+}
+function replayEnd(w: WebDownstream): void {
+  w.onReqEnd();
 }
 function onReqEnd(this: Carrier): void {
   this[kWeb]!.onReqEnd();

@@ -430,9 +430,11 @@ function transcode(
 
 /**
  * A request on the HTTP/2 port (not gRPC, not gRPC-Web): true when it was taken (a call, or a
- * 404 under unknownPaths: notFound); false hands it on as if transcoding were off.
+ * 404 under unknownPaths: notFound); false hands it on as if transcoding were off. `handOn`: the
+ * listener also takes Connect and this request is a Connect call, so an unmatched one is handed on
+ * (to Connect) whatever unknownPaths says.
  */
-export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): boolean {
+export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], handOn = false): boolean {
   const target = h[":path"];
   if (typeof target !== "string") return false;
   const [path, query] = splitTarget(target);
@@ -448,7 +450,7 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
   };
   if (m === null) {
     // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
-    if (tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
+    if (handOn || tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
     stream.on("error", ignore);
     answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${String(h[":method"])} ${path}`));
     return true;
@@ -460,7 +462,7 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
 }
 
 /** A request on the HTTP/1.1 socket that is not gRPC-Web: as serveJsonHttp2. */
-export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse): boolean {
+export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse, handOn = false): boolean {
   const [path, query] = splitTarget(req.url ?? "");
   const m = tc.transcoder.match(req.method ?? "", path);
   const answer: Answer = (status, body) => {
@@ -470,7 +472,7 @@ export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: Incom
     res.end(body);
   };
   if (m === null) {
-    if (tc.cfg.unknownPaths === "passthrough") return false;
+    if (handOn || tc.cfg.unknownPaths === "passthrough") return false;
     answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${req.method} ${path}`));
     return true;
   }

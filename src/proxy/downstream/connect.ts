@@ -1,0 +1,513 @@
+// The third kind of client side: a Connect request (connectrpc.com/docs/protocol), unary (POST
+// application/proto or application/json, or GET with the message in the query) or streaming
+// (application/connect+<codec>), over HTTP/2 on the listener's port or HTTP/1.1 on http1Address,
+// drives the same Call as a native gRPC stream, as gRPC-Web does (grpc-web.ts): ConnectDownstream
+// implements the Downstream contract and translates; the upstream sees a gRPC call. Pure parts in
+// src/translate/connect.ts.
+//
+// - codec: the upstream gets application/grpc (proto) or application/grpc+<codec> (json): dojang
+//   does not convert JSON to protobuf, so a JSON client needs an upstream that takes the json codec
+//   (grpc-go with a json codec registered, connect-go, the conformance reference server).
+// - unary request: the bare body becomes one gRPC message; with a content-length it is prefixed at
+//   once and streams through unchanged, without one it is buffered to its end (bounded by
+//   MAX_UNARY_BODY). A compressed body (content-encoding) is one compressed gRPC message (flag 1,
+//   grpc-encoding), so dojang never decompresses; connect-timeout-ms becomes grpc-timeout, so the
+//   deadline budget, its cap by the route's timeout, and the upstream's grpc-timeout are the
+//   native path's.
+// - unary response: the status decides the HTTP status, so the answer waits for the trailers:
+//   the one message is held (the response-message limit bounds it) and sent bare with the head's
+//   metadata as headers and the trailers as trailer-<name>; an error is the code's HTTP status and
+//   Connect's error JSON (details from grpc-status-details-bin).
+// - streaming: envelopes pass through unchanged both ways (gRPC's flag 1 is Connect's compressed
+//   flag); the trailers become the end-of-stream envelope (flag 0x02, JSON error and metadata);
+//   a Trailers-Only reply is HTTP 200 with that one envelope.
+import { EventEmitter } from "node:events";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
+import { Code, decodeGrpcMessage, outcome, parseGrpcStatus } from "../../translate/index.js";
+import {
+  CONNECT_REQUEST_ONLY,
+  GRPC_RESPONSE_ONLY,
+  REQUEST_RENAMES,
+  RESPONSE_ENCODING,
+  connectErrorFor,
+  connectHttpStatus,
+  connectLocalHttpStatus,
+  connectResponseContentType,
+  encodeEndStream,
+  grpcContentType,
+  grpcTimeoutForConnect,
+  parseConnectTimeout,
+  isConnectGet,
+  parseConnectContentType,
+  parseGetQuery,
+  type ConnectContentType,
+} from "../../translate/connect.js";
+import { Call } from "../call/call.js";
+import type { CallContext } from "../call/context.js";
+import type { Downstream, RespondOptions } from "../call/downstream.js";
+import { headerObject, type OutgoingHeaders } from "../call/headers.js";
+import { http1Session, type CorsHeaders, type Http1Session } from "./grpc-web.js";
+
+/**
+ * A unary body without content-length is held to its end: at most the route's
+ * maxRequestMessageBytes, and never more than this.
+ */
+export const MAX_UNARY_BODY = 64 * 1024 * 1024;
+/** HTTP/1.1 connection-level fields: never forwarded upstream. */
+const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
+const kConnect = Symbol("dojang.connect");
+type Carrier = Readable & { [kConnect]?: ConnectDownstream };
+
+/** One Connect request as the listener classified it. */
+export interface ConnectRequest {
+  readonly ct: ConnectContentType;
+  /** the GET form: the message from the query (the body is empty) */
+  readonly getBody: Uint8Array | null;
+  /** unary: the body's compression (content-encoding, or the GET's compression), null = identity */
+  readonly encoding: string | null;
+  /** unary: the body's declared length, or -1 (buffered to its end) */
+  readonly contentLength: number;
+}
+
+/** The client side of one Connect call: a Downstream that translates (see the file comment). */
+export class ConnectDownstream extends EventEmitter implements Downstream {
+  /** the access log's protocol: "connect" (unary, POST or GET) or "connect-stream" */
+  readonly protocol: string;
+  readonly id: number | undefined = undefined;
+  readonly session: ServerHttp2Session | Http1Session | undefined;
+  closed = false;
+  destroyed = false;
+  aborted = false;
+  headersSent = false;
+  writableEnded = false;
+  readableEnded = false;
+  rstCode: number | undefined = undefined;
+  call: Call | undefined = undefined;
+  private trailersWanted = false;
+  private hooked = false;
+  /** unary request: bytes seen (with content-length) or the buffered chunks (without) */
+  private reqSeen = 0;
+  private reqChunks: Buffer[] | null = null;
+  private prefixed = false;
+  /** unary response: the head's metadata and encoding, and the message bytes, until the trailers */
+  private head: Record<string, string | string[]> | null = null;
+  private encoding: string | undefined = undefined;
+  private resChunks: Buffer[] = [];
+
+  constructor(
+    readonly req: ConnectRequest,
+    private readonly src: Readable,
+    private readonly h1: ServerResponse | undefined,
+    private readonly h2: ServerHttp2Stream | undefined,
+    private readonly cors: CorsHeaders,
+  ) {
+    super();
+    this.protocol = req.ct.kind === "unary" ? "connect" : "connect-stream";
+    this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (src as IncomingMessage).socket) : undefined;
+    if (req.ct.kind === "unary" && req.getBody === null && req.contentLength < 0) this.reqChunks = [];
+    (src as Carrier)[kConnect] = this;
+    this.on("newListener", onNewListener);
+    const sink: EventEmitter = h1 ?? h2!;
+    (sink as Carrier)[kConnect] = this;
+    sink.on("close", onSinkClose);
+    sink.on("drain", onSinkDrain);
+    sink.on("error", ignore);
+    src.on("error", ignore);
+  }
+
+  hookRequest(): void {
+    if (this.hooked) return;
+    this.hooked = true;
+    // An empty request can have ended already, its 'end' emitted while the call waited for its
+    // upstream session (as in grpc-web.ts): replayed.
+    if (this.src.readableEnded) {
+      process.nextTick(replayEnd, this);
+      return;
+    }
+    this.src.on("data", onReqData);
+    this.src.on("end", onReqEnd);
+  }
+
+  onReqData(chunk: Buffer): void {
+    const r = this.req;
+    if (r.ct.kind === "stream") {
+      this.emit("data", chunk);
+      return;
+    }
+    if (r.getBody !== null) return; // a GET has no body
+    if (this.reqChunks !== null) {
+      this.reqSeen += chunk.length;
+      // held to its end: no more than the route's message limit (the call has its route by now)
+      const limit = Math.min(MAX_UNARY_BODY, this.call?.route?.maxRequestMessageBytes ?? MAX_UNARY_BODY);
+      if (this.reqSeen > limit) {
+        this.src.pause();
+        this.reqChunks = null;
+        this.call?.finish(outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqSeen} vs. ${limit})`, "message_too_large"));
+        return;
+      }
+      this.reqChunks.push(chunk);
+      return;
+    }
+    this.reqSeen += chunk.length;
+    if (this.reqSeen > r.contentLength) return this.badBody(`request body longer than its content-length ${r.contentLength}`);
+    if (!this.prefixed) this.emitPrefix(r.contentLength);
+    this.emit("data", chunk);
+  }
+
+  onReqEnd(): void {
+    const r = this.req;
+    if (r.ct.kind === "unary") {
+      if (r.getBody !== null) {
+        this.emitPrefix(r.getBody.length);
+        if (r.getBody.length > 0) this.emit("data", Buffer.from(r.getBody.buffer, r.getBody.byteOffset, r.getBody.length));
+      } else if (this.reqChunks !== null) {
+        this.emitPrefix(this.reqSeen);
+        for (const c of this.reqChunks) this.emit("data", c);
+        this.reqChunks = null;
+      } else {
+        if (this.reqSeen !== r.contentLength) return this.badBody(`request body of ${this.reqSeen} bytes, content-length ${r.contentLength}`);
+        if (!this.prefixed) this.emitPrefix(0);
+      }
+    }
+    this.readableEnded = true;
+    this.emit("end");
+  }
+
+  private emitPrefix(length: number): void {
+    this.prefixed = true;
+    const p = Buffer.allocUnsafe(5);
+    p[0] = this.req.encoding !== null ? 1 : 0;
+    p.writeUInt32BE(length, 1);
+    this.emit("data", p);
+  }
+
+  private badBody(why: string): void {
+    this.src.pause();
+    this.call?.finish(outcome(Code.INVALID_ARGUMENT, `connect request body: ${why}`, "bad_request"));
+  }
+
+  pause(): this {
+    this.src.pause();
+    return this;
+  }
+
+  resume(): this {
+    this.src.resume();
+    return this;
+  }
+
+  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
+    if (this.headersSent) throw new Error("response head already sent");
+    const head = Array.isArray(h) ? headerObject(h as readonly string[]) : (h as OutgoingHeaders);
+    this.headersSent = true;
+    const meta = metadataOf(head);
+    const enc = head["grpc-encoding"];
+    this.encoding = enc === undefined ? undefined : String(enc);
+    if (opts?.endStream === true) {
+      // Trailers-Only: the head is the status and the trailers
+      this.writableEnded = true;
+      if (this.req.ct.kind === "unary") this.finishUnary({}, head);
+      else {
+        this.sendHead(200, this.streamHead(head, {}));
+        this.endSink(Buffer.from(endStreamOf(head)));
+      }
+      return;
+    }
+    this.trailersWanted = opts?.waitForTrailers === true;
+    if (this.req.ct.kind === "unary") this.head = meta;
+    else this.sendHead(200, this.streamHead(head, meta));
+  }
+
+  private streamHead(head: OutgoingHeaders, meta: Record<string, string | string[]>): Record<string, string | string[]> {
+    const out = meta;
+    out["content-type"] = connectResponseContentType(this.req.ct);
+    const names = RESPONSE_ENCODING.stream;
+    const enc = head["grpc-encoding"];
+    if (enc !== undefined) out[names.encoding] = String(enc);
+    const acc = head["grpc-accept-encoding"];
+    if (acc !== undefined) out[names.accept] = String(acc);
+    return out;
+  }
+
+  /** Unary: the answer, once the status is known (trailers, or a Trailers-Only head). */
+  private finishUnary(leading: Record<string, string | string[]>, trailers: OutgoingHeaders): void {
+    const code = parseGrpcStatus(trailers["grpc-status"] === undefined ? undefined : String(trailers["grpc-status"]));
+    const out: Record<string, string | string[]> = { ...leading };
+    const tmeta = metadataOf(trailers);
+    for (const n in tmeta) out[`trailer-${n}`] = tmeta[n]!;
+    let status = code ?? Code.UNKNOWN;
+    let message = code === undefined ? "upstream response without a valid grpc-status" : decodeGrpcMessage(str(trailers["grpc-message"]));
+    let body: Buffer | null = null;
+    let compressed = false;
+    if (status === Code.OK) {
+      const all = this.resChunks.length === 1 ? this.resChunks[0]! : Buffer.concat(this.resChunks);
+      const len = all.length >= 5 ? all.readUInt32BE(1) : -1;
+      if (len < 0 || all.length !== 5 + len) {
+        status = Code.INTERNAL;
+        message = all.length === 0 ? "unary call: the upstream sent no response message" : "unary call: the upstream sent more than one response message";
+      } else {
+        compressed = (all[0]! & 1) === 1;
+        body = all.subarray(5);
+      }
+    }
+    this.resChunks = [];
+    if (this.cors !== null) Object.assign(out, this.cors);
+    if (body !== null) {
+      out["content-type"] = connectResponseContentType(this.req.ct);
+      if (compressed && this.encoding !== undefined) out[RESPONSE_ENCODING.unary.encoding] = this.encoding;
+      this.sendHead(200, out);
+      this.endSink(body);
+      return;
+    }
+    const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
+    out["content-type"] = "application/json";
+    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy === "no_route"), out);
+    this.endSink(Buffer.from(JSON.stringify(err)));
+  }
+
+  private sendHead(status: number, out: Record<string, string | string[]>): void {
+    if (this.req.ct.kind === "stream" && this.cors !== null) Object.assign(out, this.cors);
+    if (this.h1 !== undefined) {
+      this.h1.writeHead(status, out);
+      if (this.req.ct.kind === "stream") this.h1.flushHeaders();
+    } else this.h2!.respond({ ":status": status, ...out });
+  }
+
+  get writableLength(): number {
+    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
+  }
+
+  write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
+    if (this.req.ct.kind === "unary") {
+      this.resChunks.push(chunk);
+      if (cb !== undefined) process.nextTick(cb);
+      return true;
+    }
+    if (cb === undefined) return this.h1 !== undefined ? this.h1.write(chunk) : this.h2!.write(chunk);
+    return this.h1 !== undefined ? this.h1.write(chunk, cb) : this.h2!.write(chunk, cb);
+  }
+
+  /** Ends the response body; the status follows in 'wantTrailers' (a fault filter's raw last piece is dropped). */
+  end(_chunk?: Buffer | string): this {
+    if (this.writableEnded) return this;
+    this.writableEnded = true;
+    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
+    else if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, { "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
+    else this.endSink(Buffer.from(encodeEndStream(connectErrorFor(Code.INTERNAL, "response ended without a status"), [])));
+    return this;
+  }
+
+  sendTrailers(t: OutgoingHeaders): void {
+    if (!this.trailersWanted) throw new Error("trailers not expected");
+    this.trailersWanted = false;
+    if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, t);
+    else this.endSink(Buffer.from(endStreamOf(t)));
+  }
+
+  close(code?: number): void {
+    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) {
+      this.src.resume();
+      return;
+    }
+    if (this.closed) return;
+    this.rstCode = code;
+    if (this.h1 !== undefined) this.h1.destroy();
+    else this.h2!.close(code);
+  }
+
+  private endSink(last: Buffer | undefined): void {
+    if (this.h1 !== undefined) {
+      if (last === undefined) this.h1.end();
+      else this.h1.end(last);
+    } else if (last === undefined) this.h2!.end();
+    else this.h2!.end(last);
+  }
+
+  onSinkClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.destroyed = true;
+    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
+    if (!complete) {
+      this.aborted = true;
+      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
+    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
+    this.emit("close");
+  }
+}
+
+function one(v: string | string[] | undefined): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+function str(v: string | number | readonly string[] | undefined): string {
+  if (v === undefined) return "";
+  return Array.isArray(v) ? String(v[0] ?? "") : String(v);
+}
+function ignore(): void {}
+function onNewListener(this: ConnectDownstream, event: string | symbol): void {
+  if (event === "data") this.hookRequest();
+}
+function onReqData(this: Carrier, chunk: Buffer): void {
+  this[kConnect]!.onReqData(chunk);
+}
+function replayEnd(w: ConnectDownstream): void {
+  w.onReqEnd();
+}
+function onReqEnd(this: Carrier): void {
+  this[kConnect]!.onReqEnd();
+}
+function onSinkClose(this: Carrier): void {
+  this[kConnect]!.onSinkClose();
+}
+function onSinkDrain(this: Carrier): void {
+  this[kConnect]!.emit("drain");
+}
+function emitWantTrailers(w: ConnectDownstream): void {
+  if (!w.closed) w.emit("wantTrailers");
+}
+
+/** A gRPC head or trailer block's metadata (gRPC's own fields and pseudo-headers left out). */
+function metadataOf(h: OutgoingHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in h) {
+    if (name.charCodeAt(0) === 58 || GRPC_RESPONSE_ONLY.has(name)) continue;
+    const v = h[name]!;
+    out[name] = Array.isArray(v) ? [...(v as string[])] : String(v);
+  }
+  return out;
+}
+
+/** The end-of-stream envelope for a trailer block (or a Trailers-Only head). */
+function endStreamOf(t: OutgoingHeaders): Uint8Array {
+  const code = parseGrpcStatus(t["grpc-status"] === undefined ? undefined : String(t["grpc-status"]));
+  const fields: [string, string][] = [];
+  const meta = metadataOf(t);
+  for (const n in meta) {
+    const v = meta[n]!;
+    if (Array.isArray(v)) for (const x of v) fields.push([n, x]);
+    else fields.push([n, v as string]);
+  }
+  if (code === Code.OK) return encodeEndStream(null, fields);
+  const details = t["grpc-status-details-bin"];
+  const err = code === undefined
+    ? connectErrorFor(Code.UNKNOWN, "upstream response without a valid grpc-status")
+    : connectErrorFor(code, decodeGrpcMessage(str(t["grpc-message"])), details === undefined ? undefined : str(details));
+  return encodeEndStream(err, fields);
+}
+
+// === entry points: the listener hands a Connect request here ===
+
+export type Classified = { readonly ok: true; readonly req: ConnectRequest; readonly path: string } | { readonly ok: false; readonly kind: "unary" | "stream"; readonly codec: string; readonly error: string };
+
+/**
+ * A request's Connect form from its method, path (with query) and content type, or null when it
+ * is not Connect (the listener goes on to the native call). A Connect request with a bad query or
+ * an unknown protocol version is classified with its error (answered without a call).
+ */
+export function classifyConnect(method: string, path: string, h: IncomingHttpHeaders): Classified | null {
+  const ct = parseConnectContentType(h["content-type"]);
+  const v = one(h["connect-protocol-version"]);
+  if (method === "GET") {
+    const q = path.indexOf("?");
+    if (q < 0) return null;
+    const query = path.slice(q + 1);
+    if (!isConnectGet(query)) return null;
+    const g = parseGetQuery(query);
+    if (!g.ok) return { ok: false, kind: "unary", codec: "json", error: g.error };
+    const gct: ConnectContentType = { kind: "unary", codec: g.codec };
+    if (g.codec !== "proto" && g.codec !== "json") return { ok: false, kind: "unary", codec: "json", error: `encoding "${g.codec}" is not proto or json` };
+    return { ok: true, path: path.slice(0, q), req: { ct: gct, getBody: g.message, encoding: g.compression, contentLength: -1 } };
+  }
+  if (ct === null || method !== "POST") return null;
+  if (v !== undefined && v !== "1") return { ok: false, kind: ct.kind, codec: ct.codec, error: `connect-protocol-version must be "1": got "${v.slice(0, 32)}"` };
+  const ce = ct.kind === "unary" ? one(h["content-encoding"])?.trim().toLowerCase() : undefined;
+  const cl = ct.kind === "unary" ? one(h["content-length"]) : undefined;
+  const len = cl !== undefined && /^[0-9]{1,15}$/.test(cl) ? Number(cl) : -1;
+  return { ok: true, path, req: { ct, getBody: null, encoding: ce === undefined || ce === "" || ce === "identity" ? null : ce, contentLength: len } };
+}
+
+/**
+ * The request head the Call reads (as for gRPC-Web's): pseudo-headers, the gRPC content type, the
+ * encodings renamed, connect-timeout-ms as grpc-timeout, Connect's own and HTTP/1.1's fields
+ * dropped. A bad connect-timeout-ms is an error string.
+ */
+function nativeHead(path: string, authority: string | undefined, r: ConnectRequest, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } | string {
+  const ct = grpcContentType(r.ct.codec);
+  const headers: IncomingHttpHeaders = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": ct };
+  if (authority !== undefined) headers[":authority"] = authority;
+  const out: string[] = [":method", "POST", ":path", path, "content-type", ct];
+  const renames = REQUEST_RENAMES[r.ct.kind];
+  // unary: the body's encoding is the one message's (a GET names it in its query)
+  if (r.encoding !== null) out.push("grpc-encoding", r.encoding);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name.charCodeAt(0) === 58 || HOP.has(name)) continue;
+    const value = raw[i + 1]!;
+    if (name === "connect-timeout-ms") {
+      const t = parseConnectTimeout(value);
+      if (!t.ok) return t.error;
+      const g = grpcTimeoutForConnect(t.ms);
+      out.push("grpc-timeout", g);
+      headers["grpc-timeout"] = g;
+      continue;
+    }
+    const renamed = renames[name];
+    if (renamed !== undefined) {
+      // unary's encoding was pushed above; identity is no encoding at all (gRPC would read it as a name)
+      if (renamed === "grpc-encoding" && (r.ct.kind === "unary" || value.trim().toLowerCase() === "identity")) continue;
+      out.push(renamed, value);
+      continue;
+    }
+    if (CONNECT_REQUEST_ONLY.has(name) || name === "grpc-timeout") continue;
+    out.push(name, value);
+    if (name === "x-request-id" || name === "grpc-previous-rpc-attempts") headers[name] = value;
+  }
+  return { headers, raw: out };
+}
+
+/** Answers a Connect request dojang refuses before any call (bad query, timeout, protocol version). */
+function refuse(kind: "unary" | "stream", codec: string, code: number, message: string, send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {
+  const err = connectErrorFor(code, message);
+  if (kind === "unary") send(connectHttpStatus(code), { ...cors, "content-type": "application/json" }, Buffer.from(JSON.stringify(err)));
+  else send(200, { ...cors, "content-type": `application/connect+${codec}` }, Buffer.from(encodeEndStream(err, [])));
+}
+
+function start(ctx: CallContext, c: Classified, w: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {
+  if (!c.ok) return refuse(c.kind, c.codec, Code.INVALID_ARGUMENT, c.error, send, cors);
+  const n = nativeHead(c.path, authority, c.req, raw);
+  if (typeof n === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, n, send, cors);
+  const d = w();
+  const call = new Call(ctx, d, n.headers, d.protocol);
+  d.call = call;
+  call.start(n.headers, 0, n.raw);
+}
+
+/** A Connect request on the HTTP/2 port. */
+export function handleConnectHttp2(ctx: CallContext, c: Classified, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], cors: CorsHeaders): void {
+  const a = h[":authority"] ?? h["host"];
+  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
+    stream.on("error", ignore);
+    stream.respond({ ":status": status, ...head });
+    stream.end(body);
+  }, cors);
+}
+
+/** A Connect request over HTTP/1.1 (the listener's http1Address socket, or ALPN http/1.1 on TLS). */
+export function handleConnectHttp1(ctx: CallContext, c: Classified, req: IncomingMessage, res: ServerResponse, cors: CorsHeaders): void {
+  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), req.headers.host, req.rawHeaders, (status, head, body) => {
+    res.writeHead(status, head);
+    res.end(body);
+  }, cors);
+}
+
+/** A refusal before any call (the overload refusal on HTTP/1.1): 14 UNAVAILABLE in Connect's form. */
+export function refuseConnectHttp1(c: Classified, res: ServerResponse, cors: CorsHeaders, message: string): void {
+  const kind = c.ok ? c.req.ct.kind : c.kind;
+  const codec = c.ok ? c.req.ct.codec : c.codec;
+  refuse(kind, codec, Code.UNAVAILABLE, message, (status, head, body) => {
+    res.writeHead(status, head);
+    res.end(body);
+  }, cors);
+}

@@ -26,7 +26,7 @@ export const DECIDED_BY = {
   overflow: "a cluster's circuit breaker (maxCalls, maxPendingCalls, maxConnections, maxRetries) was full: the call was not sent",
   client_cancel: "the downstream client cancelled the call or disconnected",
   shutdown: "dojang was shutting down and did not start or finish the call",
-  overload: "the client did not read its responses and their buffers went past the connection's or the process's budget: dojang cut the call (RST_STREAM ENHANCE_YOUR_CALM)",
+  overload: "the client did not read its responses and their buffers went past the connection's or the process's budget: dojang cut the call (RST_STREAM ENHANCE_YOUR_CALM). Also a call whose client advertised a stream window under one frame, cut at once past the unread budget (a Trailers-Only 8 when cut at its response head)",
   rate_limited: "the route's rateLimit had no token left for the call's key: the call was not sent (8, not 14: it should not be retried at once; grpc-retry-pushback-ms and x-ratelimit-reset say when a token is back)",
   rate_limited_global: "the route's global rate-limit service (rateLimit.global) answered OVER_LIMIT: the call was not sent (8; x-ratelimit-* and grpc-retry-pushback-ms say when the limit resets)",
   rate_limit_service_failed: "the route's global rate-limit service did not answer in time or failed, and rateLimit.global.failureModeDeny is on: the call was not sent (14)",

@@ -7,8 +7,8 @@ import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AddressInfo } from "node:net";
 import { echoClient, startProxy, type EchoClient } from "../helpers/peers.js";
-import { FRAME } from "../helpers/h2-frames.js";
-import { DEFAULT_BUFFER_BUDGETS, responseBuffers } from "../../src/proxy/observe/overload.js";
+import { FRAME, encodeFrame } from "../helpers/h2-frames.js";
+import { DEFAULT_BUFFER_BUDGETS, DEFAULT_UNREAD_BUDGETS, UNREAD_CALL_BYTES, responseBuffers } from "../../src/proxy/observe/overload.js";
 import type { DojangHandle } from "../../src/index.js";
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
@@ -68,6 +68,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   responseBuffers.budgets = DEFAULT_BUFFER_BUDGETS;
+  responseBuffers.unreadBudgets = DEFAULT_UNREAD_BUDGETS;
   for (const px of proxies.splice(0)) await px.close(0);
   for (const c of clients.splice(0)) c.close();
   for (const r of raws.splice(0)) r.close();
@@ -151,9 +152,48 @@ describe("attack: a client that never opens its window (zero-window stall), real
 const ENHANCE_YOUR_CALM = 0xb;
 const REFUSED_STREAM = 0x7;
 
+/** the unread budgets out of the way, for the tests of the idle rule's */
+const NO_UNREAD_BUDGETS = { perConnectionBytes: 2 ** 40, processBytes: 2 ** 40 };
+
 describe("the response-buffer budgets (in-process dojang, budgets set on the process's guard)", () => {
+  it("unread calls (client window 0, nothing drained) past the connection's unread budget are cut at once with RESOURCE_EXHAUSTED; a window-0 client on another connection that opens its window is served", { timeout: 30_000 }, async () => {
+    const px = await startProxy(upstream.address);
+    proxies.push(px);
+    const cutsBefore = responseBuffers.unreadCuts;
+    const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0], [SETTING.HEADER_TABLE_SIZE, 0]] });
+    raws.push(atk);
+    const t0 = Date.now();
+    const ids = openStalledStreams(atk, 40);
+    const perConnection = Math.floor(DEFAULT_UNREAD_BUDGETS.perConnectionBytes / UNREAD_CALL_BYTES);
+    // the calls past the budget end long before the idle rule's 200 ms could cut them
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && ids.filter((id) => atk.ended(id)).length < ids.length - perConnection) await sleep(5);
+    const ended = ids.filter((id) => atk.ended(id));
+    const tookMs = Date.now() - t0;
+    // a client on another connection, also at window 0, that opens its window: all of it arrives
+    const reader = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0], [SETTING.HEADER_TABLE_SIZE, 0]] });
+    raws.push(reader);
+    reader.headers(1, grpcRequestFields("/test.Flood/Stream"));
+    reader.data(1, Buffer.from([0, 0, 0, 0, 0]), true);
+    await sleep(100);
+    const wu = (id: number): Buffer => encodeFrame(FRAME.WINDOW_UPDATE, 0, id, Buffer.from([0, 0x80, 0, 0]));
+    reader.write(Buffer.concat([wu(0), wu(1)]));
+    while (Date.now() < deadline && reader.on(1).filter((f) => f.type === FRAME.DATA).length < 4) await sleep(20);
+    console.log(`unread: ${ended.length} of 40 ended in ${tookMs} ms (budget ${perConnection} calls); the reader got ${reader.on(1).filter((f) => f.type === FRAME.DATA).length} DATA frames`);
+    expect(ended.length).toBeGreaterThanOrEqual(ids.length - perConnection);
+    expect(responseBuffers.unreadCuts - cutsBefore).toBeGreaterThanOrEqual(ids.length - perConnection);
+    // each cut call got 8 RESOURCE_EXHAUSTED (cut at its response head: grpc-status's value is
+    // sent raw) or, cut at its first stall with a frame queued, RST_STREAM ENHANCE_YOUR_CALM
+    const cutRight = ended.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM) || atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));
+    expect(cutRight).toEqual(ended);
+    expect(reader.ended(1) && reader.on(1).some((f) => f.type === FRAME.RST_STREAM)).toBe(false);
+    expect(reader.on(1).filter((f) => f.type === FRAME.DATA).length).toBeGreaterThanOrEqual(4);
+    expect(atk.closed).toBe(false); // only its calls are cut
+  });
+
   it("past the per-connection budget the largest stalled calls are cut with RST_STREAM ENHANCE_YOUR_CALM; a bystander on another connection is served", { timeout: 30_000 }, async () => {
     responseBuffers.budgets = { perConnectionBytes: 2 * 1_048_576, processBytes: 1024 * 1_048_576 };
+    responseBuffers.unreadBudgets = NO_UNREAD_BUDGETS; // the idle rule's budgets alone (window-0 calls are unread)
     const px = await startProxy(upstream.address);
     proxies.push(px);
     const cutsBefore = responseBuffers.cuts;
@@ -179,6 +219,7 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     // 2 MiB per connection, 4 MiB per process: 100 stalled calls hold up to 6+ MiB until the
     // per-connection cut (IDLE_MS later) brings them down; only that connection pays for it
     responseBuffers.budgets = { perConnectionBytes: 2 * 1_048_576, processBytes: 4 * 1_048_576 };
+    responseBuffers.unreadBudgets = NO_UNREAD_BUDGETS; // the idle rule's budgets alone (window-0 calls are unread)
     const px = await startProxy(upstream.address);
     proxies.push(px);
     const by = echoClient(px.address);
@@ -209,6 +250,7 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
   it("past the process budget new streams are refused with REFUSED_STREAM until the stalled buffers are cut back", { timeout: 30_000 }, async () => {
     // 60 stalled calls hold ~60 × (16 KiB queued + the 64 KiB default upstream window)
     responseBuffers.budgets = { perConnectionBytes: 1024 * 1_048_576, processBytes: 2 * 1_048_576 };
+    responseBuffers.unreadBudgets = NO_UNREAD_BUDGETS; // the idle rule's budgets alone (window-0 calls are unread)
     const px = await startProxy(upstream.address, { listener: { grpcWeb: true, http1Address: "127.0.0.1:0" } });
     proxies.push(px);
     const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });

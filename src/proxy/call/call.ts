@@ -323,6 +323,9 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
+    // issue 22: while calls wait unread, one more at a window under one frame may be cut here,
+    // before its DATA is taken (observe/overload.ts); nothing to do on the normal path.
+    if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, (this.down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize)) return;
     this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
     // A retry is still possible (the buffer is kept): a status decides it, a message commits.
     const r = this.retry;

@@ -85,8 +85,11 @@ export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
     const rs = (a.up as WithReadableState | undefined)?._readableState;
     if (rs !== undefined) rs.highWaterMark = STREAM_QUEUE_BYTES;
     c.attempt!.pause();
-    // The client is behind: this call's buffers now count against the budgets (overload.ts).
-    responseBuffers.stall(c);
+    // The client is behind: this call's buffers now count against the budgets (overload.ts). At
+    // a first stall, the client's advertised stream window tells an unread call (one frame
+    // cannot reach it), which the guard may cut at once.
+    responseBuffers.stall(c, hwm === STREAM_QUEUE_BYTES ? (down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize : undefined);
+    if (c.done) return;
     c.waitForDrain();
   }
 }

@@ -56,6 +56,22 @@ export const SWEEP_MS = 100;
 export const IDLE_MS = 200;
 /** An overload ends once the stalled total is back under this fraction of the process budget. */
 const RECOVER_FRACTION = 0.75;
+/**
+ * Issue 22: a call is *unread* when its client advertised a stream window smaller than one DATA
+ * frame (SETTINGS_INITIAL_WINDOW_SIZE; the zero-window attack sets 0) and its first write has
+ * not drained: nothing can reach that client until it sends a WINDOW_UPDATE for the stream. Such
+ * a call is counted as what it may hold, UNREAD_CALL_BYTES (one queued frame and the 64 KiB
+ * upstream window, node:http2's stream state on both legs aside), and is cut at once, without
+ * the idle rule's 200 ms, past the unread budgets: the idle rule lets every stream fill its
+ * window before the first sweep, which is what 1,000 such calls cost (+50 to +79 MiB).
+ */
+export const UNREAD_WINDOW_BELOW = 16 * 1024;
+export const UNREAD_CALL_BYTES = 80 * 1024;
+/**
+ * Unread bytes one client connection may hold (12 calls), and all of them in the process (51
+ * calls); past the process's, the connection with the most unread calls loses one.
+ */
+export const DEFAULT_UNREAD_BUDGETS: BufferBudgets = { perConnectionBytes: 1024 * 1024, processBytes: 4 * 1024 * 1024 };
 
 interface Measured {
   readonly call: StalledCall;
@@ -66,6 +82,8 @@ interface Measured {
 
 export class ResponseBufferGuard {
   budgets: BufferBudgets = DEFAULT_BUFFER_BUDGETS;
+  /** the unread calls' budgets (UNREAD_WINDOW_BELOW) */
+  unreadBudgets: BufferBudgets = DEFAULT_UNREAD_BUDGETS;
   /** past the process budget: listeners refuse new streams */
   overloaded = false;
   /** calls cut so far (both budgets), for tests and metrics */
@@ -77,11 +95,20 @@ export class ResponseBufferGuard {
   /** stalled call → when it stalled (monotonic ms) */
   private readonly stalled = new Map<StalledCall, number>();
   private timer: NodeJS.Timeout | undefined = undefined;
+  /** unread calls (see UNREAD_WINDOW_BELOW) by client connection, and their number */
+  private readonly unread = new Map<object, Set<StalledCall>>();
+  private unreadCount = 0;
+  /** unread calls cut at once (also in `cuts`) */
+  unreadCuts = 0;
 
-  /** The call's client stream refused a write (its upstream is paused now). */
-  stall(c: StalledCall): void {
+  /**
+   * The call's client stream refused a write (its upstream is paused now). `clientWindow`: the
+   * client's advertised initial stream window at the call's first stall (undefined otherwise).
+   */
+  stall(c: StalledCall, clientWindow?: number): void {
     if (this.stalled.has(c)) return;
     this.stalled.set(c, performance.now());
+    if (clientWindow !== undefined && clientWindow < UNREAD_WINDOW_BELOW) this.addUnread(c);
     if (this.timer === undefined) {
       this.timer = setInterval(sweepGuard, SWEEP_MS, this);
       this.timer.unref();
@@ -90,7 +117,64 @@ export class ResponseBufferGuard {
 
   /** The client stream drained, or the call ended. */
   unstall(c: StalledCall): void {
-    this.stalled.delete(c);
+    if (this.stalled.delete(c) && this.unreadCount > 0) this.dropUnread(c);
+  }
+
+  get unreadCalls(): number {
+    return this.unreadCount;
+  }
+
+  /**
+   * At a response head, while some calls are unread: a call whose client's window is under one
+   * frame, on a connection already at its unread share, or past the process's share on the
+   * connection with the most unread calls, is cut before its DATA is taken (returns true).
+   */
+  cutUnreadAtHead(c: StalledCall, clientWindow: number | undefined): boolean {
+    if (clientWindow === undefined || clientWindow >= UNREAD_WINDOW_BELOW) return false;
+    const s = c.down.session;
+    if (s === undefined) return false;
+    const set = this.unread.get(s);
+    if (set === undefined) return false;
+    const { perConnectionBytes, processBytes } = this.unreadBudgets;
+    if ((set.size + 1) * UNREAD_CALL_BYTES > perConnectionBytes) {
+      this.cut(c, `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes at a window under one frame)`, true);
+      return true;
+    }
+    if ((this.unreadCount + 1) * UNREAD_CALL_BYTES <= processBytes) return false;
+    // only on the connection with the most unread calls (a connection with none is never cut here)
+    for (const other of this.unread.values()) if (other.size > set.size) return false;
+    this.cut(c, `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes at a window under one frame)`, true);
+    return true;
+  }
+
+  private addUnread(c: StalledCall): void {
+    const s = c.down.session;
+    if (s === undefined) return;
+    let set = this.unread.get(s);
+    if (set === undefined) this.unread.set(s, (set = new Set()));
+    set.add(c);
+    this.unreadCount++;
+    const { perConnectionBytes, processBytes } = this.unreadBudgets;
+    if (set.size * UNREAD_CALL_BYTES > perConnectionBytes) {
+      return this.cut(c, `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes at a window under one frame)`, true);
+    }
+    if (this.unreadCount * UNREAD_CALL_BYTES <= processBytes) return;
+    // Past the process's share: cut a call of the connection with the most unread calls (this
+    // one's own when it ties), never one whose connection holds fewer.
+    let most = set;
+    for (const other of this.unread.values()) if (other.size > most.size) most = other;
+    let victim = c;
+    if (most !== set) for (const v of most) victim = v;
+    this.cut(victim, `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes at a window under one frame)`, true);
+  }
+
+  private dropUnread(c: StalledCall): void {
+    const s = c.down.session;
+    if (s === undefined) return;
+    const set = this.unread.get(s);
+    if (set === undefined || !set.delete(c)) return;
+    this.unreadCount--;
+    if (set.size === 0) this.unread.delete(s);
   }
 
   get stalledCalls(): number {
@@ -161,10 +245,11 @@ export class ResponseBufferGuard {
     this.lastTotal = total;
   }
 
-  private cut(c: StalledCall, message: string): void {
+  private cut(c: StalledCall, message: string, unread = false): void {
     this.unstall(c);
     if (c.done) return;
     this.cuts++;
+    if (unread) this.unreadCuts++;
     c.cutForOverload(message);
   }
 }

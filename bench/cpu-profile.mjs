@@ -14,7 +14,7 @@
 //
 // Loopback only; every process it starts is stopped by pid.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,6 +34,8 @@ const { values: a } = parseArgs({
     warmup: { type: "string", default: "2000" },
     "node-args": { type: "string", default: "" },
     callgrind: { type: "string" },
+    // the proxy's stdout to this file (e.g. with --node-args="--trace-deopt"); ignored otherwise
+    stdout: { type: "string" },
   },
 });
 const CALLS = Number(a.calls);
@@ -82,7 +84,8 @@ async function startProxy(upstreamPort) {
     argv = ["--tool=callgrind", `--callgrind-out-file=${resolve(a.callgrind)}.%p`, process.execPath, ...argv];
     cmd = "valgrind";
   }
-  const p = spawn(cmd, argv, { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
+  const out = a.stdout === undefined ? "ignore" : openSync(a.stdout, "w");
+  const p = spawn(cmd, argv, { stdio: ["ignore", out, "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
   children.push(p);
   // valgrind starts node slowly: wait up to two minutes
   for (let i = 0; ; i++) {

@@ -26,6 +26,8 @@ interface Outcome {
   readonly total: number;
   readonly passed: number;
   readonly failed: number;
+  /** the known-flaky cases that failed this run (the runner counts them neither passed nor failed) */
+  readonly flaky: readonly string[];
   readonly output: string;
 }
 
@@ -43,10 +45,22 @@ async function run(protocols: readonly string[], config = CONFIG): Promise<Outco
     const out = `${r.stdout}\n${r.stderr}`;
     const total = Number(/Total cases: (\d+)/.exec(out)?.[1] ?? NaN);
     const m = /(\d+) passed, (\d+) failed/.exec(out);
-    return { code: r.code, total, passed: Number(m?.[1] ?? NaN), failed: Number(m?.[2] ?? NaN), output: out };
+    const flaky = [...out.matchAll(/^INFO: (\S+) failed \(as expected\)/gm)].map((f) => f[1]!);
+    if (flaky.length > 0) console.log(`conformance: known-flaky cases that failed this run: ${flaky.join(", ")}`);
+    return { code: r.code, total, passed: Number(m?.[1] ?? NaN), failed: Number(m?.[2] ?? NaN), flaky, output: out };
   } finally {
     tmp.remove();
   }
+}
+
+/**
+ * Every case passed, but for a known-flaky Timeouts case that missed its budget on a starved
+ * machine (the runner reports it as "failed (as expected)" and counts it neither way): only those
+ * may be missing from the passed count.
+ */
+function expectAllPassed(r: Outcome): void {
+  expect(r.flaky.filter((name) => !name.startsWith("Timeouts/")), r.output).toEqual([]);
+  expect(r.passed + r.flaky.length).toBe(r.total);
 }
 
 describe("Connect conformance suite, server mode, dojang in front of the reference server", () => {
@@ -58,7 +72,7 @@ describe("Connect conformance suite, server mode, dojang in front of the referen
     expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
     // the matrix: 400 Connect cases (incl. GET) and 322 + 156 gRPC ones (connect-go's and grpc-go's clients)
     expect(r.total).toBeGreaterThanOrEqual(800);
-    expect(r.passed).toBe(r.total);
+    expectAllPassed(r);
   }, 280_000);
 
   it("gRPC-Web: every case passes", async () => {
@@ -66,7 +80,7 @@ describe("Connect conformance suite, server mode, dojang in front of the referen
     expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
     expect(r.output).toContain("PROTOCOL_GRPC_WEB, TLS:false}");
     expect(r.total).toBeGreaterThanOrEqual(300);
-    expect(r.passed).toBe(r.total);
+    expectAllPassed(r);
   }, 280_000);
 
   it("over TLS, HTTP/1.1 and HTTP/2 on one port (ALPN), all three protocols: every case passes", async () => {
@@ -76,6 +90,6 @@ describe("Connect conformance suite, server mode, dojang in front of the referen
     expect(r.output).not.toContain("TLS:false}");
     expect({ code: r.code, failed: r.failed }, r.output).toEqual({ code: 0, failed: 0 });
     expect(r.total).toBeGreaterThanOrEqual(1500);
-    expect(r.passed).toBe(r.total);
+    expectAllPassed(r);
   }, 280_000);
 });

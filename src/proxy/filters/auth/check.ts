@@ -3,6 +3,8 @@
 // request's method, path, host and headers), and what a CheckResponse means for the call (headers
 // to set or remove upstream, or a denial's status and status fields). Field names as in the .proto
 // (snake_case: src/protos/load.ts keeps them), enums as their names.
+import { Code } from "../../../translate/codes.js";
+import { codeFromHttpStatus } from "../../../translate/http-status.js";
 
 /** What a call brings to the check. */
 export interface CheckFacts {
@@ -94,17 +96,25 @@ function pair(o: HeaderValueOption): [string, string] | null {
   return settableHeader(name, value) ? [name, value] : null;
 }
 
-/** HTTP statuses a denial may name, as gRPC codes (grpc's HTTP-to-gRPC table, 403 → 7 PERMISSION_DENIED otherwise). */
-const HTTP_NAME_TO_CODE: Readonly<Record<string, number>> = {
-  BadRequest: 13,
-  Unauthorized: 16,
-  Forbidden: 7,
-  NotFound: 12,
-  TooManyRequests: 14,
-  BadGateway: 14,
-  ServiceUnavailable: 14,
-  GatewayTimeout: 14,
+/**
+ * The HTTP statuses (envoy.type.v3.StatusCode names) whose gRPC code grpc-go's table gives
+ * (codeFromHttpStatus); any other name denies with 7 PERMISSION_DENIED.
+ */
+const HTTP_STATUS_BY_NAME: Readonly<Record<string, number>> = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  TooManyRequests: 429,
+  BadGateway: 502,
+  ServiceUnavailable: 503,
+  GatewayTimeout: 504,
 };
+
+function codeOfHttpName(name: string | number | undefined): number {
+  const status = typeof name === "string" ? HTTP_STATUS_BY_NAME[name] : undefined;
+  return status === undefined ? Code.PERMISSION_DENIED : codeFromHttpStatus(status);
+}
 
 /**
  * The verdict of a CheckResponse: status code 0 allows (ok_response's headers apply), any other
@@ -134,7 +144,7 @@ export function mapCheckResponse(r: Record<string, unknown>): CheckVerdict {
   }
   const denied = (r["denied_response"] ?? {}) as { status?: { code?: string | number }; headers?: HeaderValueOption[]; body?: string };
   const httpName = denied.status?.code;
-  const grpcCode = code >= 1 && code <= 16 ? code : ((typeof httpName === "string" ? HTTP_NAME_TO_CODE[httpName] : undefined) ?? 7);
+  const grpcCode = code >= 1 && code <= 16 ? code : codeOfHttpName(httpName);
   const extra: [string, string][] = [];
   for (const o of denied.headers ?? []) {
     const p = pair(o);

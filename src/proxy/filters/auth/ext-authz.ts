@@ -1,8 +1,8 @@
 // The Authorization client: Envoy's envoy.service.auth.v3.Authorization/Check over gRPC (h2c),
-// carried by @grpc/grpc-js from the descriptors generated at build (src/protos/load.ts). One
-// channel per address for the process (a reload that keeps the address keeps the channel).
-import { credentials, type Client, type ServiceClientConstructor } from "@grpc/grpc-js";
-import { protos } from "../../../protos/load.js";
+// carried by @grpc/grpc-js with the channel the rate-limit service uses too (src/protos/channel.ts).
+// One channel per address for the process (a reload that keeps the address keeps the channel).
+import type { Client } from "@grpc/grpc-js";
+import { envoyServiceClient } from "../../../protos/channel.js";
 
 type CheckFn = (req: Record<string, unknown>, opts: { deadline: number }, cb: (err: Error | null, res?: Record<string, unknown>) => void) => unknown;
 
@@ -11,8 +11,7 @@ const clients = new Map<string, Client>();
 function clientFor(target: string): Client {
   let c = clients.get(target);
   if (c === undefined) {
-    const envoy = protos()["envoy"] as unknown as { service: { auth: { v3: { Authorization: ServiceClientConstructor } } } };
-    c = new envoy.service.auth.v3.Authorization(target, credentials.createInsecure());
+    c = envoyServiceClient("envoy.service.auth.v3.Authorization", target);
     clients.set(target, c);
   }
   return c;

@@ -5,7 +5,7 @@
 // loads this module with import() the first time a config has a global limit, so a process
 // without one never loads grpc-js for it.
 import * as grpc from "@grpc/grpc-js";
-import { protos } from "../../../protos/load.js";
+import { envoyServiceClient } from "../../../protos/channel.js";
 import type { Descriptor, RlsResponse } from "../../../translate/rate-limit-global.js";
 import type { Metrics, RlsResult } from "../../observe/metrics.js";
 import type { RlsClient } from "./global.js";
@@ -23,18 +23,7 @@ const EMPTY_METADATA = new grpc.Metadata();
 
 /** A client for the service at `address` ("host:port"), counting into `metrics`. */
 export function newRlsClient(address: string, metrics: Metrics): RlsClient {
-  const pkg = protos() as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } };
-  const Ctor = pkg.envoy.service.ratelimit.v3.RateLimitService;
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
-    // a rate-limit service is a sidecar or a few replicas: keep the connection warm between bursts
-    "grpc.keepalive_time_ms": 30_000,
-    "grpc.keepalive_timeout_ms": 10_000,
-    // reconnect soon after an outage ends (grpc-js backs off up to 120 s by default)
-    "grpc.max_reconnect_backoff_ms": 5_000,
-    "grpc.enable_retries": 0,
-    // channelz keeps per-call bookkeeping nobody here reads
-    "grpc.enable_channelz": 0,
-  });
+  const client = envoyServiceClient("envoy.service.ratelimit.v3.RateLimitService", address);
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
   const counters = metrics.rateLimitServiceCounters(address);
   return {

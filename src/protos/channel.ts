@@ -1,0 +1,25 @@
+/**
+ * A grpc-js client for one of the Envoy services dojang asks per call (RateLimitService,
+ * Authorization): plaintext, one channel per address, with the options both want. These services
+ * are sidecars or a few replicas asked on the hot path, so the channel is kept warm between
+ * bursts, reconnects soon after an outage (grpc-js backs off up to 120 s by default), never
+ * retries by itself (the caller's timeout is the whole budget), and keeps no channelz bookkeeping.
+ */
+import { credentials, type Client, type ServiceClientConstructor } from "@grpc/grpc-js";
+import { protos } from "./load.js";
+
+const OPTIONS = {
+  "grpc.keepalive_time_ms": 30_000,
+  "grpc.keepalive_timeout_ms": 10_000,
+  "grpc.max_reconnect_backoff_ms": 5_000,
+  "grpc.enable_retries": 0,
+  "grpc.enable_channelz": 0,
+} as const;
+
+/** A client of the service at `path` (e.g. "envoy.service.auth.v3.Authorization") for `address`. */
+export function envoyServiceClient(path: string, address: string): Client {
+  let node: unknown = protos();
+  for (const part of path.split(".")) node = (node as Record<string, unknown>)[part];
+  if (typeof node !== "function") throw new Error(`no service ${path} in the generated descriptors`);
+  return new (node as ServiceClientConstructor)(address, credentials.createInsecure(), OPTIONS);
+}

@@ -35,9 +35,13 @@ async function main(): Promise<void> {
   const grpcPort = await new Promise<number>((res, rej) =>
     server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
   );
-  // 2. an upstream that is not well: HTTP 503 and an HTML page
+  // 2. an upstream that is not well: HTTP 503 and an HTML page; and one that never answers Slow
+  // (the grpc-js server above would end it itself at the grpc-timeout dojang sends, racing
+  // dojang's own route timeout for who decides the 4; this one leaves the decision to dojang)
   const broken = http2.createServer();
-  broken.on("stream", (s) => {
+  broken.on("stream", (s, h) => {
+    s.on("error", () => {});
+    if (h[":path"] === "/demo.Echo/Slow") return; // held until dojang cancels it
     s.respond({ ":status": 503, "content-type": "text/html" });
     s.end("<html><body><h1>503 Service Unavailable</h1></body></html>");
   });
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
           address: "127.0.0.1:0",
           routes: [
             { match: { service: "demo.Broken" }, cluster: "broken" },
+            { match: { path: "/demo.Echo/Slow" }, cluster: "broken", timeout: "500ms" },
             { match: { prefix: "/" }, cluster: "echo", timeout: "500ms", maxRequestMessageBytes: "64KiB" },
           ],
         },

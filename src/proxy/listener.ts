@@ -18,7 +18,7 @@ import type { JsonTranscoding } from "./downstream/transcode.js";
 import { classifyConnect, handleConnectHttp1, handleConnectHttp2, refuseConnectHttp1 } from "./downstream/connect.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
-import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, sweepUnproductive } from "./downstream/guards.js";
+import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, onClientSettings, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
@@ -200,6 +200,7 @@ export class Listener {
       const lc = this.cfg;
       const conn = new ConnState(s, lc.maxConcurrentStreams);
       s[kConn] = conn;
+      s.on("remoteSettings", onClientSettings);
       // who the client is (the access record's client_address, tls_*): once per connection
       (s as unknown as PeerSession)[kPeer] = clientPeer(s.socket);
       // mTLS: the verified client certificate, once per connection, for every call on it

@@ -12,7 +12,7 @@ import { DEFAULT_BUFFER_BUDGETS, DEFAULT_UNREAD_BUDGETS, UNREAD_CALL_BYTES, resp
 import type { DojangHandle } from "../../src/index.js";
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
-import { SETTING } from "../helpers/h2-frames.js";
+import { SETTING, settingsFrame } from "../helpers/h2-frames.js";
 import { openStalledStreams, rssMiB, startTarget, streamFlood } from "../helpers/attacks.js";
 import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 
@@ -122,10 +122,14 @@ describe("attack: a client that never opens its window (zero-window stall), real
     await sleep(300);
     const before = rssMiB(p.pid);
 
-    const atk = await connectRawH2(address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+    // The streams open at the default window, which the client closes right after them: a
+    // connection at window 0 from its first SETTINGS may open only 12 streams (the unread
+    // budget's; downstream/guards.ts), and this test is about what stalled calls it did open cost.
+    const atk = await connectRawH2(address);
     raws.push(atk);
     sent = 0;
     const ids = openStalledStreams(atk, STREAMS);
+    atk.write(settingsFrame([[SETTING.INITIAL_WINDOW_SIZE, 0]]));
     const bystander = runBystander(by, 200, 10);
     // let the flood fill whatever dojang lets it fill
     let peak = before;
@@ -156,20 +160,37 @@ const REFUSED_STREAM = 0x7;
 const NO_UNREAD_BUDGETS = { perConnectionBytes: 2 ** 40, processBytes: 2 ** 40 };
 
 describe("the response-buffer budgets (in-process dojang, budgets set on the process's guard)", () => {
-  it("unread calls (client window 0, nothing drained) past the connection's unread budget are cut at once with RESOURCE_EXHAUSTED; a window-0 client on another connection that opens its window is served", { timeout: 30_000 }, async () => {
+  it("a connection at window 0 from its first SETTINGS may open only its unread budget's streams: the rest are refused (REFUSED_STREAM) before any upstream call; opened at the default window and closed after, its unread calls past the budget are cut at once with RESOURCE_EXHAUSTED; a window-0 client on another connection that opens its window is served", { timeout: 30_000 }, async () => {
     const px = await startProxy(upstream.address);
     proxies.push(px);
+    const perConnection = Math.floor(DEFAULT_UNREAD_BUDGETS.perConnectionBytes / UNREAD_CALL_BYTES);
+    const deadline = Date.now() + 10_000;
+    // (1) window 0 from the start: 40 streams, 12 taken
+    const floodBefore = upstream.flood;
+    const narrow = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0], [SETTING.HEADER_TABLE_SIZE, 0]] });
+    raws.push(narrow);
+    const narrowIds = openStalledStreams(narrow, 40);
+    const refusedOf = (c: RawH2Client, ids: number[]): number[] => ids.filter((id) => c.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === REFUSED_STREAM));
+    while (Date.now() < deadline && refusedOf(narrow, narrowIds).length < narrowIds.length - perConnection) await sleep(5);
+    await sleep(100);
+    const refused = refusedOf(narrow, narrowIds);
+    const narrowCalls = upstream.flood - floodBefore;
+    // (2) the same client opening its 40 streams at the default window, then closing it
     const cutsBefore = responseBuffers.unreadCuts;
-    const atk = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0], [SETTING.HEADER_TABLE_SIZE, 0]] });
+    const atk = await connectRawH2(px.address, { settings: [[SETTING.HEADER_TABLE_SIZE, 0]] });
     raws.push(atk);
     const t0 = Date.now();
     const ids = openStalledStreams(atk, 40);
-    const perConnection = Math.floor(DEFAULT_UNREAD_BUDGETS.perConnectionBytes / UNREAD_CALL_BYTES);
+    atk.write(settingsFrame([[SETTING.INITIAL_WINDOW_SIZE, 0]]));
     // the calls past the budget end long before the idle rule's 200 ms could cut them
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && ids.filter((id) => atk.ended(id)).length < ids.length - perConnection) await sleep(5);
+    const unreadOf = (): number[] => ids.filter((id) => !atk.on(id).some((f) => f.type === FRAME.DATA));
+    while (Date.now() < deadline && ids.filter((id) => atk.ended(id)).length < unreadOf().length - perConnection) await sleep(5);
+    await sleep(50);
     const ended = ids.filter((id) => atk.ended(id));
     const tookMs = Date.now() - t0;
+    // a call whose first frame went out before the client's SETTINGS closed the window was read
+    // (one frame): it is a slow reader's, which the idle rule (200 ms, the 8 MiB budget) governs
+    const readOne = ids.filter((id) => atk.on(id).some((f) => f.type === FRAME.DATA));
     // a client on another connection, also at window 0, that opens its window: all of it arrives
     const reader = await connectRawH2(px.address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0], [SETTING.HEADER_TABLE_SIZE, 0]] });
     raws.push(reader);
@@ -178,10 +199,15 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     await sleep(100);
     const wu = (id: number): Buffer => encodeFrame(FRAME.WINDOW_UPDATE, 0, id, Buffer.from([0, 0x80, 0, 0]));
     reader.write(Buffer.concat([wu(0), wu(1)]));
-    while (Date.now() < deadline && reader.on(1).filter((f) => f.type === FRAME.DATA).length < 4) await sleep(20);
-    console.log(`unread: ${ended.length} of 40 ended in ${tookMs} ms (budget ${perConnection} calls); the reader got ${reader.on(1).filter((f) => f.type === FRAME.DATA).length} DATA frames`);
-    expect(ended.length).toBeGreaterThanOrEqual(ids.length - perConnection);
-    expect(responseBuffers.unreadCuts - cutsBefore).toBeGreaterThanOrEqual(ids.length - perConnection);
+    const readerDeadline = Date.now() + 10_000;
+    while (Date.now() < readerDeadline && reader.on(1).filter((f) => f.type === FRAME.DATA).length < 4) await sleep(20);
+    console.log(`unread: window 0 from the start, ${refused.length} of 40 refused, ${narrowCalls} reached the upstream; closed after, ${ended.length} of 40 ended in ${tookMs} ms (budget ${perConnection} calls; ${readOne.length} got a frame before the window closed); the reader got ${reader.on(1).filter((f) => f.type === FRAME.DATA).length} DATA frames`);
+    expect(refused.length).toBe(narrowIds.length - perConnection);
+    expect(narrowCalls).toBeLessThanOrEqual(perConnection);
+    expect(narrow.closed).toBe(false);
+    expect(readOne.length).toBeLessThan(ids.length - perConnection);
+    expect(ended.length).toBeGreaterThanOrEqual(ids.length - readOne.length - perConnection);
+    expect(responseBuffers.unreadCuts - cutsBefore).toBeGreaterThanOrEqual(ids.length - readOne.length - perConnection);
     // each cut call got 8 RESOURCE_EXHAUSTED (cut at its response head: grpc-status's value is
     // sent raw) or, cut at its first stall with a frame queued, RST_STREAM ENHANCE_YOUR_CALM
     const cutRight = ended.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM) || atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));

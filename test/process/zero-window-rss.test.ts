@@ -1,6 +1,7 @@
 // Issue 22 item 1, "a stalled reader costs what the proxy has promised, not what the upstream
 // can send": with no memory limit configured, clients that open 1,000 calls at window 0 (one
-// connection × 1,000 streams, and 10 connections × 100) whose upstream answers each with 2 MiB.
+// connection × 1,000 streams, 10 connections × 100, and 1 × 1,000 with the window closed only
+// after the streams opened) whose upstream answers each with 2 MiB.
 // Asserted: the upstream could hand dojang no more than each call's window (dojang stops
 // reading a call once one frame waits for its client; the cluster's initialWindowSize, 64 KiB
 // by default, is what the paused stream may still send), RSS growth under BOUND_MIB, and a
@@ -15,8 +16,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, type EchoClient } from "../helpers/peers.js";
 import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
-import { FRAME, SETTING, encodeFrame } from "../helpers/h2-frames.js";
+import { FRAME, SETTING, encodeFrame, settingsFrame } from "../helpers/h2-frames.js";
 import { rssMiB, startTarget } from "../helpers/attacks.js";
+import { DEFAULT_UNREAD_BUDGETS, UNREAD_CALL_BYTES } from "../../src/proxy/observe/overload.js";
 import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 
 const tmp = tempDir();
@@ -81,16 +83,19 @@ afterAll(async () => {
 });
 
 const ENHANCE_YOUR_CALM = 0xb;
+/** the streams a window-0 connection may have open: the default unread budget's calls */
+const UNREAD_STREAMS = Math.floor(DEFAULT_UNREAD_BUDGETS.perConnectionBytes / UNREAD_CALL_BYTES);
 /**
- * RSS growth of the dojang process over its warmed-up figure. The issue asks for 32 MiB. Since
- * unread calls (client window under one frame, nothing drained) have their own small budget,
- * cut at once past it (observe/overload.ts), this build measured +18 to +26 MiB (1 × 1,000) and
- * +27 to +35 MiB (10 × 100) on a loaded 2-CPU machine; before that +50 to +79, the build before
- * issue 22 +87 and +145 (ATTACK_CLI). What is left is mostly node:http2's stream state for
- * 1,000 streams on both legs (~18 KiB each) while they are opened and cut
- * (docs/contributing/performance.md). The bound leaves the loaded machine 9 MiB over the highest.
+ * RSS growth of the dojang process over its warmed-up figure: the issue's 32 MiB. A connection
+ * whose client advertises a window under one frame may open only as many streams as its unread
+ * budget covers (12; downstream/guards.ts): +5 to +7 MiB (1 × 1,000) and +16 to +17 MiB
+ * (10 × 100) on a quiet 2-CPU machine. Opened at the default window and closed after (late), the
+ * streams are taken and the unread budget cuts them as they stall: +18 to +26 MiB on a loaded
+ * machine, mostly node:http2's stream state for 1,000 streams on both legs (~18 KiB each).
+ * Before the admission rule, 10 × 100 took +27 to +39; before the unread budget +50 to +79;
+ * the build before issue 22 +87 and +145 (ATTACK_CLI; docs/contributing/performance.md).
  */
-const BOUND_MIB = 44;
+const BOUND_MIB = 32;
 const WINDOW_UPDATE = (streamId: number, increment: number): Buffer => {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(increment, 0);
@@ -103,13 +108,20 @@ const WINDOW_UPDATE = (streamId: number, increment: number): Buffer => {
  */
 const SENT_PER_CALL = 64 * 1024 + 64 * 1024 + 64 * 1024;
 
+/**
+ * late: the attacker opens its streams at the default window and sends SETTINGS with window 0
+ * right after them (the streams are taken; their windows then close), so the admission rule for
+ * window-0 connections (downstream/guards.ts, onClientSettings) does not refuse them and the
+ * unread budget's cuts are what bounds it.
+ */
 const CASES = [
-  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000 },
-  { name: "10 connections × 100 streams", connections: 10, streams: 100 },
+  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000, late: false },
+  { name: "10 connections × 100 streams", connections: 10, streams: 100, late: false },
+  { name: "1 connection × 1,000 streams, window 0 sent after them", connections: 1, streams: 1000, late: true },
 ] as const;
 
 describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (real dojang process)", () => {
-  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams }) => {
+  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams, late }) => {
     const { p, address } = await startTarget(tmp, upstream.address);
     const by = echoClient(address);
     clients.push(by);
@@ -134,7 +146,7 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
 
     const atks: RawH2Client[] = [];
     for (let c = 0; c < connections; c++) {
-      const atk = await connectRawH2(address, { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
+      const atk = await connectRawH2(address, late ? {} : { settings: [[SETTING.INITIAL_WINDOW_SIZE, 0]] });
       raws.push(atk);
       atks.push(atk);
     }
@@ -146,6 +158,7 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
         atk.headers(id, grpcRequestFields(BIG_PATH));
         atk.data(id, Buffer.from([0, 0, 0, 0, 0]), true);
       }
+      if (late) atk.write(settingsFrame([[SETTING.INITIAL_WINDOW_SIZE, 0]]));
       return out;
     });
     const bystander = runBystander(by, 200, 10);
@@ -181,6 +194,9 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     expect(r.failures).toEqual([]);
     expect(r.ok).toBe(200);
     expect(upstream.sent).toBeLessThanOrEqual(connections * streams * SENT_PER_CALL);
+    // admission: a window-0 connection's streams past its unread budget's 12 never reach the
+    // upstream (the reader's one call aside)
+    if (!late) expect(upstream.big).toBeLessThanOrEqual(connections * UNREAD_STREAMS + 1);
     expect(growth).toBeLessThan(BOUND_MIB);
   });
 });

@@ -26,6 +26,11 @@ export class ConnState {
   ageTimer: NodeJS.Timeout | undefined = undefined;
   graceTimer: NodeJS.Timeout | undefined = undefined;
   idleTimer: NodeJS.Timeout | undefined = undefined;
+  /**
+   * How many streams a client whose stream window is under one frame may have open at once (the
+   * unread budget's calls, guards.ts onClientSettings); Infinity for every other client.
+   */
+  narrowLimit = Infinity;
   /** the PROTO probe (guards.ts): one at a time per connection */
   probing = false;
   /** the unproductive-bytes meter (guards.ts): the counters at the last sweep; metered = a first sweep ran */

@@ -5,7 +5,8 @@
 // listener (src/proxy/listener.ts) installs them on each session and stream.
 import http2, { type ServerHttp2Session } from "node:http2";
 import { kRequestBytes, type RequestBytesSession } from "../call/headers.js";
-import { connOf, kConn, kOpenedAt, type ConnState, type ConnStream } from "./connection.js";
+import { UNREAD_CALL_BYTES, UNREAD_WINDOW_BELOW, responseBuffers } from "../observe/overload.js";
+import { connOf, kConn, kOpenedAt, type ConnSession, type ConnState, type ConnStream } from "./connection.js";
 
 /**
  * node reports an nghttp2 *stream* error to JS as a session error, and then destroys the whole
@@ -115,7 +116,25 @@ export function countStream(conn: ConnState, stream: ConnStream): boolean {
   stream[kConn] = conn;
   stream[kOpenedAt] = performance.now();
   stream.on("close", onCountedStreamClose);
-  return open > conn.limit;
+  return open > conn.limit || open > conn.narrowLimit;
+}
+
+/**
+ * The client's SETTINGS (the session's 'remoteSettings'; the first comes before any stream). A
+ * client whose stream window is under one DATA frame (UNREAD_WINDOW_BELOW; the zero-window attack
+ * sets 0) cannot take a byte of any answer until it sends a WINDOW_UPDATE for that stream, so
+ * each of its calls is unread from its first response frame (observe/overload.ts). Such a
+ * connection may have open only as many streams as its unread budget covers (12 by default);
+ * more are refused with REFUSED_STREAM, before any upstream call (safe to retry: gRPC clients
+ * retry it transparently). Without this, the unread budget cut the calls only as their answers
+ * arrived, after the upstream had sent each its window (issue 22: 10 connections × 100 streams
+ * at window 0 grew RSS by +28 to +39 MiB).
+ */
+export function onClientSettings(this: ConnSession, settings: http2.Settings): void {
+  const conn = this[kConn];
+  if (conn === undefined) return;
+  const w = settings.initialWindowSize;
+  conn.narrowLimit = w !== undefined && w < UNREAD_WINDOW_BELOW ? Math.max(1, Math.floor(responseBuffers.unreadBudgets.perConnectionBytes / UNREAD_CALL_BYTES)) : Infinity;
 }
 
 function onCountedStreamClose(this: ConnStream): void {

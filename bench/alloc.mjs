@@ -30,6 +30,7 @@ const { values: a } = parseArgs({
     shapes: { type: "string", default: "c1,10x10" },
     "alt-dist": { type: "string" },
     profile: { type: "boolean", default: false },
+    survivors: { type: "boolean", default: false },
     top: { type: "string", default: "20" },
     "node-args": { type: "string", default: "" },
     "grpc-timeout": { type: "string" },
@@ -42,6 +43,9 @@ if (a.help) {
   console.log(`usage: node bench/alloc.mjs [--calls N] [--warmup N] [--shapes c1,10x10] [--alt-dist DIR]
        [--profile] [--top N] [--node-args "..."] [--grpc-timeout 5S] [--out DIR] [--max-minutes M]
   --alt-dist DIR  a second build (a copy of dist/ inside the repo): measured first, as "before"
+  --survivors     as --profile, but only the objects that outlived a young-generation GC (those
+                  V8 promotes to the old space, live or collected by a later major GC): what
+                  makes the old space grow under load
   --profile       V8 sampling heap profile over the window (objects collected later included):
                   the top allocating functions, bytes per call (slower: measure bytes without it)
   --grpc-timeout  send this grpc-timeout with every call (a deadline timer per call in dojang)
@@ -100,7 +104,7 @@ async function startDojang(name, dist, upstreamPort) {
   const p = spawn(process.execPath, [...nodeArgs, "--import", PROBE, join(dist, "cli.js"), "--config", cfgFile], {
     stdio: ["ignore", "ignore", "inherit"],
     cwd: REPO,
-    env: { ...process.env, DOJANG_ALLOC_OUT: out, DOJANG_ALLOC_SAMPLE: a.profile ? "1" : "0" },
+    env: { ...process.env, DOJANG_ALLOC_OUT: out, DOJANG_ALLOC_SAMPLE: a.profile || a.survivors ? "1" : "0", DOJANG_ALLOC_SURVIVORS: a.survivors ? "1" : "0" },
   });
   children.push(p);
   await waitPort(port);
@@ -250,7 +254,7 @@ if (builds.length === 2) {
     );
   }
 }
-if (a.profile) {
+if (a.profile || a.survivors) {
   const top = Number(a.top);
   for (const r of results) {
     lines.push("", `## ${r.build} ${r.shape}: top allocating functions (sampled ${fmt(per(r.sampledBytes, r.calls))} B/call)`, "");

@@ -44,6 +44,9 @@ const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm r
   --results-dir D          where to write <date>.json, latest.json|md|svg (default bench/results)
   --cpu-prof               run the dojang peers under node --cpu-prof (profiles in bench/results/tmp/,
                            a self-time summary in the report; profiling slows dojang: compare nothing with it)
+  --fresh                  restart every proxy (dojang, nginx, HAProxy) before each measurement, so
+                           its RSS is that shape's alone (default: each proxy runs the whole run,
+                           and its RSS is the most any shape so far made it hold)
   --keep-tmp               keep the temp folder (configs, pids, logs) even on success
   --max-minutes M          hard stop for the whole run (default 14; quick 3)
   --render FILE            only re-render the table, latest.md and latest.svg from a results JSON`;
@@ -65,6 +68,7 @@ try {
       "load-cpus": { type: "string", default: "1" },
       "results-dir": { type: "string", default: join(HERE, "results") },
       "keep-tmp": { type: "boolean", default: false },
+      fresh: { type: "boolean", default: false },
       "cpu-prof": { type: "boolean", default: false },
       "max-minutes": { type: "string" },
       render: { type: "string" },
@@ -405,7 +409,7 @@ async function main() {
               notes.push(`${peer.name} had exited before ${tag} and was restarted: ${tail(peer.proc?.stderrFile ?? "", 3)}`);
               await peer.restart();
             }
-            if (shape.fresh && peer.proxied) await peer.restart();
+            if ((shape.fresh || args.fresh) && peer.proxied) await peer.restart();
             r = await measure(env, peer, shape, { sample, upStats, h2loadBin, dataFiles, durationS, warmupS, latencyWarmMs, latencyMs });
             interference(env, r);
           } catch (err) {
@@ -444,6 +448,7 @@ async function main() {
     machine,
     plan: {
       rounds,
+      fresh: args.fresh || undefined,
       h2load: { warmupS, durationS },
       latency: { warmupMs: latencyWarmMs, durationMs: latencyMs },
       peers: peerNames,

@@ -13,7 +13,8 @@
 //   CPU              process.cpuUsage() (user + system) over the window
 //   by function      (DOJANG_ALLOC_SAMPLE=1) the sampling heap profile with the objects later
 //                    collected by minor and major GCs included: every sampled allocation,
-//                    live or not, by the function that made it
+//                    live or not, by the function that made it (DOJANG_ALLOC_SURVIVORS=1: only
+//                    the objects that outlived a young-generation GC)
 //
 // The result is written as JSON to the file named by DOJANG_ALLOC_OUT (then DOJANG_ALLOC_OUT +
 // ".started" is written when the window opens, so the harness knows the signal was taken).
@@ -47,7 +48,8 @@ if (out !== undefined && out !== "") {
       await post("HeapProfiler.startSampling", {
         samplingInterval: SAMPLING_INTERVAL,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        // DOJANG_ALLOC_SURVIVORS=1 (alloc.mjs --survivors): left out, so only what outlived a scavenge counts
+        includeObjectsCollectedByMinorGC: process.env.DOJANG_ALLOC_SURVIVORS !== "1",
       });
     }
     const profiler = new v8.GCProfiler();

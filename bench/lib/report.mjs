@@ -198,7 +198,7 @@ export function renderMarkdown(report) {
   out.push(`- versions: node ${m.node}; ${m.nginx}; ${m.haproxy}; ${m.h2load}; autocannon ${m.autocannon}; dojang ${m.dojang} ${m.gitCommit ?? ""}`);
   out.push(`- pinning: ${m.pinning}`);
   out.push(
-    `- plan: ${report.plan.rounds} round(s), interleaved (each round runs each shape on each peer in turn); h2load ${report.plan.h2load.warmupS}s warm-up + ${report.plan.h2load.durationS}s measured; latency client ${report.plan.latency.warmupMs}ms warm-up + ${report.plan.latency.durationMs}ms; run took ${report.seconds}s`,
+    `- plan: ${report.plan.rounds} round(s), interleaved (each round runs each shape on each peer in turn${report.plan.fresh ? "; every proxy restarted before each measurement, so its RSS is that shape's alone" : ""}); h2load ${report.plan.h2load.warmupS}s warm-up + ${report.plan.h2load.durationS}s measured; latency client ${report.plan.latency.warmupMs}ms warm-up + ${report.plan.latency.durationMs}ms; run took ${report.seconds}s`,
   );
   out.push(`- cells: median (min–max) over the rounds. CPU and RSS are the proxy process's (summed over its workers), from /proc; CPU per call = (utime+stime) delta over the measured window ÷ calls the upstream answered in it`);
   const q = qualityLine(report);

@@ -41,6 +41,8 @@ describe("config/sidecar.yaml", () => {
     expect(r.config.listeners[0]?.address).toEqual({ host: "0.0.0.0", port: 8080 });
     expect(r.config.clusters[0]?.endpoints).toEqual([{ host: "127.0.0.1", port: 50051 }]);
     expect(r.config.listeners[0]?.routes[0]?.timeoutMs).toBe(30_000);
+    // the 128 MiB plan (issue 22: RSS under load ~100-120 MiB instead of ~110-170)
+    expect(r.config.memory.limitBytes).toBe(128 * 1024 * 1024);
   });
 
   it("takes its values from the environment", () => {
@@ -54,6 +56,7 @@ describe("config/sidecar.yaml", () => {
       DRAIN_TIMEOUT: "45s",
       LOG_LEVEL: "debug",
       ACCESS_LOG: "false",
+      MEMORY_LIMIT: "256MiB",
     });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -64,6 +67,7 @@ describe("config/sidecar.yaml", () => {
     expect(c.listeners[0]?.routes[0]).toMatchObject({ timeoutMs: null, maxRequestMessageBytes: 16 * 1024 * 1024 });
     expect(c.clusters[0]?.connectTimeoutMs).toBe(750);
     expect([c.drainTimeoutMs, c.logLevel, c.accessLog]).toEqual([45_000, "debug", false]);
+    expect(c.memory.limitBytes).toBe(256 * 1024 * 1024);
   });
 
   it("reports a bad environment value at its key", () => {

@@ -46,7 +46,8 @@ const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm r
                            a self-time summary in the report; profiling slows dojang: compare nothing with it)
   --fresh                  restart every proxy (dojang, nginx, HAProxy) before each measurement, so
                            its RSS is that shape's alone (default: each proxy runs the whole run,
-                           and its RSS is the most any shape so far made it hold)
+                           and its RSS is the most any shape so far made it hold); the latency
+                           client's warm-up is then 2 s instead of 0.5 s (the JIT starts cold)
   --keep-tmp               keep the temp folder (configs, pids, logs) even on success
   --max-minutes M          hard stop for the whole run (default 14; quick 3)
   --render FILE            only re-render the table, latest.md and latest.svg from a results JSON`;
@@ -235,7 +236,8 @@ async function main() {
   const durationS = Number(args.duration ?? (quick ? 2 : 2.5));
   const warmupS = Number(args.warmup ?? (quick ? 0.5 : 1));
   const maxMinutes = Number(args["max-minutes"] ?? (quick ? 3 : 14));
-  const latencyWarmMs = quick ? 300 : 500;
+  // a fresh process (--fresh) has its JIT to warm before each latency window, not only before the first
+  const latencyWarmMs = quick ? 300 : args.fresh ? 2000 : 500;
   const latencyMs = quick ? 2000 : 2500;
 
   let extraConfig;

@@ -21,8 +21,7 @@
 // - streaming: envelopes pass through unchanged both ways (gRPC's flag 1 is Connect's compressed
 //   flag); the trailers become the end-of-stream envelope (flag 0x02, JSON error and metadata);
 //   a Trailers-Only reply is HTTP 200 with that one envelope.
-import { EventEmitter } from "node:events";
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import { Code, decodeGrpcMessage, outcome, parseGrpcStatus } from "../../translate/index.js";
@@ -46,9 +45,9 @@ import {
 } from "../../translate/connect.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
-import type { Downstream, RespondOptions } from "../call/downstream.js";
-import { headerObject, type OutgoingHeaders } from "../call/headers.js";
-import { http1Session, type CorsHeaders, type Http1Session } from "./grpc-web.js";
+import type { OutgoingHeaders } from "../call/headers.js";
+import { BridgeDownstream, ignore } from "./bridge.js";
+import type { CorsHeaders } from "./grpc-web.js";
 
 /**
  * A unary body without content-length is held to its end: at most the route's
@@ -57,8 +56,6 @@ import { http1Session, type CorsHeaders, type Http1Session } from "./grpc-web.js
 export const MAX_UNARY_BODY = 64 * 1024 * 1024;
 /** HTTP/1.1 connection-level fields: never forwarded upstream. */
 const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
-const kConnect = Symbol("dojang.connect");
-type Carrier = Readable & { [kConnect]?: ConnectDownstream };
 
 /** One Connect request as the listener classified it. */
 export interface ConnectRequest {
@@ -71,22 +68,10 @@ export interface ConnectRequest {
   readonly contentLength: number;
 }
 
-/** The client side of one Connect call: a Downstream that translates (see the file comment). */
-export class ConnectDownstream extends EventEmitter implements Downstream {
+/** The client side of one Connect call: a BridgeDownstream that translates (see the file comment). */
+export class ConnectDownstream extends BridgeDownstream {
   /** the access log's protocol: "connect" (unary, POST or GET) or "connect-stream" */
   readonly protocol: string;
-  readonly id: number | undefined = undefined;
-  readonly session: ServerHttp2Session | Http1Session | undefined;
-  closed = false;
-  destroyed = false;
-  aborted = false;
-  headersSent = false;
-  writableEnded = false;
-  readableEnded = false;
-  rstCode: number | undefined = undefined;
-  call: Call | undefined = undefined;
-  private trailersWanted = false;
-  private hooked = false;
   /** unary request: bytes seen (with content-length) or the buffered chunks (without) */
   private reqSeen = 0;
   private reqChunks: Buffer[] | null = null;
@@ -98,39 +83,18 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
 
   constructor(
     readonly req: ConnectRequest,
-    private readonly src: Readable,
-    private readonly h1: ServerResponse | undefined,
-    private readonly h2: ServerHttp2Stream | undefined,
+    src: Readable,
+    h1: ServerResponse | undefined,
+    h2: ServerHttp2Stream | undefined,
     private readonly cors: CorsHeaders,
   ) {
-    super();
+    super(src, h1, h2);
     this.protocol = req.ct.kind === "unary" ? "connect" : "connect-stream";
-    this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (src as IncomingMessage).socket) : undefined;
     if (req.ct.kind === "unary" && req.getBody === null && req.contentLength < 0) this.reqChunks = [];
-    (src as Carrier)[kConnect] = this;
-    this.on("newListener", onNewListener);
-    const sink: EventEmitter = h1 ?? h2!;
-    (sink as Carrier)[kConnect] = this;
-    sink.on("close", onSinkClose);
-    sink.on("drain", onSinkDrain);
-    sink.on("error", ignore);
     src.on("error", ignore);
   }
 
-  hookRequest(): void {
-    if (this.hooked) return;
-    this.hooked = true;
-    // An empty request can have ended already, its 'end' emitted while the call waited for its
-    // upstream session (as in grpc-web.ts): replayed.
-    if (this.src.readableEnded) {
-      process.nextTick(replayEnd, this);
-      return;
-    }
-    this.src.on("data", onReqData);
-    this.src.on("end", onReqEnd);
-  }
-
-  onReqData(chunk: Buffer): void {
+  override onReqData(chunk: Buffer): void {
     const r = this.req;
     if (r.ct.kind === "stream") {
       this.emit("data", chunk);
@@ -156,7 +120,7 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
     this.emit("data", chunk);
   }
 
-  onReqEnd(): void {
+  override onReqEnd(): void {
     const r = this.req;
     if (r.ct.kind === "unary") {
       if (r.getBody !== null) {
@@ -171,8 +135,7 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
         if (!this.prefixed) this.emitPrefix(0);
       }
     }
-    this.readableEnded = true;
-    this.emit("end");
+    this.endRequest();
   }
 
   private emitPrefix(length: number): void {
@@ -188,36 +151,28 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
     this.call?.finish(outcome(Code.INVALID_ARGUMENT, `connect request body: ${why}`, "bad_request"));
   }
 
-  pause(): this {
-    this.src.pause();
-    return this;
-  }
-
-  resume(): this {
-    this.src.resume();
-    return this;
-  }
-
-  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
-    if (this.headersSent) throw new Error("response head already sent");
-    const head = Array.isArray(h) ? headerObject(h as readonly string[]) : (h as OutgoingHeaders);
-    this.headersSent = true;
+  /** Unary: the head's metadata is kept until the status; streaming: the head goes out now. */
+  protected respondHead(head: OutgoingHeaders): void {
     const meta = metadataOf(head);
-    const enc = head["grpc-encoding"];
-    this.encoding = enc === undefined ? undefined : String(enc);
-    if (opts?.endStream === true) {
-      // Trailers-Only: the head is the status and the trailers
-      this.writableEnded = true;
-      if (this.req.ct.kind === "unary") this.finishUnary({}, head);
-      else {
-        this.sendHead(200, this.streamHead(head, {}));
-        this.endSink(Buffer.from(endStreamOf(head)));
-      }
-      return;
-    }
-    this.trailersWanted = opts?.waitForTrailers === true;
+    this.keepEncoding(head);
     if (this.req.ct.kind === "unary") this.head = meta;
     else this.sendHead(200, this.streamHead(head, meta));
+  }
+
+  /** Trailers-Only: the head is the status and the trailers. */
+  protected respondTrailersOnly(head: OutgoingHeaders): void {
+    this.keepEncoding(head);
+    this.writableEnded = true;
+    if (this.req.ct.kind === "unary") this.finishUnary({}, head);
+    else {
+      this.sendHead(200, this.streamHead(head, {}));
+      this.endSink(Buffer.from(endStreamOf(head)));
+    }
+  }
+
+  private keepEncoding(head: OutgoingHeaders): void {
+    const enc = head["grpc-encoding"];
+    this.encoding = enc === undefined ? undefined : String(enc);
   }
 
   private streamHead(head: OutgoingHeaders, meta: Record<string, string | string[]>): Record<string, string | string[]> {
@@ -275,66 +230,25 @@ export class ConnectDownstream extends EventEmitter implements Downstream {
     } else this.h2!.respond({ ":status": status, ...out });
   }
 
-  get writableLength(): number {
-    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
-  }
-
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
     if (this.req.ct.kind === "unary") {
       this.resChunks.push(chunk);
       if (cb !== undefined) process.nextTick(cb);
       return true;
     }
-    if (cb === undefined) return this.h1 !== undefined ? this.h1.write(chunk) : this.h2!.write(chunk);
-    return this.h1 !== undefined ? this.h1.write(chunk, cb) : this.h2!.write(chunk, cb);
+    return this.writeSink(chunk, cb);
   }
 
-  /** Ends the response body; the status follows in 'wantTrailers' (a fault filter's raw last piece is dropped). */
-  end(_chunk?: Buffer | string): this {
-    if (this.writableEnded) return this;
-    this.writableEnded = true;
-    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
-    else if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, { "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
+  /** end() with no status: INTERNAL, in the unary or the streaming form. */
+  protected endWithoutStatus(): void {
+    if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, { "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
     else this.endSink(Buffer.from(encodeEndStream(connectErrorFor(Code.INTERNAL, "response ended without a status"), [])));
-    return this;
   }
 
-  sendTrailers(t: OutgoingHeaders): void {
-    if (!this.trailersWanted) throw new Error("trailers not expected");
-    this.trailersWanted = false;
+  /** The status: the unary answer, or the end-of-stream envelope. */
+  protected answerTrailers(t: OutgoingHeaders): void {
     if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, t);
     else this.endSink(Buffer.from(endStreamOf(t)));
-  }
-
-  close(code?: number): void {
-    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) {
-      this.src.resume();
-      return;
-    }
-    if (this.closed) return;
-    this.rstCode = code;
-    if (this.h1 !== undefined) this.h1.destroy();
-    else this.h2!.close(code);
-  }
-
-  private endSink(last: Buffer | undefined): void {
-    if (this.h1 !== undefined) {
-      if (last === undefined) this.h1.end();
-      else this.h1.end(last);
-    } else if (last === undefined) this.h2!.end();
-    else this.h2!.end(last);
-  }
-
-  onSinkClose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.destroyed = true;
-    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
-    if (!complete) {
-      this.aborted = true;
-      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
-    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
-    this.emit("close");
   }
 }
 
@@ -345,29 +259,6 @@ function str(v: string | number | readonly string[] | undefined): string {
   if (v === undefined) return "";
   return Array.isArray(v) ? String(v[0] ?? "") : String(v);
 }
-function ignore(): void {}
-function onNewListener(this: ConnectDownstream, event: string | symbol): void {
-  if (event === "data") this.hookRequest();
-}
-function onReqData(this: Carrier, chunk: Buffer): void {
-  this[kConnect]!.onReqData(chunk);
-}
-function replayEnd(w: ConnectDownstream): void {
-  w.onReqEnd();
-}
-function onReqEnd(this: Carrier): void {
-  this[kConnect]!.onReqEnd();
-}
-function onSinkClose(this: Carrier): void {
-  this[kConnect]!.onSinkClose();
-}
-function onSinkDrain(this: Carrier): void {
-  this[kConnect]!.emit("drain");
-}
-function emitWantTrailers(w: ConnectDownstream): void {
-  if (!w.closed) w.emit("wantTrailers");
-}
-
 /** A gRPC head or trailer block's metadata (gRPC's own fields and pseudo-headers left out). */
 function metadataOf(h: OutgoingHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

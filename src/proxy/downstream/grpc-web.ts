@@ -17,17 +17,11 @@
 //   same status as a trailer frame, so every gRPC-Web client reads it (grpc-web#962, #957).
 // - -text responses are base64 with the encoder's carry, padded only at the end.
 //
-// Hot path: the request's 'data'/'end' listeners are module-level and find the adapter in a
-// symbol slot; a binary body passes through unchanged (no copy).
-import { EventEmitter } from "node:events";
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+// Hot path: a binary body passes through unchanged (no copy); the Downstream machinery (state,
+// events, the request's replay) is BridgeDownstream's (bridge.ts).
+import { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
-import type { TLSSocket } from "node:tls";
-import { xfccOf } from "./tls.js";
-import { kClientCert, kPeer, type ClientPeer } from "../call/headers.js";
-import { clientPeer } from "./peer.js";
 import { Code, encodeGrpcMessage, outcome } from "../../translate/index.js";
 import {
   decodeBase64Chunk,
@@ -44,8 +38,8 @@ import {
 } from "../../translate/grpc-web.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
-import type { Downstream, RespondOptions } from "../call/downstream.js";
-import { headerObject, type OutgoingHeaders } from "../call/headers.js";
+import type { OutgoingHeaders } from "../call/headers.js";
+import { BridgeDownstream, ignore } from "./bridge.js";
 
 /**
  * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
@@ -60,107 +54,35 @@ const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connect
 /** Response fields HTTP/1.1 must not carry from an HTTP/2 head (and our own content type). */
 const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive"]);
 
-const kWeb = Symbol("dojang.grpcWeb");
-
-/**
- * What a Call reads of its client connection (`down.session`) when that connection is HTTP/1.1:
- * the socket (a rate limit keyed by client address, a fault that drops the connection) and the
- * verified client certificate (x-forwarded-client-cert). One per socket, made at its first
- * gRPC-Web request. Over HTTP/2 the request stream's own session serves.
- */
-export interface Http1Session {
-  readonly socket: Socket;
-  destroy(): void;
-  [kClientCert]?: string;
-  /** who the client is (the access record's client_address, tls_*), read once per socket */
-  [kPeer]?: ClientPeer;
-}
-const kHttp1Session = Symbol("dojang.http1Session");
-type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
-
-export function http1Session(socket: Socket): Http1Session {
-  const c = socket as SessionCarrier;
-  let s = c[kHttp1Session];
-  if (s === undefined) {
-    s = { socket, destroy: () => socket.destroy(), [kPeer]: clientPeer(socket) };
-    // a TLS socket (ALPN http/1.1 on a TLS listener) with a client certificate the CA verified
-    if ((socket as TLSSocket).encrypted === true) {
-      const xfcc = xfccOf(socket as TLSSocket);
-      if (xfcc !== undefined) s[kClientCert] = xfcc;
-    }
-    c[kHttp1Session] = s;
-  }
-  return s;
-}
-type Carrier = Readable & { [kWeb]?: WebDownstream };
-
 /** The CORS answer for one request (computed by the listener from its `cors` config): headers to add, or none. */
 export type CorsHeaders = Readonly<Record<string, string>> | null;
 
 /**
- * The client side of one gRPC-Web call, a Downstream (respond, write, end, sendTrailers, close,
- * pause/resume, the state flags, and the 'data', 'end', 'drain', 'wantTrailers', 'close', 'error'
- * events). Over HTTP/1.1 it wraps node:http's request and response; over HTTP/2 the gRPC-Web
- * request's own ServerHttp2Stream.
+ * The client side of one gRPC-Web call, a Downstream (BridgeDownstream: the state flags, the
+ * events, the request's replay). Over HTTP/1.1 it wraps node:http's request and response; over
+ * HTTP/2 the gRPC-Web request's own ServerHttp2Stream.
  */
-export class WebDownstream extends EventEmitter implements Downstream {
+export class WebDownstream extends BridgeDownstream {
   /** what the access log says about the client side: "grpc-web" or "grpc-web-text" */
   readonly protocol: string;
-  readonly id: number | undefined = undefined;
-  /** the client connection: the HTTP/2 session, or the HTTP/1.1 socket's stand-in */
-  readonly session: ServerHttp2Session | Http1Session | undefined;
-  closed = false;
-  destroyed = false;
-  aborted = false;
-  headersSent = false;
-  writableEnded = false;
-  readableEnded = false;
-  rstCode: number | undefined = undefined;
-  call: Call | undefined = undefined;
   private readonly dec: Base64Decoder | null;
   private readonly enc: Base64Encoder | null;
-  private trailersWanted = false;
-  private hooked = false;
 
   constructor(
     readonly web: WebContentType,
-    private readonly req: Readable,
-    private readonly h1: ServerResponse | undefined,
-    private readonly h2: ServerHttp2Stream | undefined,
+    req: Readable,
+    h1: ServerResponse | undefined,
+    h2: ServerHttp2Stream | undefined,
     private readonly cors: CorsHeaders,
   ) {
-    super();
+    super(req, h1, h2);
     this.protocol = web.text ? "grpc-web-text" : "grpc-web";
     this.dec = web.text ? newBase64Decoder() : null;
     this.enc = web.text ? newBase64Encoder() : null;
-    this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (req as IncomingMessage).socket) : undefined;
-    (req as Carrier)[kWeb] = this;
-    // The request body flows only once the Call listens for it (after its attempt is open).
-    this.on("newListener", onNewListener);
-    const sink: EventEmitter = h1 ?? h2!;
-    (sink as Carrier)[kWeb] = this;
-    sink.on("close", onSinkClose);
-    sink.on("drain", onSinkDrain);
-    sink.on("error", ignore);
     req.on("error", ignore);
   }
 
-  hookRequest(): void {
-    if (this.hooked) return;
-    this.hooked = true;
-    // An empty request can have ended already: node may read its END_STREAM (and emit 'end',
-    // with no listener) while the call waits for its upstream session, the first call to a new
-    // upstream. That 'end' is gone, so it is replayed; without it the upstream never got
-    // END_STREAM and the call hung until its deadline (the conformance suite's no-request cases).
-    if (this.req.readableEnded) {
-      process.nextTick(replayEnd, this);
-      return;
-    }
-    this.req.on("data", onReqData);
-    this.req.on("end", onReqEnd);
-  }
-
-  onReqData(chunk: Buffer): void {
+  override onReqData(chunk: Buffer): void {
     if (this.dec === null) {
       this.emit("data", chunk);
       return;
@@ -170,35 +92,38 @@ export class WebDownstream extends EventEmitter implements Downstream {
     if (r.bytes.length > 0) this.emit("data", Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.length));
   }
 
-  onReqEnd(): void {
+  override onReqEnd(): void {
     if (this.dec !== null) {
       const r = finishBase64(this.dec);
       if (!r.ok) return this.badBody(r.error);
     }
-    this.readableEnded = true;
-    this.emit("end");
+    this.endRequest();
   }
 
   private badBody(why: string): void {
-    this.req.pause();
+    this.src.pause();
     this.call?.finish(outcome(Code.INTERNAL, `grpc-web-text request body: ${why}`, "bad_request"));
   }
 
-  pause(): this {
-    this.req.pause();
-    return this;
+  /** Headers now; the status follows as the trailer frame at end(). */
+  protected respondHead(head: OutgoingHeaders): void {
+    this.sendHead(this.webHead(head));
   }
 
-  resume(): this {
-    this.req.resume();
-    return this;
+  /**
+   * Trailers-Only: the status in the head (what grpc-web#962 asks CORS to expose) and again as a
+   * trailer frame, the one place every gRPC-Web client reads it from.
+   */
+  protected respondTrailersOnly(head: OutgoingHeaders): void {
+    const out = this.webHead(head);
+    const body = this.encode(encodeTrailerFrame(statusFields(head)), true);
+    this.sendHead(out);
+    this.writableEnded = true;
+    this.endSink(body);
   }
 
-  /** The response head: Trailers-Only when `endStream`, else headers now and the trailer frame at end(). */
-  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
-    if (this.headersSent) throw new Error("response head already sent");
-    // (the Call gives a flat list only to a native stream; a filter may give either)
-    const head = isList(h) ? headerObject(h) : h;
+  /** The upstream's head as gRPC-Web's: HTTP/2-only fields left out, the gRPC-Web content type, CORS. */
+  private webHead(head: OutgoingHeaders): Record<string, string | string[]> {
     const out: Record<string, string | string[]> = {};
     for (const name in head) {
       if (name.charCodeAt(0) === 58 /* : */ || NOT_DOWNSTREAM.has(name)) continue;
@@ -207,18 +132,7 @@ export class WebDownstream extends EventEmitter implements Downstream {
     }
     out["content-type"] = webResponseContentType(this.web);
     if (this.cors !== null) Object.assign(out, this.cors);
-    this.headersSent = true;
-    if (opts?.endStream === true) {
-      // Trailers-Only: the status in the head (what grpc-web#962 asks CORS to expose) and again
-      // as a trailer frame, the one place every gRPC-Web client reads it from.
-      const body = this.encode(encodeTrailerFrame(statusFields(head)), true);
-      this.sendHead(out);
-      this.writableEnded = true;
-      this.endSink(body);
-      return;
-    }
-    this.trailersWanted = opts?.waitForTrailers === true;
-    this.sendHead(out);
+    return out;
   }
 
   private sendHead(out: Record<string, string | string[]>): void {
@@ -229,103 +143,24 @@ export class WebDownstream extends EventEmitter implements Downstream {
     } else this.h2!.respond({ ":status": 200, ...out });
   }
 
-  /** Bytes queued for the client and not yet taken by its socket (the response-buffer guard reads it, observe/overload.ts). */
-  get writableLength(): number {
-    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
-  }
-
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
-    const b = this.enc === null ? chunk : this.encode(chunk, false);
-    if (cb === undefined) return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);
-    return this.h1 !== undefined ? this.h1.write(b, cb) : this.h2!.write(b, cb);
+    return this.writeSink(this.enc === null ? chunk : this.encode(chunk, false), cb);
   }
 
-  /**
-   * Ends the response body; the status follows as the trailer frame. A last piece (only a fault
-   * filter's raw `http` reply passes one) is not gRPC-Web and is dropped: respond() already
-   * answered that reply with a gRPC-Web head.
-   */
-  end(_chunk?: Buffer | string): this {
-    if (this.writableEnded) return this;
-    this.writableEnded = true;
-    // The Call ends its side, then supplies the status in 'wantTrailers' (as node:http2 does).
-    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
-    else this.endSink(undefined);
-    return this;
+  /** end() without trailers: the body ends with no trailer frame. */
+  protected endWithoutStatus(): void {
+    this.endSink(undefined);
   }
 
-  sendTrailers(t: OutgoingHeaders): void {
-    if (!this.trailersWanted) throw new Error("trailers not expected");
-    this.trailersWanted = false;
+  /** The status as the trailer frame at the end of the body. */
+  protected answerTrailers(t: OutgoingHeaders): void {
     this.endSink(this.encode(encodeTrailerFrame(fieldsOf(t)), true));
-  }
-
-  /**
-   * node:http2's close(code): NO_ERROR after the response is complete (grpc-go's early server
-   * closure) only stops reading a request the client still sends; any other code cuts the
-   * response short (the client reads a broken body, as a browser would a reset).
-   */
-  close(code?: number): void {
-    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) {
-      this.req.resume(); // let what is left drain away
-      return;
-    }
-    if (this.closed) return;
-    this.rstCode = code;
-    if (this.h1 !== undefined) this.h1.destroy();
-    else this.h2!.close(code);
   }
 
   private encode(bytes: Uint8Array, final: boolean): Buffer {
     const u = this.enc === null ? bytes : encodeBase64Chunk(this.enc, bytes, final);
     return Buffer.from(u.buffer, u.byteOffset, u.length);
   }
-
-  private endSink(last: Buffer | undefined): void {
-    if (this.h1 !== undefined) {
-      if (last === undefined) this.h1.end();
-      else this.h1.end(last);
-    } else if (last === undefined) this.h2!.end();
-    else this.h2!.end(last);
-  }
-
-  onSinkClose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.destroyed = true;
-    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
-    if (!complete) {
-      this.aborted = true;
-      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
-    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
-    this.emit("close");
-  }
-}
-
-function ignore(): void {}
-function isList(h: OutgoingHeaders | readonly string[]): h is readonly string[] {
-  return Array.isArray(h);
-}
-function onNewListener(this: WebDownstream, event: string | symbol): void {
-  if (event === "data") this.hookRequest();
-}
-function onReqData(this: Carrier, chunk: Buffer): void {
-  this[kWeb]!.onReqData(chunk);
-}
-function replayEnd(w: WebDownstream): void {
-  w.onReqEnd();
-}
-function onReqEnd(this: Carrier): void {
-  this[kWeb]!.onReqEnd();
-}
-function onSinkClose(this: Carrier): void {
-  this[kWeb]!.onSinkClose();
-}
-function onSinkDrain(this: Carrier): void {
-  this[kWeb]!.emit("drain");
-}
-function emitWantTrailers(w: WebDownstream): void {
-  if (!w.closed) w.emit("wantTrailers");
 }
 
 /** A header block's fields as name/value pairs (arrays as repeated fields), pseudo-headers left out. */

@@ -17,9 +17,8 @@
 //   well-formed, truncated array as a whole one.
 //
 // Nothing here runs for a listener without jsonTranscoding (the listener tests one field).
-import { EventEmitter } from "node:events";
 import { readFileSync } from "node:fs";
-import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
@@ -27,9 +26,8 @@ import { Code, decodeGrpcMessage, outcome } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
-import type { Downstream, RespondOptions } from "../call/downstream.js";
-import { headerObject, type OutgoingHeaders } from "../call/headers.js";
-import { http1Session, type Http1Session } from "./grpc-web.js";
+import type { OutgoingHeaders } from "../call/headers.js";
+import { BridgeDownstream, ignore } from "./bridge.js";
 
 /** What a listener keeps of its jsonTranscoding: the config and the compiled descriptor set. */
 export interface JsonTranscoding {
@@ -62,31 +60,17 @@ const NOT_UPSTREAM = new Set([
 /** Upstream response fields not repeated in the JSON response. */
 const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive", "grpc-encoding", "grpc-accept-encoding", "grpc-status", "grpc-message", "grpc-status-details-bin", "trailer"]);
 
-const kJson = Symbol("dojang.json");
-type Carrier = EventEmitter & { [kJson]?: JsonDownstream };
-
 /** May this request be transcoded? Not when its content type is one of gRPC's (native or gRPC-Web). */
 export function takesJson(ct: string | undefined): boolean {
   return ct === undefined || ct.length < 16 || ct.slice(0, 16).toLowerCase() !== "application/grpc";
 }
 
 /**
- * The client side of one transcoded call (a Downstream). Over HTTP/1.1 it wraps node:http's
- * response; over HTTP/2 the request's own ServerHttp2Stream.
+ * The client side of one transcoded call (a BridgeDownstream). Over HTTP/1.1 it wraps node:http's
+ * response; over HTTP/2 the request's own ServerHttp2Stream. The request body was read whole
+ * before the call: the Call is given the one frame made of it.
  */
-export class JsonDownstream extends EventEmitter implements Downstream {
-  readonly id: number | undefined = undefined;
-  readonly session: ServerHttp2Session | Http1Session | undefined;
-  closed = false;
-  destroyed = false;
-  aborted = false;
-  headersSent = false;
-  writableEnded = false;
-  readableEnded = false;
-  rstCode: number | undefined = undefined;
-  call: Call | undefined = undefined;
-  private trailersWanted = false;
-  private sentFrame = false;
+export class JsonDownstream extends BridgeDownstream {
   /** response bytes not yet cut into messages */
   private pending: Buffer | null = null;
   /** unary: the response message */
@@ -102,61 +86,51 @@ export class JsonDownstream extends EventEmitter implements Downstream {
     private readonly tc: JsonTranscoding,
     private readonly rule: TranscodeRule,
     private readonly frame: Buffer,
-    private readonly h1: ServerResponse | undefined,
-    private readonly h2: ServerHttp2Stream | undefined,
-    socketOf: IncomingMessage | undefined,
+    src: Readable,
+    h1: ServerResponse | undefined,
+    h2: ServerHttp2Stream | undefined,
   ) {
-    super();
-    this.session = h2 !== undefined ? h2.session : http1Session(socketOf!.socket);
-    this.on("newListener", onNewListener);
-    const sink = (h1 ?? h2!) as Carrier;
-    sink[kJson] = this;
-    sink.on("close", onSinkClose);
-    sink.on("drain", onSinkDrain);
-    sink.on("error", ignore);
+    super(src, h1, h2);
   }
 
   /** The request body is the one frame made before the call: delivered once the Call reads. */
-  sendFrame(): void {
-    if (this.sentFrame) return;
-    this.sentFrame = true;
+  protected override readRequest(): void {
     process.nextTick(deliver, this);
   }
 
   deliverNow(): void {
     if (this.closed) return;
     this.emit("data", this.frame);
-    this.readableEnded = true;
-    this.emit("end");
+    this.endRequest();
   }
 
-  pause(): this {
+  // the body was read before the call: nothing to pause, resume or drain
+  override pause(): this {
     return this;
   }
 
-  resume(): this {
+  override resume(): this {
     return this;
   }
 
-  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
-    if (this.headersSent) throw new Error("response head already sent");
-    const head = Array.isArray(h) ? headerObject(h as readonly string[]) : (h as OutgoingHeaders);
-    this.headersSent = true;
+  protected override stopReading(): void {}
+
+  protected respondHead(head: OutgoingHeaders): void {
+    this.keepMeta(head);
+  }
+
+  protected respondTrailersOnly(head: OutgoingHeaders): void {
+    this.keepMeta(head);
+    this.writableEnded = true;
+    this.finish(head);
+  }
+
+  private keepMeta(head: OutgoingHeaders): void {
     for (const name in head) {
       if (name.charCodeAt(0) === 58 || NOT_DOWNSTREAM.has(name)) continue;
       const v = head[name]!;
       this.meta[name] = typeof v === "number" ? String(v) : v;
     }
-    if (opts?.endStream === true) {
-      this.writableEnded = true;
-      this.finish(head);
-      return;
-    }
-    this.trailersWanted = opts?.waitForTrailers === true;
-  }
-
-  get writableLength(): number {
-    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
   }
 
   /** Response bytes from upstream: gRPC frames, cut into messages. */
@@ -183,37 +157,17 @@ export class JsonDownstream extends EventEmitter implements Downstream {
     return ok;
   }
 
-  end(_chunk?: Buffer | string): this {
-    if (this.writableEnded) return this;
-    this.writableEnded = true;
-    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
-    else this.finish({ "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
-    return this;
+  protected endWithoutStatus(): void {
+    this.finish({ "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
   }
 
-  sendTrailers(t: OutgoingHeaders): void {
-    if (!this.trailersWanted) throw new Error("trailers not expected");
-    this.trailersWanted = false;
+  protected answerTrailers(t: OutgoingHeaders): void {
     this.finish(t);
   }
 
-  close(code?: number): void {
-    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) return;
-    if (this.closed) return;
-    this.rstCode = code;
+  /** close(code) before the response is complete: cut short. */
+  protected override reset(): void {
     this.cut();
-  }
-
-  onSinkClose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.destroyed = true;
-    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
-    if (!complete) {
-      this.aborted = true;
-      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
-    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
-    this.emit("close");
   }
 
   // === the JSON side ===
@@ -252,15 +206,15 @@ export class JsonDownstream extends EventEmitter implements Downstream {
     const ndjson = this.tc.cfg.streamFormat === "ndjson";
     if (this.started) {
       // streaming, head sent: close the array, or report the status after the messages
-      if (code === Code.OK) this.endSink(ndjson ? "" : "]");
-      else if (ndjson) this.endSink(`{"error":${this.tc.transcoder.status(code, message, details)}}\n`);
+      if (code === Code.OK) this.endBody(ndjson ? "" : "]");
+      else if (ndjson) this.endBody(`{"error":${this.tc.transcoder.status(code, message, details)}}\n`);
       else this.cut();
       return;
     }
     if (code === Code.OK) {
       if (this.rule.serverStreaming) {
         this.sendHead(200);
-        this.endSink(ndjson ? "" : "[]");
+        this.endBody(ndjson ? "" : "[]");
         return;
       }
       let body: string | null = null;
@@ -273,7 +227,7 @@ export class JsonDownstream extends EventEmitter implements Downstream {
       }
       if (body === null) return this.answerStatus(Code.INTERNAL, "transcoding: the upstream sent no response message", undefined);
       this.sendHead(200);
-      this.endSink(body);
+      this.endBody(body);
       return;
     }
     this.answerStatus(code, message, details);
@@ -281,7 +235,7 @@ export class JsonDownstream extends EventEmitter implements Downstream {
 
   private answerStatus(code: number, message: string, details: Uint8Array | undefined): void {
     this.sendHead(httpStatusOfCode(code));
-    this.endSink(this.tc.transcoder.status(code, message, details));
+    this.endBody(this.tc.transcoder.status(code, message, details));
   }
 
   private sendHead(status: number): void {
@@ -293,7 +247,7 @@ export class JsonDownstream extends EventEmitter implements Downstream {
     } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond({ ":status": status, ...out });
   }
 
-  private endSink(last: string): void {
+  private endBody(last: string): void {
     if (this.h1 !== undefined) this.h1.end(last);
     else if (!this.h2!.destroyed) this.h2!.end(last);
   }
@@ -309,21 +263,8 @@ export class JsonDownstream extends EventEmitter implements Downstream {
   }
 }
 
-function ignore(): void {}
 function deliver(d: JsonDownstream): void {
   d.deliverNow();
-}
-function onNewListener(this: JsonDownstream, event: string | symbol): void {
-  if (event === "data") this.sendFrame();
-}
-function onSinkClose(this: Carrier): void {
-  this[kJson]!.onSinkClose();
-}
-function onSinkDrain(this: Carrier): void {
-  this[kJson]!.emit("drain");
-}
-function emitWantTrailers(d: JsonDownstream): void {
-  if (!d.closed) d.emit("wantTrailers");
 }
 
 // === entry points: the listener hands a request here ===
@@ -457,7 +398,7 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
   }
   stream.on("error", ignore);
   const a = h[":authority"] ?? h["host"];
-  transcode(ctx, tc, m, query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, undefined, stream, undefined));
+  transcode(ctx, tc, m, query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, stream, undefined, stream));
   return true;
 }
 
@@ -476,6 +417,6 @@ export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: Incom
     answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${req.method} ${path}`));
     return true;
   }
-  transcode(ctx, tc, m, query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, res, undefined, req));
+  transcode(ctx, tc, m, query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, req, res, undefined));
   return true;
 }

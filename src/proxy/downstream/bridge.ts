@@ -1,0 +1,279 @@
+// What the client-side bridges share: gRPC-Web (grpc-web.ts), Connect (connect.ts) and JSON
+// transcoding (transcode.ts) each answer a Call through the Downstream contract
+// (src/proxy/call/downstream.ts) while speaking another protocol to the client, over HTTP/1.1
+// (node:http's response) or HTTP/2 (the request's own ServerHttp2Stream).
+//
+// BridgeDownstream owns the contract's machinery, the same for every bridge:
+// - the state flags (closed, destroyed, aborted, headersSent, writableEnded, readableEnded,
+//   rstCode, writableLength) and the client connection (`session`: the HTTP/2 session, or the
+//   HTTP/1.1 socket's stand-in, http1Session);
+// - the sink's events: its 'close' (complete or aborted, the rstCode the call reads) and 'drain'
+//   become the Downstream's own; 'wantTrailers' is emitted after end() when trailers follow;
+// - the request: once the Call listens for 'data', the client's body is fed to it ('data', 'end',
+//   pause/resume), an 'end' node emitted before anyone listened replayed;
+// - the response's order: respond() once, end(), sendTrailers() in 'wantTrailers', close(code).
+// A subclass supplies its protocol's translation: respondHead / respondTrailersOnly (the head, or
+// a Trailers-Only status), write(), answerTrailers (the status at the end), endWithoutStatus, and,
+// where the body needs it, onReqData / onReqEnd (or readRequest, for a body read before the call).
+//
+// Hot path: the listeners on the request and the sink are module-level functions that find the
+// adapter in one symbol slot; nothing here allocates a closure or an object per call.
+import { EventEmitter } from "node:events";
+import http2, { type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
+import type { TLSSocket } from "node:tls";
+import type { Call } from "../call/call.js";
+import type { Downstream, RespondOptions } from "../call/downstream.js";
+import { headerObject, kClientCert, kPeer, type ClientPeer, type OutgoingHeaders } from "../call/headers.js";
+import { clientPeer } from "./peer.js";
+import { xfccOf } from "./tls.js";
+
+/**
+ * What a Call reads of its client connection (`down.session`) when that connection is HTTP/1.1:
+ * the socket (a rate limit keyed by client address, a fault that drops the connection) and the
+ * verified client certificate (x-forwarded-client-cert). One per socket, made at its first
+ * bridged request. Over HTTP/2 the request stream's own session serves.
+ */
+export interface Http1Session {
+  readonly socket: Socket;
+  destroy(): void;
+  [kClientCert]?: string;
+  /** who the client is (the access record's client_address, tls_*), read once per socket */
+  [kPeer]?: ClientPeer;
+}
+const kHttp1Session = Symbol("dojang.http1Session");
+type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
+
+export function http1Session(socket: Socket): Http1Session {
+  const c = socket as SessionCarrier;
+  let s = c[kHttp1Session];
+  if (s === undefined) {
+    s = { socket, destroy: () => socket.destroy(), [kPeer]: clientPeer(socket) };
+    // a TLS socket (ALPN http/1.1 on a TLS listener) with a client certificate the CA verified
+    if ((socket as TLSSocket).encrypted === true) {
+      const xfcc = xfccOf(socket as TLSSocket);
+      if (xfcc !== undefined) s[kClientCert] = xfcc;
+    }
+    c[kHttp1Session] = s;
+  }
+  return s;
+}
+
+const kBridge = Symbol("dojang.bridge");
+type Carrier = EventEmitter & { [kBridge]?: BridgeDownstream };
+
+/** The client side of one bridged call: a Downstream whose subclass translates (see the file comment). */
+export abstract class BridgeDownstream extends EventEmitter implements Downstream {
+  readonly id: number | undefined = undefined;
+  /** the client connection: the HTTP/2 session, or the HTTP/1.1 socket's stand-in */
+  readonly session: ServerHttp2Session | Http1Session | undefined;
+  closed = false;
+  destroyed = false;
+  aborted = false;
+  headersSent = false;
+  writableEnded = false;
+  readableEnded = false;
+  rstCode: number | undefined = undefined;
+  call: Call | undefined = undefined;
+  /** respond() asked for trailers: end() waits for sendTrailers() */
+  protected trailersWanted = false;
+  private hooked = false;
+
+  /**
+   * `src`: the client's request (node:http's IncomingMessage, or the HTTP/2 stream); the response
+   * goes to `h1` (HTTP/1.1) or `h2` (the same HTTP/2 stream), whichever is given.
+   */
+  constructor(
+    protected readonly src: Readable,
+    protected readonly h1: ServerResponse | undefined,
+    protected readonly h2: ServerHttp2Stream | undefined,
+  ) {
+    super();
+    this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (src as IncomingMessage).socket) : undefined;
+    // The request body flows only once the Call listens for it (after its attempt is open).
+    this.on("newListener", onNewListener);
+    const sink: EventEmitter = h1 ?? h2!;
+    (sink as Carrier)[kBridge] = this;
+    sink.on("close", onSinkClose);
+    sink.on("drain", onSinkDrain);
+    sink.on("error", ignore);
+  }
+
+  hookRequest(): void {
+    if (this.hooked) return;
+    this.hooked = true;
+    this.readRequest();
+  }
+
+  /** Feeds the client's body to the Call through onReqData / onReqEnd. */
+  protected readRequest(): void {
+    // An empty request can have ended already: node may read its END_STREAM (and emit 'end',
+    // with no listener) while the call waits for its upstream session, the first call to a new
+    // upstream. That 'end' is gone, so it is replayed; without it the upstream never got
+    // END_STREAM and the call hung until its deadline (the conformance suite's no-request cases).
+    if (this.src.readableEnded) {
+      process.nextTick(replayEnd, this);
+      return;
+    }
+    (this.src as Carrier)[kBridge] = this;
+    this.src.on("data", onReqData);
+    this.src.on("end", onReqEnd);
+  }
+
+  /** A chunk of the client's body: as it is, unless the subclass translates. */
+  onReqData(chunk: Buffer): void {
+    this.emit("data", chunk);
+  }
+
+  /** The client's body ended. */
+  onReqEnd(): void {
+    this.endRequest();
+  }
+
+  /** The request, as the Call reads it, is complete. */
+  protected endRequest(): void {
+    this.readableEnded = true;
+    this.emit("end");
+  }
+
+  pause(): this {
+    this.src.pause();
+    return this;
+  }
+
+  resume(): this {
+    this.src.resume();
+    return this;
+  }
+
+  /** The response head: a Trailers-Only status when `endStream`, else the head, with the status to follow. */
+  respond(h: OutgoingHeaders | readonly string[], opts?: RespondOptions): void {
+    if (this.headersSent) throw new Error("response head already sent");
+    // (the Call gives a flat list only to a native stream; a filter may give either)
+    const head = isList(h) ? headerObject(h) : h;
+    this.headersSent = true;
+    if (opts?.endStream === true) {
+      this.respondTrailersOnly(head);
+      return;
+    }
+    this.trailersWanted = opts?.waitForTrailers === true;
+    this.respondHead(head);
+  }
+
+  /** The head of a response whose status follows (in answerTrailers, or endWithoutStatus). */
+  protected abstract respondHead(head: OutgoingHeaders): void;
+  /** A Trailers-Only reply: the head is the status. Sets writableEnded (where its protocol puts it) and ends the response. */
+  protected abstract respondTrailersOnly(head: OutgoingHeaders): void;
+  /** The trailers, the call's status: the response's end on the client's wire. */
+  protected abstract answerTrailers(t: OutgoingHeaders): void;
+  /** end() when no trailers were asked for. */
+  protected abstract endWithoutStatus(): void;
+
+  abstract write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean;
+
+  /** Bytes queued for the client and not yet taken by its socket (the response-buffer guard reads it, observe/overload.ts). */
+  get writableLength(): number {
+    return this.h1 !== undefined ? this.h1.writableLength : this.h2!.writableLength;
+  }
+
+  /**
+   * Ends the response body (a fault filter's raw last piece is dropped: respond() already answered
+   * that reply in the client's protocol). With trailers asked for, the Call supplies the status in
+   * 'wantTrailers', emitted on the next tick as node:http2 does.
+   */
+  end(_chunk?: Buffer | string): this {
+    if (this.writableEnded) return this;
+    this.writableEnded = true;
+    if (this.trailersWanted) process.nextTick(emitWantTrailers, this);
+    else this.endWithoutStatus();
+    return this;
+  }
+
+  sendTrailers(t: OutgoingHeaders): void {
+    if (!this.trailersWanted) throw new Error("trailers not expected");
+    this.trailersWanted = false;
+    this.answerTrailers(t);
+  }
+
+  /**
+   * node:http2's close(code): NO_ERROR after the response is complete (grpc-go's early server
+   * closure) only stops reading a request the client still sends; any other code cuts the
+   * response short (the client reads a broken body, as a browser would a reset).
+   */
+  close(code?: number): void {
+    if (code === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded) {
+      this.stopReading();
+      return;
+    }
+    if (this.closed) return;
+    this.rstCode = code;
+    this.reset(code);
+  }
+
+  /** close(NO_ERROR) after a complete response: what is left of the request drains away. */
+  protected stopReading(): void {
+    this.src.resume();
+  }
+
+  /** close(code) before the response is complete. */
+  protected reset(code: number | undefined): void {
+    if (this.h1 !== undefined) this.h1.destroy();
+    else this.h2!.close(code);
+  }
+
+  /** Writes response bytes to the client, as they are. */
+  protected writeSink(b: Buffer, cb?: (err?: Error | null) => void): boolean {
+    if (cb === undefined) return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);
+    return this.h1 !== undefined ? this.h1.write(b, cb) : this.h2!.write(b, cb);
+  }
+
+  /** Ends the response to the client, with a last piece or none. */
+  protected endSink(last: Buffer | undefined): void {
+    if (this.h1 !== undefined) {
+      if (last === undefined) this.h1.end();
+      else this.h1.end(last);
+    } else if (last === undefined) this.h2!.end();
+    else this.h2!.end(last);
+  }
+
+  /** The sink closed: complete, or cut short (aborted, with the reset's code). */
+  onSinkClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.destroyed = true;
+    const complete = this.h1 !== undefined ? this.h1.writableFinished : this.h2!.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.writableEnded;
+    if (!complete) {
+      this.aborted = true;
+      this.rstCode ??= this.h2?.rstCode ?? http2.constants.NGHTTP2_CANCEL;
+    } else this.rstCode ??= http2.constants.NGHTTP2_NO_ERROR;
+    this.emit("close");
+  }
+}
+
+export function ignore(): void {}
+function isList(h: OutgoingHeaders | readonly string[]): h is readonly string[] {
+  return Array.isArray(h);
+}
+function onNewListener(this: BridgeDownstream, event: string | symbol): void {
+  if (event === "data") this.hookRequest();
+}
+function onReqData(this: Carrier, chunk: Buffer): void {
+  this[kBridge]!.onReqData(chunk);
+}
+function replayEnd(w: BridgeDownstream): void {
+  w.onReqEnd();
+}
+function onReqEnd(this: Carrier): void {
+  this[kBridge]!.onReqEnd();
+}
+function onSinkClose(this: Carrier): void {
+  this[kBridge]!.onSinkClose();
+}
+function onSinkDrain(this: Carrier): void {
+  this[kBridge]!.emit("drain");
+}
+function emitWantTrailers(w: BridgeDownstream): void {
+  if (!w.closed) w.emit("wantTrailers");
+}

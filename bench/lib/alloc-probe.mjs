@@ -27,6 +27,8 @@ import v8 from "node:v8";
 const out = process.env.DOJANG_ALLOC_OUT;
 const sample = process.env.DOJANG_ALLOC_SAMPLE === "1";
 const SAMPLING_INTERVAL = 2048;
+/** the repository's root as a file: URL prefix (this file is bench/lib/alloc-probe.mjs) */
+const REPO_URL = new URL("../../", import.meta.url).href;
 
 if (out !== undefined && out !== "") {
   let state = null;
@@ -87,7 +89,9 @@ if (out !== undefined && out !== "") {
         return `${e.originalSource.replace(/^.*?\/(src|node_modules)\//, "$1/")}:${e.originalLine + 1}`;
       }
     }
-    return `${f.url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${f.lineNumber + 1}`;
+    // places in the repository are written relative to it (no machine's paths in the results)
+    const url = f.url.startsWith(REPO_URL) ? f.url.slice(REPO_URL.length) : f.url;
+    return `${url.replace(/^.*\/(dist|node_modules)\//, "$1/")}:${f.lineNumber + 1}`;
   }
 
   async function end() {

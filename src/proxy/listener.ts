@@ -44,6 +44,9 @@ function loadTranscodeModule(): Promise<TranscodeModule> {
   return import("./downstream/transcode.js").then((m) => (transcodeModule = m));
 }
 
+/** What an HTTP/1.1 request refused under overload is told (refusesHttp1Call), in each protocol's form. */
+const OVERLOADED_MESSAGE = "dojang is overloaded (response-buffer budget or heap): call not started, retry later";
+
 /** How often the gRPC-Web HTTP/1.1 server checks its connections' requestHeadersTimeout. */
 const HTTP1_CHECK_MS = 1000;
 
@@ -370,12 +373,9 @@ export class Listener {
     const web = this.cfg.grpcWeb ? parseWebContentType(req.headers["content-type"]) : null;
     const connect = web === null && this.cfg.connect ? classifyConnect(req.method ?? "", req.url ?? "", req.headers) : null;
     if (web === null && this.json !== null && transcodeModule!.takesJson(req.headers["content-type"])) {
-      heapPressure.onStream();
-      if (responseBuffers.overloaded || heapPressure.pressed) {
-        responseBuffers.refused++;
-        this.ctx.metrics.refusedStreams.inc();
+      if (this.refusesHttp1Call()) {
         res.writeHead(503, { "content-type": "application/json" });
-        res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: "dojang is overloaded (response-buffer budget or heap): call not started, retry later" }));
+        res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: OVERLOADED_MESSAGE }));
         return;
       }
       if (transcodeModule!.serveJsonHttp1(this.ctx, this.json, req, res, connect !== null)) return;
@@ -390,25 +390,31 @@ export class Listener {
       res.end(known ? `dojang: ${what} requests are POST${this.cfg.connect ? " (a Connect unary call may be GET)" : ""}\n` : `dojang: this port takes ${what} requests (see its content types in the docs)\n`);
       return;
     }
-    // Past the process's response-buffer budget no call is taken (the native port's
-    // REFUSED_STREAM): 14 UNAVAILABLE, safe for the client to retry, and never sent upstream.
-    heapPressure.onStream();
-    if (responseBuffers.overloaded || heapPressure.pressed) {
-      responseBuffers.refused++;
-      this.ctx.metrics.refusedStreams.inc();
-      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, "dojang is overloaded (response-buffer budget or heap): call not started, retry later");
+    if (this.refusesHttp1Call()) {
+      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, OVERLOADED_MESSAGE);
       return;
     }
     handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));
   }
 
+  /**
+   * An HTTP/1.1 request (gRPC-Web, Connect, JSON) arrives: past the process's response-buffer
+   * budget or under heap pressure no call is taken (the native port's REFUSED_STREAM; there is no
+   * stream to refuse here, so the caller answers "unavailable, retry" in its protocol's form, and
+   * nothing goes upstream). True: refused, and counted.
+   */
+  private refusesHttp1Call(): boolean {
+    heapPressure.onStream();
+    if (!responseBuffers.overloaded && !heapPressure.pressed) return false;
+    responseBuffers.refused++;
+    this.ctx.metrics.refusedStreams.inc();
+    return true;
+  }
+
   /** A Connect request on the HTTP/1.1 socket (the overload refusal as gRPC-Web's, in Connect's form). */
   private serveConnectHttp1(c: NonNullable<ReturnType<typeof classifyConnect>>, req: IncomingMessage, res: ServerResponse, origin: string | undefined): void {
-    heapPressure.onStream();
-    if (responseBuffers.overloaded || heapPressure.pressed) {
-      responseBuffers.refused++;
-      this.ctx.metrics.refusedStreams.inc();
-      refuseConnectHttp1(c, res, responseCors(this.cors, origin), "dojang is overloaded (response-buffer budget or heap): call not started, retry later");
+    if (this.refusesHttp1Call()) {
+      refuseConnectHttp1(c, res, responseCors(this.cors, origin), OVERLOADED_MESSAGE);
       return;
     }
     handleConnectHttp1(this.ctx, c, req, res, responseCors(this.cors, origin));

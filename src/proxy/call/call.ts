@@ -256,7 +256,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       head["grpc-previous-rpc-attempts"] = String(n);
       if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
-    if (this.trace !== null) this.ctx.tracing!.attemptStart(this.trace, n + 1, ep.label, head);
+    if (this.trace !== null) this.ctx.tracing!.attemptStart(this.trace, n + 1, ep.host, ep.port, head);
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;

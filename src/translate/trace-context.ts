@@ -2,6 +2,7 @@
 // it), pure: parsing what a client sent, writing what an attempt sends, the sampling decision for
 // a call, and the span status a gRPC code means under the OpenTelemetry RPC conventions. No I/O,
 // no clock, no randomness (ids and draws are passed in).
+import { splitGrpcPath } from "./rate-limit-global.js";
 
 /** A parent's context as the client sent it: lower-case hex ids. */
 export interface TraceParent {
@@ -120,8 +121,6 @@ export function spanStatusFor(code: number, kind: "server" | "client"): "error" 
 
 /** `rpc.service` and `rpc.method` from a gRPC :path ("/pkg.Svc/Method"); undefined for another shape. */
 export function rpcNames(path: string): { service: string; method: string } | undefined {
-  if (path.charCodeAt(0) !== 47) return undefined;
-  const slash = path.indexOf("/", 1);
-  if (slash <= 1 || slash === path.length - 1 || path.indexOf("/", slash + 1) !== -1) return undefined;
-  return { service: path.slice(1, slash), method: path.slice(slash + 1) };
+  const p = splitGrpcPath(path);
+  return p === undefined ? undefined : { service: p[0], method: p[1] };
 }

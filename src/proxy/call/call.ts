@@ -29,7 +29,7 @@ import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall } from "./record.js";
 import { Wire } from "./wire.js";
 import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers } from "./respond.js";
-import { responseData, responseTrailers } from "./response-body.js";
+import { clientStreamWindow, responseData, responseTrailers } from "./response-body.js";
 import { filtersFor, nextAfter, resetsWithCodes, runAttemptOpen, runAttemptStart, runEnd, runRequestEnd, runRequestHead, runResponseHead, runTrailers, statusExtra } from "./filter-run.js";
 import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
 import type { IdleGroup, IdleWatched } from "./idle.js";
@@ -256,7 +256,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       head["grpc-previous-rpc-attempts"] = String(n);
       if (this.deadlineAt !== Infinity) head["grpc-timeout"] = timeoutHeaderFor(this.deadlineAt - this.ctx.now());
     }
-    if (this.trace !== null) this.ctx.tracing!.attemptStart(this.trace, n + 1, ep.label, head);
+    if (this.trace !== null) this.ctx.tracing!.attemptStart(this.trace, n + 1, ep.host, ep.port, head);
     const fs = this.filters;
     const a = new Attempt(this, ep, head, this.upEndStream, fs !== null && resetsWithCodes(fs));
     this.attempt = a;
@@ -325,7 +325,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.done || a !== this.attempt) return;
     // issue 22: while calls wait unread, one more at a window under one frame may be cut here,
     // before its DATA is taken (observe/overload.ts); nothing to do on the normal path.
-    if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, (this.down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize)) return;
+    if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, clientStreamWindow(this))) return;
     this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
     // A retry is still possible (the buffer is kept): a status decides it, a message commits.
     const r = this.retry;

@@ -87,7 +87,8 @@ function endTrace(c: Call, rec: AccessRecord | undefined): void {
   }
   c.ctx.tracing!.end(c.trace!, {
     code: c.code,
-    message: c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message,
+    // (the access record has the message decoded already)
+    message: rec !== undefined ? rec.grpc_message : c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message,
     decidedBy: c.decidedBy,
     route: c.route?.label,
     requestId: c.requestId,

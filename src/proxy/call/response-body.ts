@@ -38,6 +38,11 @@ interface WithReadableState {
   readonly _readableState?: { highWaterMark: number };
 }
 
+/** The initial stream window the call's client advertised (its SETTINGS); undefined when the connection is not HTTP/2 or sent none. */
+export function clientStreamWindow(c: Call): number | undefined {
+  return (c.down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize;
+}
+
 /** AttemptOwner.onAttemptData: a DATA chunk from the upstream. */
 export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
   if (c.done || a !== c.attempt) return;
@@ -88,7 +93,7 @@ export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
     // The client is behind: this call's buffers now count against the budgets (overload.ts). At
     // a first stall, the client's advertised stream window tells an unread call (one frame
     // cannot reach it), which the guard may cut at once.
-    responseBuffers.stall(c, hwm === STREAM_QUEUE_BYTES ? (down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize : undefined);
+    responseBuffers.stall(c, hwm === STREAM_QUEUE_BYTES ? clientStreamWindow(c) : undefined);
     if (c.done) return;
     c.waitForDrain();
   }

@@ -5,7 +5,7 @@
 // listener (src/proxy/listener.ts) installs them on each session and stream.
 import http2, { type ServerHttp2Session } from "node:http2";
 import { kRequestBytes, type RequestBytesSession } from "../call/headers.js";
-import { UNREAD_CALL_BYTES, UNREAD_WINDOW_BELOW, responseBuffers } from "../observe/overload.js";
+import { UNREAD_WINDOW_BELOW, responseBuffers } from "../observe/overload.js";
 import { connOf, kConn, kOpenedAt, type ConnSession, type ConnState, type ConnStream } from "./connection.js";
 
 /**
@@ -134,7 +134,7 @@ export function onClientSettings(this: ConnSession, settings: http2.Settings): v
   const conn = this[kConn];
   if (conn === undefined) return;
   const w = settings.initialWindowSize;
-  conn.narrowLimit = w !== undefined && w < UNREAD_WINDOW_BELOW ? Math.max(1, Math.floor(responseBuffers.unreadBudgets.perConnectionBytes / UNREAD_CALL_BYTES)) : Infinity;
+  conn.narrowLimit = w !== undefined && w < UNREAD_WINDOW_BELOW ? responseBuffers.unreadCallsPerConnection : Infinity;
 }
 
 function onCountedStreamClose(this: ConnStream): void {

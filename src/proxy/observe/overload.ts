@@ -73,6 +73,16 @@ export const UNREAD_CALL_BYTES = 80 * 1024;
  */
 export const DEFAULT_UNREAD_BUDGETS: BufferBudgets = { perConnectionBytes: 1024 * 1024, processBytes: 4 * 1024 * 1024 };
 
+/** The status message of an unread call cut past its connection's budget (at a head or a first stall). */
+function unreadConnectionMessage(perConnectionBytes: number): string {
+  return `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes at a window under one frame)`;
+}
+
+/** The status message of an unread call cut past the process's budget. */
+function unreadProcessMessage(processBytes: number): string {
+  return `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes at a window under one frame)`;
+}
+
 interface Measured {
   readonly call: StalledCall;
   readonly bytes: number;
@@ -125,6 +135,14 @@ export class ResponseBufferGuard {
   }
 
   /**
+   * How many unread calls one client connection's budget covers (at least 1): the streams a
+   * connection whose window is under one frame may have open (downstream/guards.ts).
+   */
+  get unreadCallsPerConnection(): number {
+    return Math.max(1, Math.floor(this.unreadBudgets.perConnectionBytes / UNREAD_CALL_BYTES));
+  }
+
+  /**
    * At a response head, while some calls are unread: a call whose client's window is under one
    * frame, on a connection already at its unread share, or past the process's share on the
    * connection with the most unread calls, is cut before its DATA is taken (returns true).
@@ -137,13 +155,13 @@ export class ResponseBufferGuard {
     if (set === undefined) return false;
     const { perConnectionBytes, processBytes } = this.unreadBudgets;
     if ((set.size + 1) * UNREAD_CALL_BYTES > perConnectionBytes) {
-      this.cut(c, `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes at a window under one frame)`, true);
+      this.cut(c, unreadConnectionMessage(perConnectionBytes), true);
       return true;
     }
     if ((this.unreadCount + 1) * UNREAD_CALL_BYTES <= processBytes) return false;
     // only on the connection with the most unread calls (a connection with none is never cut here)
     for (const other of this.unread.values()) if (other.size > set.size) return false;
-    this.cut(c, `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes at a window under one frame)`, true);
+    this.cut(c, unreadProcessMessage(processBytes), true);
     return true;
   }
 
@@ -156,7 +174,7 @@ export class ResponseBufferGuard {
     this.unreadCount++;
     const { perConnectionBytes, processBytes } = this.unreadBudgets;
     if (set.size * UNREAD_CALL_BYTES > perConnectionBytes) {
-      return this.cut(c, `the client connection's responses wait unread beyond its buffer budget (${perConnectionBytes} bytes at a window under one frame)`, true);
+      return this.cut(c, unreadConnectionMessage(perConnectionBytes), true);
     }
     if (this.unreadCount * UNREAD_CALL_BYTES <= processBytes) return;
     // Past the process's share: cut a call of the connection with the most unread calls (this
@@ -165,7 +183,7 @@ export class ResponseBufferGuard {
     for (const other of this.unread.values()) if (other.size > most.size) most = other;
     let victim = c;
     if (most !== set) for (const v of most) victim = v;
-    this.cut(victim, `dojang is overloaded: responses wait unread beyond the process's buffer budget (${processBytes} bytes at a window under one frame)`, true);
+    this.cut(victim, unreadProcessMessage(processBytes), true);
   }
 
   private dropUnread(c: StalledCall): void {

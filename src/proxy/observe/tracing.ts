@@ -229,11 +229,11 @@ export class Tracing {
   }
 
   /**
-   * Attempt `n` (1-based) of the call starts, to `endpoint` ("host:port"): a sampled call gets a
+   * Attempt `n` (1-based) of the call starts, to the endpoint `host` (IPv6 unbracketed) and `port`: a sampled call gets a
    * CLIENT span under its SERVER span, and `head` carries that span's id as the upstream's
    * parent (traceparent; B3 too when the client spoke B3). An unsampled call sends its decision.
    */
-  attemptStart(t: CallTrace, n: number, endpoint: string, head: Head): void {
+  attemptStart(t: CallTrace, n: number, host: string, port: number, head: Head): void {
     let spanId: string;
     if (t.server !== null) {
       if (t.attempt !== null) t.attempt.end(); // (the call ended the last one when it abandoned it)
@@ -243,12 +243,8 @@ export class Tracing {
         attrs["rpc.service"] = names.service;
         attrs["rpc.method"] = names.method;
       }
-      const colon = endpoint.lastIndexOf(":");
-      if (colon > 0) {
-        attrs["server.address"] = endpoint.slice(0, colon).replace(/^\[|\]$/g, "");
-        const port = Number(endpoint.slice(colon + 1));
-        if (Number.isInteger(port)) attrs["server.port"] = port;
-      }
+      attrs["server.address"] = host;
+      attrs["server.port"] = port;
       const gt = head["grpc-timeout"];
       if (typeof gt === "string") attrs["dojang.grpc_timeout"] = gt;
       const a = this.tracer.startSpan(t.name, { kind: SpanKind.CLIENT, attributes: attrs }, trace.setSpan(ROOT_CONTEXT, t.server));

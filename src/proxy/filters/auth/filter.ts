@@ -17,6 +17,7 @@
 import type { JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
+import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome } from "../../../translate/index.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
 import { rawGet, type OutgoingHeaders } from "../../call/headers.js";
@@ -103,7 +104,7 @@ export function authFilterFactory(routes: readonly RouteConfig[], deps: AuthDeps
       : Object.freeze({
           jwt: r.jwt === null ? null : jwtPlan(r.jwt, deps),
           rbac: r.rbac === null ? null : compileRbac(r.rbac),
-          ext: r.extAuthz === null ? null : { target: `${r.extAuthz.address.host.includes(":") ? `[${r.extAuthz.address.host}]` : r.extAuthz.address.host}:${r.extAuthz.address.port}`, cfg: r.extAuthz },
+          ext: r.extAuthz === null ? null : { target: formatHostPort(r.extAuthz.address), cfg: r.extAuthz },
           counters,
           log: deps.log,
         }),

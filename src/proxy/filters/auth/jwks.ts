@@ -116,12 +116,17 @@ export class RemoteJwks implements Jwks {
   }
 
   fresh(): boolean {
-    const t = this.now();
+    return this.current(this.now()) !== null;
+  }
+
+  /** The keys when they may serve at `t` without waiting (starting a refresh that is due), else null. */
+  private current(t: number): KeySet | null {
     const age = t - this.goodAt;
-    if (this.set === null || age > this.src.refreshIntervalMs + this.src.staleWhileErrorMs) return false;
-    // due for a refresh: one fetch in the background, as a verification would start it
-    if (age > this.src.refreshIntervalMs && this.inflight === null && t - this.triedAt >= REFETCH_MS) void this.refresh().catch(() => undefined);
-    return true;
+    const src = this.src;
+    if (this.set === null || age > src.refreshIntervalMs + src.staleWhileErrorMs) return null;
+    // due for a refresh: one fetch in the background; these keys serve meanwhile
+    if (age > src.refreshIntervalMs && this.inflight === null && t - this.triedAt >= REFETCH_MS) void this.refresh().catch(() => undefined);
+    return this.set;
   }
 
   private refresh(): Promise<void> {
@@ -147,12 +152,8 @@ export class RemoteJwks implements Jwks {
   /** The keys, fetched first when there are none usable; null when none can be had. */
   private async usable(): Promise<KeySet> {
     const t = this.now();
-    const age = t - this.goodAt;
-    const src = this.src;
-    if (this.set !== null && age <= src.refreshIntervalMs + src.staleWhileErrorMs) {
-      if (age > src.refreshIntervalMs && this.inflight === null && t - this.triedAt >= REFETCH_MS) void this.refresh().catch(() => undefined);
-      return this.set;
-    }
+    const keys = this.current(t);
+    if (keys !== null) return keys;
     // none, or too old: wait for a fetch (the one in flight, or a new one unless one just failed)
     if (this.inflight !== null) await this.inflight;
     else if (t - this.triedAt >= REFETCH_MS) await this.refresh();

@@ -23,7 +23,7 @@ import type { RouteConfig } from "../../../config/index.js";
 import { Code, outcome } from "../../../translate/index.js";
 import { KeyedBuckets, rateLimitHint } from "../../../translate/token-bucket.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
-import type { OutgoingHeaders } from "../../call/headers.js";
+import { rawGet, type OutgoingHeaders } from "../../call/headers.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
 
@@ -44,12 +44,6 @@ interface Limiter {
 
 const kind = (key: string): Pick<Limiter, "header" | "byAddress"> =>
   key === "client_address" ? { header: null, byAddress: true } : key.startsWith("metadata:") ? { header: key.slice("metadata:".length), byAddress: false } : { header: null, byAddress: false };
-
-/** The value of request header `name` in node's raw header list ([name, value, ...]); "" when absent. */
-function rawHeader(raw: readonly string[], name: string): string {
-  for (let i = 0; i < raw.length; i += 2) if (raw[i] === name) return raw[i + 1] ?? "";
-  return "";
-}
 
 /** The filter a refused call gets: it ends the call before any attempt, with `extra` on its status. */
 class Refusal implements CallFilter {
@@ -115,7 +109,7 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
       const l = limiters[route.index];
       if (l === undefined || l === null) return null;
       // (the address read once per connection: no getpeername per call)
-      const key = l.byAddress ? c.clientAddress : l.header !== null ? rawHeader(raw, l.header) : "";
+      const key = l.byAddress ? c.clientAddress : l.header !== null ? (rawGet(raw, l.header) ?? "") : "";
       if (afterAuth[route.index] === true) return new AfterAuth(l, key, now);
       if (l.buckets.take(key, now())) return null;
       return l.hints ? refusalWithHint(l, key) : l.refusal;

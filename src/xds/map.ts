@@ -9,6 +9,7 @@ import { DEFAULTS, LIMITS, type ClusterConfig, type HeaderRulesConfig, type LbPo
 import { MAX_DURATION_MS, type HostPort } from "../config/units.js";
 import type { FaultAction, FaultRule } from "../config/faults/model.js";
 import type { ConfigIssue } from "../errors.js";
+import { RULE_FORBIDDEN, RULE_HEADER_RE } from "../config/schema/route.js";
 
 /** A problem in a resource, by its field's path: the shape ConfigError reports. */
 export type Issue = ConfigIssue;
@@ -390,7 +391,8 @@ function headerRules(c: Ctx, m: Msg, path: string): HeaderRulesConfig | null {
     arr(m[addKey]).forEach((o, i) => {
       const h = obj(o["header"]) ?? {};
       const k = str(h["key"]).toLowerCase();
-      if (!/^[0-9a-z!#$%&'*+.^_`|~-]+$/.test(k) || ["content-type", "te", "connection", "host", "grpc-status", "grpc-message", "content-length"].includes(k)) {
+      // the YAML schema's own check (a header HTTP/2 or gRPC framing owns is refused the same way)
+      if (!RULE_HEADER_RE.test(k) || RULE_FORBIDDEN.has(k)) {
         c.bad(at(path, `${addKey}[${i}].header.key`), `${JSON.stringify(k)} cannot be set by a header rule`);
         return;
       }

@@ -165,8 +165,8 @@ const rateLimit = z
   );
 
 /** A header name a rule may touch: lower-case token; not a pseudo-header, nor one HTTP/2 or gRPC framing owns. */
-const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
-const RULE_FORBIDDEN = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);
+export const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
+export const RULE_FORBIDDEN: ReadonlySet<string> = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);
 const ruleHeaderName = z
   .string({ error: expected("a header name") })
   .regex(RULE_HEADER_RE, "must be a lower-case header name (no pseudo-headers)")

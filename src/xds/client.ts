@@ -16,7 +16,9 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ClusterTlsConfig } from "../config/types.js";
-import { decodeAny, protos } from "../protos/load.js";
+import { formatHostPort } from "../config/units.js";
+import { serviceConstructor } from "../protos/channel.js";
+import { decodeAny } from "../protos/load.js";
 import { VERSION } from "../version.js";
 import type { Bootstrap } from "./bootstrap.js";
 import type { XdsState } from "./compose.js";
@@ -140,9 +142,8 @@ export class XdsClient {
       const wildcard = (t === TYPE.listener && boot.lds) || (t === TYPE.cluster && boot.cds);
       this.subs.set(t, { names: wildcard ? null : new Set(), version: "", nonce: "", lastRejected: null, versions: new Map(), missing: new Set(), timers: new Map(), rejectStreak: 0, nackTimer: undefined });
     }
-    const Ctor = (protos() as unknown as { envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } } } } }).envoy.service.discovery.v3.AggregatedDiscoveryService;
-    const target = `${boot.server.host.includes(":") ? `[${boot.server.host}]` : boot.server.host}:${boot.server.port}`;
-    this.client = new Ctor(target, credentialsFor(boot), {
+    const Ctor = serviceConstructor("envoy.service.discovery.v3.AggregatedDiscoveryService");
+    this.client = new Ctor(formatHostPort(boot.server), credentialsFor(boot), {
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,

@@ -110,8 +110,8 @@ export class XdsClient {
   private clusters = new Map<string, { cluster: XdsCluster; tls: ClusterTlsConfig | null }>();
   private endpoints = new Map<string, XdsEndpoints>();
   /** the route tables and listeners the last applied state served (state() holds new ones back while their clusters warm) */
-  private servedRoutes = new Map<string, XdsRouteTable>();
-  private servedListeners = new Map<string, XdsListener>();
+  private servedRoutes: ReadonlyMap<string, XdsRouteTable> = new Map();
+  private servedListeners: ReadonlyMap<string, XdsListener> = new Map();
   private closed = false;
   private attempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -184,7 +184,7 @@ export class XdsClient {
     }
     return {
       node: this.boot.node.id,
-      server: `${this.boot.server.host}:${this.boot.server.port}`,
+      server: formatHostPort(this.boot.server),
       apiType: this.boot.apiType,
       connected: this.connectedAt !== null,
       streams: this.streams,
@@ -244,8 +244,9 @@ export class XdsClient {
     const st = this.state();
     const r = await this.host.apply(st);
     if (r.ok) {
-      this.servedRoutes = new Map(st.routes);
-      this.servedListeners = new Map(st.listeners);
+      // state() built both maps for this state alone
+      this.servedRoutes = st.routes;
+      this.servedListeners = st.listeners;
     }
     return r;
   }
@@ -269,7 +270,7 @@ export class XdsClient {
       if (this.closed) return;
       const wait = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** this.attempt) * (0.5 + Math.random() / 2);
       this.attempt = Math.min(this.attempt + 1, 16);
-      this.host.log.warn({ server: `${this.boot.server.host}:${this.boot.server.port}`, why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
+      this.host.log.warn({ server: formatHostPort(this.boot.server), why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
       this.reconnectTimer = setTimeout(() => this.connect(), wait);
     };
     s.on("data", (m: Msg) => {
@@ -318,13 +319,7 @@ export class XdsClient {
       response_nonce: sub.nonce,
       resource_names: sub.names === null ? [] : [...sub.names].sort(),
     };
-    if (!this.sentNode) {
-      req["node"] = nodeMessage(this.boot);
-      this.sentNode = true;
-    }
-    if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
-    s.write(req);
-    this.startTimers(type);
+    this.write(s, type, req, error);
   }
 
   private sendDelta(type: TypeUrl, o: { readonly subscribe?: readonly string[]; readonly unsubscribe?: readonly string[]; readonly initial?: Readonly<Record<string, string>>; readonly error?: string }): void {
@@ -335,11 +330,16 @@ export class XdsClient {
     if (o.subscribe !== undefined && o.subscribe.length > 0) req["resource_names_subscribe"] = o.subscribe;
     if (o.unsubscribe !== undefined && o.unsubscribe.length > 0) req["resource_names_unsubscribe"] = o.unsubscribe;
     if (o.initial !== undefined && Object.keys(o.initial).length > 0) req["initial_resource_versions"] = o.initial;
+    this.write(s, type, req, o.error);
+  }
+
+  /** What both request forms carry: the node on a stream's first request, a NACK's error_detail. */
+  private write(s: AdsStream, type: TypeUrl, req: Record<string, unknown>, error: string | undefined): void {
     if (!this.sentNode) {
       req["node"] = nodeMessage(this.boot);
       this.sentNode = true;
     }
-    if (o.error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: o.error };
+    if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
     s.write(req);
     this.startTimers(type);
   }
@@ -443,9 +443,7 @@ export class XdsClient {
     for (const n of got.keys()) {
       sub.versions.set(n, versions.get(n) ?? version);
       sub.missing.delete(n);
-      const t = sub.timers.get(n);
-      if (t !== undefined) clearTimeout(t);
-      sub.timers.delete(n);
+      clearTimer(sub, n);
     }
     // LDS and CDS are complete: a name not sent is gone
     if (sub.names === null && !this.delta) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
@@ -463,7 +461,7 @@ export class XdsClient {
     if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
     let msg: Msg;
     try {
-      msg = decodeAny(any as { type_url?: string; value?: Uint8Array }).value;
+      msg = decode(any).value;
     } catch (err) {
       return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
     }
@@ -531,9 +529,7 @@ export class XdsClient {
       if (next.has(n)) continue;
       sub.versions.delete(n);
       sub.missing.delete(n);
-      const t = sub.timers.get(n);
-      if (t !== undefined) clearTimeout(t);
-      sub.timers.delete(n);
+      clearTimer(sub, n);
       if (type === TYPE.route) this.routes.delete(n);
       else this.endpoints.delete(n);
     }
@@ -543,6 +539,13 @@ export class XdsClient {
     if (this.delta) this.sendDelta(type, { subscribe: added, unsubscribe: dropped });
     else this.send(type);
   }
+}
+
+/** Stops a named resource's does-not-exist timer. */
+function clearTimer(sub: Sub, name: string): void {
+  const t = sub.timers.get(name);
+  if (t !== undefined) clearTimeout(t);
+  sub.timers.delete(name);
 }
 
 /** The xDS metrics (docs/reference/metrics.md), registered on the instance's registry. */

@@ -71,7 +71,7 @@ export function compose(base: Config, s: XdsState): Composed {
     // each limited to its authority, so the exact hosts' routes come before the catch-all's.
     const hosts = [...table.virtualHosts].sort((a, b) => Number(a.domains.includes("*")) - Number(b.domains.includes("*")));
     for (const vh of hosts) {
-      const authorities: (string | undefined)[] = vh.domains.includes("*") ? [undefined] : vh.domains.map((d) => d);
+      const authorities: readonly (string | undefined)[] = vh.domains.includes("*") ? [undefined] : vh.domains;
       for (const authority of authorities) for (const r of vh.routes) routes.push(routeConfig(r, authority, l, (cs) => clusterFor(cs, known, clusters, base, extra)));
     }
     if (routes.length === 0) {

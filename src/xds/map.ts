@@ -114,8 +114,8 @@ class Ctx {
   }
 }
 
-const obj = (v: unknown): Msg | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Msg) : undefined);
-const arr = (v: unknown): readonly Msg[] => (Array.isArray(v) ? (v as Msg[]) : []);
+export const obj = (v: unknown): Msg | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Msg) : undefined);
+export const arr = (v: unknown): readonly Msg[] => (Array.isArray(v) ? (v as Msg[]) : []);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
 const at = (base: string, key: string): string => (base === "" ? key : `${base}.${key}`);
 

@@ -21,7 +21,7 @@ import { serviceConstructor } from "../protos/channel.js";
 import { decodeAny } from "../protos/load.js";
 import { VERSION } from "../version.js";
 import type { Bootstrap } from "./bootstrap.js";
-import type { XdsState } from "./compose.js";
+import { isWarming, type XdsState } from "./compose.js";
 import {
   TYPE,
   mapCluster,
@@ -213,10 +213,10 @@ export class XdsClient {
    * answers RDS before the EDS that the new CDS makes dojang ask for).
    */
   private state(): XdsState {
+    const eds = { endpoints: this.endpoints, missing: this.subs.get(TYPE.endpoint)!.missing };
     const warming = (n: string): boolean => {
       const c = this.clusters.get(n)?.cluster;
-      if (c === undefined || c.eds === null) return false;
-      return !this.endpoints.has(c.eds) && !this.subs.get(TYPE.endpoint)!.missing.has(c.eds);
+      return c !== undefined && isWarming(c, eds);
     };
     const ready = (t: XdsRouteTable): boolean => t.virtualHosts.every((vh) => vh.routes.every((r) => r.clusters.every((c) => !warming(c.name))));
     const routes = new Map<string, XdsRouteTable>();
@@ -235,7 +235,7 @@ export class XdsClient {
       routes,
       clusters: this.clusters,
       endpoints: this.endpoints,
-      missing: this.subs.get(TYPE.endpoint)!.missing,
+      missing: eds.missing,
     };
   }
 

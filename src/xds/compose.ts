@@ -27,6 +27,11 @@ export interface Composed {
   readonly conflicts: readonly Issue[];
 }
 
+/** An EDS cluster whose ClusterLoadAssignment has neither arrived nor been marked missing. */
+export function isWarming(cluster: XdsCluster, s: Pick<XdsState, "endpoints" | "missing">): boolean {
+  return cluster.eds !== null && !s.endpoints.has(cluster.eds) && !s.missing.has(cluster.eds);
+}
+
 /** The name of the cluster a weighted split is served by (its members' endpoints, weighted). */
 export function weightedName(clusters: readonly { readonly name: string; readonly weight: number }[]): string {
   return "weighted:" + clusters.map((c) => `${c.name}=${c.weight}`).join(",");
@@ -43,14 +48,11 @@ export function compose(base: Config, s: XdsState): Composed {
       conflicts.push({ path: `cluster ${name}`, message: "a static cluster has this name" });
       continue;
     }
-    let eps: XdsEndpoints | undefined;
-    if (cluster.eds !== null) {
-      eps = s.endpoints.get(cluster.eds);
-      if (eps === undefined && !s.missing.has(cluster.eds)) {
-        warming.push(`cluster ${name}`);
-        continue;
-      }
-    } else eps = cluster.staticEndpoints ?? undefined;
+    if (isWarming(cluster, s)) {
+      warming.push(`cluster ${name}`);
+      continue;
+    }
+    const eps = cluster.eds !== null ? s.endpoints.get(cluster.eds) : (cluster.staticEndpoints ?? undefined);
     clusters.set(name, { ...cluster.config, endpoints: eps?.endpoints ?? [], endpointWeights: eps?.weights ?? [], tls });
   }
   const known = (n: string): boolean => staticClusters.has(n) || clusters.has(n);

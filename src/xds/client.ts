@@ -117,7 +117,8 @@ export class XdsClient {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private sentNode = false;
   private chain: Promise<void> = Promise.resolve();
-  private connectedAt: number | null = null;
+  /** the stream is up (its response headers came) */
+  private up = false;
   private streams = 0;
   private readonly missingAfterMs: number;
   private readonly backoffBaseMs: number;
@@ -186,7 +187,7 @@ export class XdsClient {
       node: this.boot.node.id,
       server: formatHostPort(this.boot.server),
       apiType: this.boot.apiType,
-      connected: this.connectedAt !== null,
+      connected: this.up,
       streams: this.streams,
       types,
     };
@@ -264,7 +265,7 @@ export class XdsClient {
       if (ended || this.stream !== s) return;
       ended = true;
       this.stream = undefined;
-      this.connectedAt = null;
+      this.up = false;
       this.connected.set(0);
       this.stopTimers();
       if (this.closed) return;
@@ -282,7 +283,7 @@ export class XdsClient {
     s.on("end", () => onEnd("the control plane closed the stream"));
     s.on("status", () => undefined);
     s.on("metadata", () => {
-      this.connectedAt = Date.now();
+      this.up = true;
       this.connected.set(1);
     });
     // every subscription again, with the versions accepted so far (a new stream has no nonce)
@@ -564,7 +565,7 @@ function credentialsFor(b: Bootstrap): grpc.ChannelCredentials {
 }
 
 /** google.protobuf.Struct from a plain object (the node's metadata). */
-export function toStruct(o: Readonly<Record<string, unknown>>): Msg {
+function toStruct(o: Readonly<Record<string, unknown>>): Msg {
   const value = (v: unknown): Msg => {
     if (v === null || v === undefined) return { null_value: "NULL_VALUE" };
     if (typeof v === "number") return { number_value: v };

@@ -172,7 +172,7 @@ function socketAddress(c: Ctx, v: unknown, path: string): HostPort | undefined {
 
 // === Listener ===
 
-export const FILTER = {
+const FILTER = {
   hcm: "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
   router: "envoy.extensions.filters.http.router.v3.Router",
   grpcWeb: "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",

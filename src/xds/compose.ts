@@ -7,7 +7,7 @@
 // an EDS cluster once its ClusterLoadAssignment arrived or was marked missing (then with no
 // endpoints: calls to it end 14 UNAVAILABLE, as Envoy's "no healthy upstream").
 import { DEFAULTS, LIMITS, type ClusterConfig, type ClusterTlsConfig, type Config, type ListenerConfig, type RouteConfig } from "../config/types.js";
-import type { Issue, XdsCluster, XdsEndpoints, XdsListener, XdsRoute, XdsRouteTable } from "./map.js";
+import { defaultCluster, type Issue, type XdsCluster, type XdsEndpoints, type XdsListener, type XdsRoute, type XdsRouteTable } from "./map.js";
 
 export interface XdsState {
   readonly listeners: ReadonlyMap<string, XdsListener>;
@@ -124,29 +124,6 @@ function routeConfig(r: XdsRoute, authority: string | undefined, l: XdsListener,
   };
 }
 
-/** An empty cluster: what a route to a cluster no one has sent answers with (14 UNAVAILABLE). */
-function emptyCluster(name: string): ClusterConfig {
-  const d = DEFAULTS.cluster;
-  return {
-    name,
-    endpoints: [],
-    endpointWeights: [],
-    dns: null,
-    lb: d.lb,
-    healthCheck: null,
-    outlierDetection: null,
-    circuitBreaker: { ...d.circuitBreaker },
-    retryBudget: { ...d.retryBudget },
-    keepalive: null,
-    connectTimeoutMs: d.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
-    initialWindowSize: d.initialWindowSize,
-    connectionWindowSize: d.connectionWindowSize,
-    tls: null,
-  };
-}
-
 /**
  * The cluster a route's action names: the one cluster, or for a weighted split a cluster of its
  * own whose endpoints are the members' (each endpoint's weight: its cluster's share of the split,
@@ -161,7 +138,8 @@ function clusterFor(
 ): string {
   if (cs.length === 1) {
     const n = cs[0]!.name;
-    if (!known(n) && !extra.has(n)) extra.set(n, emptyCluster(n));
+    // a cluster no one has sent: empty, so its calls end 14 UNAVAILABLE
+    if (!known(n) && !extra.has(n)) extra.set(n, defaultCluster(n));
     return n;
   }
   const name = weightedName(cs);
@@ -180,7 +158,7 @@ function clusterFor(
       weights.push(Math.min(LIMITS.weight.max, Math.max(1, Math.round(w))));
     });
   }
-  const first = of(cs[0]!.name) ?? emptyCluster(name);
+  const first = of(cs[0]!.name) ?? defaultCluster(name);
   extra.set(name, { ...first, name, endpoints, endpointWeights: weights, dns: null });
   return name;
 }

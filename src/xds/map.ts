@@ -563,25 +563,44 @@ export function mapCluster(cl: Msg, decode: AnyDecoder): Mapped<XdsCluster> {
   const h2 = http2Options(c, cl);
   const connect = duration(c, cl["connect_timeout"], "connect_timeout", 1);
   const tls = upstreamTls(c, obj(cl["transport_socket"]));
+  const d = defaultCluster(name);
   const config: ClusterConfig = {
-    name,
-    endpoints: [],
-    endpointWeights: [],
+    ...d,
     dns,
     lb: lb ?? "round_robin",
     healthCheck: hc,
     outlierDetection: od,
     circuitBreaker: cb,
-    retryBudget: { ...DEFAULTS.cluster.retryBudget },
     keepalive: h2.keepalive,
-    connectTimeoutMs: connect ?? DEFAULTS.cluster.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: h2.maxConcurrentStreams ?? DEFAULTS.cluster.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: DEFAULTS.cluster.maxSessionsPerEndpoint,
-    initialWindowSize: h2.initialWindow ?? DEFAULTS.cluster.initialWindowSize,
-    connectionWindowSize: h2.connectionWindow ?? DEFAULTS.cluster.connectionWindowSize,
-    tls: null,
+    connectTimeoutMs: connect ?? d.connectTimeoutMs,
+    maxConcurrentStreamsPerSession: h2.maxConcurrentStreams ?? d.maxConcurrentStreamsPerSession,
+    initialWindowSize: h2.initialWindow ?? d.initialWindowSize,
+    connectionWindowSize: h2.connectionWindow ?? d.connectionWindowSize,
   };
   return c.done({ name, eds, staticEndpoints, config, tls });
+}
+
+/** A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection, keepalive or TLS. */
+export function defaultCluster(name: string): ClusterConfig {
+  const d = DEFAULTS.cluster;
+  return {
+    name,
+    endpoints: [],
+    endpointWeights: [],
+    dns: null,
+    lb: d.lb,
+    healthCheck: null,
+    outlierDetection: null,
+    circuitBreaker: { ...d.circuitBreaker },
+    retryBudget: { ...d.retryBudget },
+    keepalive: null,
+    connectTimeoutMs: d.connectTimeoutMs,
+    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
+    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
+    initialWindowSize: d.initialWindowSize,
+    connectionWindowSize: d.connectionWindowSize,
+    tls: null,
+  };
 }
 
 function breakers(c: Ctx, cl: Msg): ClusterConfig["circuitBreaker"] {

@@ -5,11 +5,11 @@
 // error_detail. What dojang cannot do faithfully is refused (a NACK), never silently widened; what
 // is only advice (an optional filter, an HTTP-level retry condition) is skipped with a note the
 // client logs.
-import { DEFAULTS, LIMITS, type ClusterConfig, type HeaderRulesConfig, type LbPolicy, type RateLimitConfig, type RetryConfig } from "../config/types.js";
+import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type ClusterConfig, type HeaderRulesConfig, type LbPolicy, type RateLimitConfig, type RetryConfig } from "../config/types.js";
 import { MAX_DURATION_MS, type HostPort } from "../config/units.js";
 import type { FaultAction, FaultRule } from "../config/faults/model.js";
 import type { ConfigIssue } from "../errors.js";
-import { RULE_FORBIDDEN, RULE_HEADER_RE } from "../config/schema/route.js";
+import { defaultCluster } from "./compose.js";
 
 /** A problem in a resource, by its field's path: the shape ConfigError reports. */
 export type Issue = ConfigIssue;
@@ -578,29 +578,6 @@ export function mapCluster(cl: Msg, decode: AnyDecoder): Mapped<XdsCluster> {
     connectionWindowSize: h2.connectionWindow ?? d.connectionWindowSize,
   };
   return c.done({ name, eds, staticEndpoints, config, tls });
-}
-
-/** A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection, keepalive or TLS. */
-export function defaultCluster(name: string): ClusterConfig {
-  const d = DEFAULTS.cluster;
-  return {
-    name,
-    endpoints: [],
-    endpointWeights: [],
-    dns: null,
-    lb: d.lb,
-    healthCheck: null,
-    outlierDetection: null,
-    circuitBreaker: { ...d.circuitBreaker },
-    retryBudget: { ...d.retryBudget },
-    keepalive: null,
-    connectTimeoutMs: d.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
-    initialWindowSize: d.initialWindowSize,
-    connectionWindowSize: d.connectionWindowSize,
-    tls: null,
-  };
 }
 
 function breakers(c: Ctx, cl: Msg): ClusterConfig["circuitBreaker"] {

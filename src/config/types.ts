@@ -552,3 +552,10 @@ export const LIMITS = Object.freeze({
   // Names show up in logs and metric labels.
   nameLength: { min: 1, max: 64 },
 });
+
+/**
+ * A header name a header rule may touch: lower-case token; not a pseudo-header, nor one HTTP/2 or
+ * gRPC framing owns. The YAML schema (schema/route.ts) and the xDS mapping both check it.
+ */
+export const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
+export const RULE_FORBIDDEN: ReadonlySet<string> = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);

@@ -16,10 +16,15 @@ const OPTIONS = {
   "grpc.enable_channelz": 0,
 } as const;
 
+/** The generated client class of the service at `path` (e.g. "envoy.service.discovery.v3.AggregatedDiscoveryService"). */
+export function serviceConstructor(path: string): ServiceClientConstructor {
+  let node: unknown = protos();
+  for (const part of path.split(".")) node = (node as Record<string, unknown> | undefined)?.[part];
+  if (typeof node !== "function") throw new Error(`no service ${path} in the generated descriptors`);
+  return node as ServiceClientConstructor;
+}
+
 /** A client of the service at `path` (e.g. "envoy.service.auth.v3.Authorization") for `address`. */
 export function envoyServiceClient(path: string, address: string): Client {
-  let node: unknown = protos();
-  for (const part of path.split(".")) node = (node as Record<string, unknown>)[part];
-  if (typeof node !== "function") throw new Error(`no service ${path} in the generated descriptors`);
-  return new (node as ServiceClientConstructor)(address, credentials.createInsecure(), OPTIONS);
+  return new (serviceConstructor(path))(address, credentials.createInsecure(), OPTIONS);
 }

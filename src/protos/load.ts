@@ -36,8 +36,11 @@ let root: Root | undefined;
 
 /** The protobufjs Root of the same descriptors (xDS decodes the `google.protobuf.Any` resources with it). */
 export function protoRoot(): Root {
-  root ??= RootCtor.fromJSON(JSON.parse(DESCRIPTOR_JSON) as INamespace);
-  root.resolveAll();
+  if (root === undefined) {
+    // resolved once: every decodeAny looks its type up here
+    root = RootCtor.fromJSON(JSON.parse(DESCRIPTOR_JSON) as INamespace);
+    root.resolveAll();
+  }
   return root;
 }
 
@@ -62,5 +65,5 @@ export function decodeAny(any: { readonly type_url?: string; readonly value?: Ui
   const t = lookupType(typeName);
   if (t === undefined) throw new Error(`unknown type ${JSON.stringify(url)}`);
   const msg = t.decode(any.value ?? new Uint8Array(0));
-  return { typeName, value: t.toObject(msg, { longs: String, enums: String, defaults: false, oneofs: true, bytes: Buffer }) };
+  return { typeName, value: t.toObject(msg, { ...LOADER_OPTIONS, bytes: Buffer }) };
 }

@@ -4,7 +4,7 @@
 // problem is reported with its path in the file. Pure but for reading the file (readBootstrap).
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import type { Issue } from "./map.js";
+import { arr, obj, type Issue } from "./map.js";
 
 export interface Bootstrap {
   readonly node: { readonly id: string; readonly cluster: string; readonly metadata: Readonly<Record<string, unknown>> };
@@ -22,9 +22,6 @@ export interface Bootstrap {
 
 export type BootstrapResult = { readonly ok: true; readonly bootstrap: Bootstrap } | { readonly ok: false; readonly issues: readonly Issue[] };
 
-type M = Readonly<Record<string, unknown>>;
-const obj = (v: unknown): M | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as M) : undefined);
-const list = (v: unknown): readonly M[] => (Array.isArray(v) ? (v as M[]) : []);
 
 export function readBootstrap(path: string): BootstrapResult {
   let text: string;
@@ -55,7 +52,7 @@ export function parseBootstrap(text: string): BootstrapResult {
   if (ads === undefined) bad("dynamic_resources.ads_config", "is required: dojang speaks ADS");
   const apiType = String(ads?.["api_type"] ?? "GRPC");
   if (ads !== undefined && apiType !== "GRPC" && apiType !== "DELTA_GRPC") bad("dynamic_resources.ads_config.api_type", `${apiType} is not supported (GRPC, DELTA_GRPC)`);
-  const services = list(ads?.["grpc_services"]);
+  const services = arr(ads?.["grpc_services"]);
   if (ads !== undefined && services.length !== 1) bad("dynamic_resources.ads_config.grpc_services", "needs exactly one entry");
   const envoyGrpc = obj(services[0]?.["envoy_grpc"]);
   const clusterName = typeof envoyGrpc?.["cluster_name"] === "string" ? envoyGrpc["cluster_name"] : "";
@@ -67,13 +64,13 @@ export function parseBootstrap(text: string): BootstrapResult {
   let server: Bootstrap["server"] | undefined;
   let tls: Bootstrap["tls"] = null;
   if (clusterName !== "") {
-    const clusters = list(obj(d["static_resources"])?.["clusters"]);
+    const clusters = arr(obj(d["static_resources"])?.["clusters"]);
     const i = clusters.findIndex((c) => c["name"] === clusterName);
     if (i < 0) bad("static_resources.clusters", `needs the control plane's cluster ${JSON.stringify(clusterName)}`);
     else {
       const p = `static_resources.clusters[${i}]`;
       const c = clusters[i]!;
-      const eps = list(obj(c["load_assignment"])?.["endpoints"]).flatMap((l) => list(l["lb_endpoints"]));
+      const eps = arr(obj(c["load_assignment"])?.["endpoints"]).flatMap((l) => arr(l["lb_endpoints"]));
       const sa = obj(obj(obj(eps[0]?.["endpoint"])?.["address"])?.["socket_address"]);
       const host = typeof sa?.["address"] === "string" ? sa["address"] : "";
       const port = Number(sa?.["port_value"]);
@@ -89,7 +86,7 @@ export function parseBootstrap(text: string): BootstrapResult {
           bad(q, "give filename (inline certificates are not read from the bootstrap)");
           return null;
         };
-        const cert = list(common["tls_certificates"])[0];
+        const cert = arr(common["tls_certificates"])[0];
         tls = {
           caFile: file(obj(common["validation_context"])?.["trusted_ca"], `${p}.transport_socket.typed_config.common_tls_context.validation_context.trusted_ca`),
           certFile: file(cert?.["certificate_chain"], `${p}.transport_socket.typed_config.common_tls_context.tls_certificates[0].certificate_chain`),

@@ -16,10 +16,12 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ClusterTlsConfig } from "../config/types.js";
-import { decodeAny, protos } from "../protos/load.js";
+import { formatHostPort } from "../config/units.js";
+import { serviceConstructor } from "../protos/channel.js";
+import { decodeAny } from "../protos/load.js";
 import { VERSION } from "../version.js";
 import type { Bootstrap } from "./bootstrap.js";
-import type { XdsState } from "./compose.js";
+import { isWarming, type XdsState } from "./compose.js";
 import {
   TYPE,
   mapCluster,
@@ -108,14 +110,15 @@ export class XdsClient {
   private clusters = new Map<string, { cluster: XdsCluster; tls: ClusterTlsConfig | null }>();
   private endpoints = new Map<string, XdsEndpoints>();
   /** the route tables and listeners the last applied state served (state() holds new ones back while their clusters warm) */
-  private servedRoutes = new Map<string, XdsRouteTable>();
-  private servedListeners = new Map<string, XdsListener>();
+  private servedRoutes: ReadonlyMap<string, XdsRouteTable> = new Map();
+  private servedListeners: ReadonlyMap<string, XdsListener> = new Map();
   private closed = false;
   private attempt = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private sentNode = false;
   private chain: Promise<void> = Promise.resolve();
-  private connectedAt: number | null = null;
+  /** the stream is up (its response headers came) */
+  private up = false;
   private streams = 0;
   private readonly missingAfterMs: number;
   private readonly backoffBaseMs: number;
@@ -140,9 +143,8 @@ export class XdsClient {
       const wildcard = (t === TYPE.listener && boot.lds) || (t === TYPE.cluster && boot.cds);
       this.subs.set(t, { names: wildcard ? null : new Set(), version: "", nonce: "", lastRejected: null, versions: new Map(), missing: new Set(), timers: new Map(), rejectStreak: 0, nackTimer: undefined });
     }
-    const Ctor = (protos() as unknown as { envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } } } } }).envoy.service.discovery.v3.AggregatedDiscoveryService;
-    const target = `${boot.server.host.includes(":") ? `[${boot.server.host}]` : boot.server.host}:${boot.server.port}`;
-    this.client = new Ctor(target, credentialsFor(boot), {
+    const Ctor = serviceConstructor("envoy.service.discovery.v3.AggregatedDiscoveryService");
+    this.client = new Ctor(formatHostPort(boot.server), credentialsFor(boot), {
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
@@ -183,9 +185,9 @@ export class XdsClient {
     }
     return {
       node: this.boot.node.id,
-      server: `${this.boot.server.host}:${this.boot.server.port}`,
+      server: formatHostPort(this.boot.server),
       apiType: this.boot.apiType,
-      connected: this.connectedAt !== null,
+      connected: this.up,
       streams: this.streams,
       types,
     };
@@ -212,10 +214,10 @@ export class XdsClient {
    * answers RDS before the EDS that the new CDS makes dojang ask for).
    */
   private state(): XdsState {
+    const eds = { endpoints: this.endpoints, missing: this.subs.get(TYPE.endpoint)!.missing };
     const warming = (n: string): boolean => {
       const c = this.clusters.get(n)?.cluster;
-      if (c === undefined || c.eds === null) return false;
-      return !this.endpoints.has(c.eds) && !this.subs.get(TYPE.endpoint)!.missing.has(c.eds);
+      return c !== undefined && isWarming(c, eds);
     };
     const ready = (t: XdsRouteTable): boolean => t.virtualHosts.every((vh) => vh.routes.every((r) => r.clusters.every((c) => !warming(c.name))));
     const routes = new Map<string, XdsRouteTable>();
@@ -234,7 +236,7 @@ export class XdsClient {
       routes,
       clusters: this.clusters,
       endpoints: this.endpoints,
-      missing: this.subs.get(TYPE.endpoint)!.missing,
+      missing: eds.missing,
     };
   }
 
@@ -243,8 +245,9 @@ export class XdsClient {
     const st = this.state();
     const r = await this.host.apply(st);
     if (r.ok) {
-      this.servedRoutes = new Map(st.routes);
-      this.servedListeners = new Map(st.listeners);
+      // state() built both maps for this state alone
+      this.servedRoutes = st.routes;
+      this.servedListeners = st.listeners;
     }
     return r;
   }
@@ -262,13 +265,13 @@ export class XdsClient {
       if (ended || this.stream !== s) return;
       ended = true;
       this.stream = undefined;
-      this.connectedAt = null;
+      this.up = false;
       this.connected.set(0);
       this.stopTimers();
       if (this.closed) return;
       const wait = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** this.attempt) * (0.5 + Math.random() / 2);
       this.attempt = Math.min(this.attempt + 1, 16);
-      this.host.log.warn({ server: `${this.boot.server.host}:${this.boot.server.port}`, why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
+      this.host.log.warn({ server: formatHostPort(this.boot.server), why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
       this.reconnectTimer = setTimeout(() => this.connect(), wait);
     };
     s.on("data", (m: Msg) => {
@@ -280,7 +283,7 @@ export class XdsClient {
     s.on("end", () => onEnd("the control plane closed the stream"));
     s.on("status", () => undefined);
     s.on("metadata", () => {
-      this.connectedAt = Date.now();
+      this.up = true;
       this.connected.set(1);
     });
     // every subscription again, with the versions accepted so far (a new stream has no nonce)
@@ -317,13 +320,7 @@ export class XdsClient {
       response_nonce: sub.nonce,
       resource_names: sub.names === null ? [] : [...sub.names].sort(),
     };
-    if (!this.sentNode) {
-      req["node"] = nodeMessage(this.boot);
-      this.sentNode = true;
-    }
-    if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
-    s.write(req);
-    this.startTimers(type);
+    this.write(s, type, req, error);
   }
 
   private sendDelta(type: TypeUrl, o: { readonly subscribe?: readonly string[]; readonly unsubscribe?: readonly string[]; readonly initial?: Readonly<Record<string, string>>; readonly error?: string }): void {
@@ -334,11 +331,16 @@ export class XdsClient {
     if (o.subscribe !== undefined && o.subscribe.length > 0) req["resource_names_subscribe"] = o.subscribe;
     if (o.unsubscribe !== undefined && o.unsubscribe.length > 0) req["resource_names_unsubscribe"] = o.unsubscribe;
     if (o.initial !== undefined && Object.keys(o.initial).length > 0) req["initial_resource_versions"] = o.initial;
+    this.write(s, type, req, o.error);
+  }
+
+  /** What both request forms carry: the node on a stream's first request, a NACK's error_detail. */
+  private write(s: AdsStream, type: TypeUrl, req: Record<string, unknown>, error: string | undefined): void {
     if (!this.sentNode) {
       req["node"] = nodeMessage(this.boot);
       this.sentNode = true;
     }
-    if (o.error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: o.error };
+    if (error !== undefined) req["error_detail"] = { code: grpc.status.INVALID_ARGUMENT, message: error };
     s.write(req);
     this.startTimers(type);
   }
@@ -442,9 +444,7 @@ export class XdsClient {
     for (const n of got.keys()) {
       sub.versions.set(n, versions.get(n) ?? version);
       sub.missing.delete(n);
-      const t = sub.timers.get(n);
-      if (t !== undefined) clearTimeout(t);
-      sub.timers.delete(n);
+      clearTimer(sub, n);
     }
     // LDS and CDS are complete: a name not sent is gone
     if (sub.names === null && !this.delta) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
@@ -462,7 +462,7 @@ export class XdsClient {
     if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
     let msg: Msg;
     try {
-      msg = decodeAny(any as { type_url?: string; value?: Uint8Array }).value;
+      msg = decode(any).value;
     } catch (err) {
       return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
     }
@@ -530,9 +530,7 @@ export class XdsClient {
       if (next.has(n)) continue;
       sub.versions.delete(n);
       sub.missing.delete(n);
-      const t = sub.timers.get(n);
-      if (t !== undefined) clearTimeout(t);
-      sub.timers.delete(n);
+      clearTimer(sub, n);
       if (type === TYPE.route) this.routes.delete(n);
       else this.endpoints.delete(n);
     }
@@ -542,6 +540,13 @@ export class XdsClient {
     if (this.delta) this.sendDelta(type, { subscribe: added, unsubscribe: dropped });
     else this.send(type);
   }
+}
+
+/** Stops a named resource's does-not-exist timer. */
+function clearTimer(sub: Sub, name: string): void {
+  const t = sub.timers.get(name);
+  if (t !== undefined) clearTimeout(t);
+  sub.timers.delete(name);
 }
 
 /** The xDS metrics (docs/reference/metrics.md), registered on the instance's registry. */
@@ -560,7 +565,7 @@ function credentialsFor(b: Bootstrap): grpc.ChannelCredentials {
 }
 
 /** google.protobuf.Struct from a plain object (the node's metadata). */
-export function toStruct(o: Readonly<Record<string, unknown>>): Msg {
+function toStruct(o: Readonly<Record<string, unknown>>): Msg {
   const value = (v: unknown): Msg => {
     if (v === null || v === undefined) return { null_value: "NULL_VALUE" };
     if (typeof v === "number") return { number_value: v };

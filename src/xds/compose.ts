@@ -27,6 +27,34 @@ export interface Composed {
   readonly conflicts: readonly Issue[];
 }
 
+/** A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection, keepalive or TLS. */
+export function defaultCluster(name: string): ClusterConfig {
+  const d = DEFAULTS.cluster;
+  return {
+    name,
+    endpoints: [],
+    endpointWeights: [],
+    dns: null,
+    lb: d.lb,
+    healthCheck: null,
+    outlierDetection: null,
+    circuitBreaker: { ...d.circuitBreaker },
+    retryBudget: { ...d.retryBudget },
+    keepalive: null,
+    connectTimeoutMs: d.connectTimeoutMs,
+    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
+    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
+    initialWindowSize: d.initialWindowSize,
+    connectionWindowSize: d.connectionWindowSize,
+    tls: null,
+  };
+}
+
+/** An EDS cluster whose ClusterLoadAssignment has neither arrived nor been marked missing. */
+export function isWarming(cluster: XdsCluster, s: Pick<XdsState, "endpoints" | "missing">): boolean {
+  return cluster.eds !== null && !s.endpoints.has(cluster.eds) && !s.missing.has(cluster.eds);
+}
+
 /** The name of the cluster a weighted split is served by (its members' endpoints, weighted). */
 export function weightedName(clusters: readonly { readonly name: string; readonly weight: number }[]): string {
   return "weighted:" + clusters.map((c) => `${c.name}=${c.weight}`).join(",");
@@ -43,14 +71,11 @@ export function compose(base: Config, s: XdsState): Composed {
       conflicts.push({ path: `cluster ${name}`, message: "a static cluster has this name" });
       continue;
     }
-    let eps: XdsEndpoints | undefined;
-    if (cluster.eds !== null) {
-      eps = s.endpoints.get(cluster.eds);
-      if (eps === undefined && !s.missing.has(cluster.eds)) {
-        warming.push(`cluster ${name}`);
-        continue;
-      }
-    } else eps = cluster.staticEndpoints ?? undefined;
+    if (isWarming(cluster, s)) {
+      warming.push(`cluster ${name}`);
+      continue;
+    }
+    const eps = cluster.eds !== null ? s.endpoints.get(cluster.eds) : (cluster.staticEndpoints ?? undefined);
     clusters.set(name, { ...cluster.config, endpoints: eps?.endpoints ?? [], endpointWeights: eps?.weights ?? [], tls });
   }
   const known = (n: string): boolean => staticClusters.has(n) || clusters.has(n);
@@ -71,7 +96,7 @@ export function compose(base: Config, s: XdsState): Composed {
     // each limited to its authority, so the exact hosts' routes come before the catch-all's.
     const hosts = [...table.virtualHosts].sort((a, b) => Number(a.domains.includes("*")) - Number(b.domains.includes("*")));
     for (const vh of hosts) {
-      const authorities: (string | undefined)[] = vh.domains.includes("*") ? [undefined] : vh.domains.map((d) => d);
+      const authorities: readonly (string | undefined)[] = vh.domains.includes("*") ? [undefined] : vh.domains;
       for (const authority of authorities) for (const r of vh.routes) routes.push(routeConfig(r, authority, l, (cs) => clusterFor(cs, known, clusters, base, extra)));
     }
     if (routes.length === 0) {
@@ -122,29 +147,6 @@ function routeConfig(r: XdsRoute, authority: string | undefined, l: XdsListener,
   };
 }
 
-/** An empty cluster: what a route to a cluster no one has sent answers with (14 UNAVAILABLE). */
-function emptyCluster(name: string): ClusterConfig {
-  const d = DEFAULTS.cluster;
-  return {
-    name,
-    endpoints: [],
-    endpointWeights: [],
-    dns: null,
-    lb: d.lb,
-    healthCheck: null,
-    outlierDetection: null,
-    circuitBreaker: { ...d.circuitBreaker },
-    retryBudget: { ...d.retryBudget },
-    keepalive: null,
-    connectTimeoutMs: d.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
-    initialWindowSize: d.initialWindowSize,
-    connectionWindowSize: d.connectionWindowSize,
-    tls: null,
-  };
-}
-
 /**
  * The cluster a route's action names: the one cluster, or for a weighted split a cluster of its
  * own whose endpoints are the members' (each endpoint's weight: its cluster's share of the split,
@@ -159,7 +161,8 @@ function clusterFor(
 ): string {
   if (cs.length === 1) {
     const n = cs[0]!.name;
-    if (!known(n) && !extra.has(n)) extra.set(n, emptyCluster(n));
+    // a cluster no one has sent: empty, so its calls end 14 UNAVAILABLE
+    if (!known(n) && !extra.has(n)) extra.set(n, defaultCluster(n));
     return n;
   }
   const name = weightedName(cs);
@@ -178,7 +181,7 @@ function clusterFor(
       weights.push(Math.min(LIMITS.weight.max, Math.max(1, Math.round(w))));
     });
   }
-  const first = of(cs[0]!.name) ?? emptyCluster(name);
+  const first = of(cs[0]!.name) ?? defaultCluster(name);
   extra.set(name, { ...first, name, endpoints, endpointWeights: weights, dns: null });
   return name;
 }

@@ -5,15 +5,14 @@
 // error_detail. What dojang cannot do faithfully is refused (a NACK), never silently widened; what
 // is only advice (an optional filter, an HTTP-level retry condition) is skipped with a note the
 // client logs.
-import { DEFAULTS, LIMITS, type ClusterConfig, type HeaderRulesConfig, type LbPolicy, type RateLimitConfig, type RetryConfig } from "../config/types.js";
-import type { HostPort } from "../config/units.js";
+import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type ClusterConfig, type HeaderRulesConfig, type LbPolicy, type RateLimitConfig, type RetryConfig } from "../config/types.js";
+import { MAX_DURATION_MS, type HostPort } from "../config/units.js";
 import type { FaultAction, FaultRule } from "../config/faults/model.js";
-import { CODE_NAMES } from "../translate/codes.js";
+import type { ConfigIssue } from "../errors.js";
+import { defaultCluster } from "./compose.js";
 
-export interface Issue {
-  readonly path: string;
-  readonly message: string;
-}
+/** A problem in a resource, by its field's path: the shape ConfigError reports. */
+export type Issue = ConfigIssue;
 
 export type Mapped<T> = { readonly ok: true; readonly value: T; readonly notes: readonly string[] } | { readonly ok: false; readonly issues: readonly Issue[] };
 
@@ -115,13 +114,13 @@ class Ctx {
   }
 }
 
-const obj = (v: unknown): Msg | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Msg) : undefined);
-const arr = (v: unknown): readonly Msg[] => (Array.isArray(v) ? (v as Msg[]) : []);
+export const obj = (v: unknown): Msg | undefined => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Msg) : undefined);
+export const arr = (v: unknown): readonly Msg[] => (Array.isArray(v) ? (v as Msg[]) : []);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
 const at = (base: string, key: string): string => (base === "" ? key : `${base}.${key}`);
 
 /** google.protobuf.Duration → ms; undefined when absent. */
-export function durationMs(v: unknown): number | undefined {
+function durationMs(v: unknown): number | undefined {
   const d = obj(v);
   if (d === undefined) return undefined;
   const s = Number(d["seconds"] ?? 0);
@@ -139,7 +138,7 @@ function u32(v: unknown): number | undefined {
 function duration(c: Ctx, v: unknown, path: string, min = 0): number | undefined {
   const ms = durationMs(v);
   if (ms === undefined) return undefined;
-  if (!Number.isFinite(ms) || ms < min || ms > 2 ** 31 - 1) {
+  if (!Number.isFinite(ms) || ms < min || ms > MAX_DURATION_MS) {
     c.bad(path, `duration out of range (${ms}ms)`);
     return undefined;
   }
@@ -173,7 +172,7 @@ function socketAddress(c: Ctx, v: unknown, path: string): HostPort | undefined {
 
 // === Listener ===
 
-export const FILTER = {
+const FILTER = {
   hcm: "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
   router: "envoy.extensions.filters.http.router.v3.Router",
   grpcWeb: "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb",
@@ -191,7 +190,7 @@ export function mapListener(l: Msg, decode: AnyDecoder): Mapped<XdsListener> {
   if (l["api_listener"] !== undefined) c.bad("api_listener", "an API listener is for a gRPC client; dojang serves a socket address");
   const address = socketAddress(c, l["address"], "address");
   if (arr(l["listener_filters"]).length > 0) c.notes.push(`listener ${name}: listener_filters skipped`);
-  if (l["use_original_dst"] !== undefined && obj(l["use_original_dst"])?.["value"] === true) c.bad("use_original_dst", "is not supported (no iptables capture)");
+  if (obj(l["use_original_dst"])?.["value"] === true) c.bad("use_original_dst", "is not supported (no iptables capture)");
   const chains = arr(l["filter_chains"]);
   if (chains.length !== 1) c.bad("filter_chains", `dojang serves exactly one filter chain (got ${chains.length})`);
   const chain = chains[0] ?? {};
@@ -252,7 +251,8 @@ function mapHcm(c: Ctx, name: string, address: HostPort, h: Msg, path: string): 
       else c.bad(p, `filter ${JSON.stringify(fname)} has no typed_config`);
       return;
     }
-    const typeName = str(tc["type_url"]).slice(str(tc["type_url"]).lastIndexOf("/") + 1);
+    const url = str(tc["type_url"]);
+    const typeName = url.slice(url.lastIndexOf("/") + 1);
     if (router) c.bad(p, "the router filter must be the last filter");
     switch (typeName) {
       case FILTER.router:
@@ -289,13 +289,18 @@ function mapHcm(c: Ctx, name: string, address: HostPort, h: Msg, path: string): 
   return { name, address, rds, inline, grpcWeb, cors, rateLimit, streamIdleTimeoutMs: idle ?? DEFAULTS.listener.streamIdleTimeoutMs, faults };
 }
 
-/** FractionalPercent → 0..100 (unset: 0, as Envoy reads it). */
-function fractionOf(v: unknown): number {
+/** FractionalPercent → a percentage, not capped (unset: 0, as Envoy reads it). */
+function percent(v: unknown): number {
   const d = obj(v);
   if (d === undefined) return 0;
   const num = Number(d["numerator"] ?? 0);
   const den = str(d["denominator"]) || "HUNDRED";
-  return Math.min(100, den === "HUNDRED" ? num : den === "TEN_THOUSAND" ? num / 100 : num / 10_000);
+  return den === "HUNDRED" ? num : den === "TEN_THOUSAND" ? num / 100 : num / 10_000;
+}
+
+/** FractionalPercent → 0..100 (a fault's chance). */
+function fractionOf(v: unknown): number {
+  return Math.min(100, percent(v));
 }
 
 /**
@@ -369,11 +374,7 @@ function localRateLimit(c: Ctx, v: Msg, path: string): RateLimitConfig | null {
 
 /** RuntimeFractionalPercent's default_value as a percentage; undefined fields → 0. */
 function percentOf(v: Msg | undefined): number {
-  const d = obj(v?.["default_value"]);
-  if (d === undefined) return 0;
-  const num = Number(d["numerator"] ?? 0);
-  const den = str(d["denominator"]) || "HUNDRED";
-  return den === "HUNDRED" ? num : den === "TEN_THOUSAND" ? num / 100 : num / 10_000;
+  return percent(v?.["default_value"]);
 }
 
 // === RouteConfiguration ===
@@ -390,7 +391,8 @@ function headerRules(c: Ctx, m: Msg, path: string): HeaderRulesConfig | null {
     arr(m[addKey]).forEach((o, i) => {
       const h = obj(o["header"]) ?? {};
       const k = str(h["key"]).toLowerCase();
-      if (!/^[0-9a-z!#$%&'*+.^_`|~-]+$/.test(k) || ["content-type", "te", "connection", "host", "grpc-status", "grpc-message", "content-length"].includes(k)) {
+      // the YAML schema's own check (a header HTTP/2 or gRPC framing owns is refused the same way)
+      if (!RULE_HEADER_RE.test(k) || RULE_FORBIDDEN.has(k)) {
         c.bad(at(path, `${addKey}[${i}].header.key`), `${JSON.stringify(k)} cannot be set by a header rule`);
         return;
       }
@@ -525,9 +527,6 @@ function mapRetry(c: Ctx, rp: Msg, path: string): RetryConfig | null {
   };
 }
 
-/** The gRPC code names retry_on understands (for the docs' table). */
-export const RETRY_ON_CONDITIONS: readonly string[] = Object.keys(RETRY_ON_GRPC).map((k) => `${k} (${CODE_NAMES[RETRY_ON_GRPC[k]!]})`);
-
 // === Cluster ===
 
 const LB: Readonly<Record<string, LbPolicy>> = { ROUND_ROBIN: "round_robin", LEAST_REQUEST: "least_request", RANDOM: "random" };
@@ -564,32 +563,29 @@ export function mapCluster(cl: Msg, decode: AnyDecoder): Mapped<XdsCluster> {
   const h2 = http2Options(c, cl);
   const connect = duration(c, cl["connect_timeout"], "connect_timeout", 1);
   const tls = upstreamTls(c, obj(cl["transport_socket"]));
+  const d = defaultCluster(name);
   const config: ClusterConfig = {
-    name,
-    endpoints: [],
-    endpointWeights: [],
+    ...d,
     dns,
     lb: lb ?? "round_robin",
     healthCheck: hc,
     outlierDetection: od,
     circuitBreaker: cb,
-    retryBudget: { ...DEFAULTS.cluster.retryBudget },
     keepalive: h2.keepalive,
-    connectTimeoutMs: connect ?? DEFAULTS.cluster.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: h2.maxConcurrentStreams ?? DEFAULTS.cluster.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: DEFAULTS.cluster.maxSessionsPerEndpoint,
-    initialWindowSize: h2.initialWindow ?? DEFAULTS.cluster.initialWindowSize,
-    connectionWindowSize: h2.connectionWindow ?? DEFAULTS.cluster.connectionWindowSize,
-    tls: null,
+    connectTimeoutMs: connect ?? d.connectTimeoutMs,
+    maxConcurrentStreamsPerSession: h2.maxConcurrentStreams ?? d.maxConcurrentStreamsPerSession,
+    initialWindowSize: h2.initialWindow ?? d.initialWindowSize,
+    connectionWindowSize: h2.connectionWindow ?? d.connectionWindowSize,
   };
   return c.done({ name, eds, staticEndpoints, config, tls });
 }
 
 function breakers(c: Ctx, cl: Msg): ClusterConfig["circuitBreaker"] {
   const d = DEFAULTS.cluster.circuitBreaker;
-  const th = arr(obj(cl["circuit_breakers"])?.["thresholds"]).find((t) => (str(t["priority"]) || "DEFAULT") === "DEFAULT");
-  if (th === undefined) return { ...d };
-  const i = arr(obj(cl["circuit_breakers"])?.["thresholds"]).indexOf(th);
+  const thresholds = arr(obj(cl["circuit_breakers"])?.["thresholds"]);
+  const i = thresholds.findIndex((t) => (str(t["priority"]) || "DEFAULT") === "DEFAULT");
+  if (i < 0) return { ...d };
+  const th = thresholds[i]!;
   const p = `circuit_breakers.thresholds[${i}]`;
   return {
     maxConnections: inRange(c, u32(th["max_connections"]), at(p, "max_connections"), LIMITS.breaker) ?? d.maxConnections,

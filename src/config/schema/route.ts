@@ -2,7 +2,7 @@
 
 import { z } from "zod";
 import { describeValue } from "../issues.js";
-import { DEFAULTS, LIMITS, type GlobalDescriptorEntry, type GlobalRateLimitConfig, type RateLimitConfig, type RetryConfig, type RouteMatch } from "../types.js";
+import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type GlobalDescriptorEntry, type GlobalRateLimitConfig, type RateLimitConfig, type RetryConfig, type RouteMatch } from "../types.js";
 import { extAuthz, jwt, rbac } from "./auth.js";
 import { count, durationMs, expected, flag, grpcCode, hostPort, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
 
@@ -164,9 +164,6 @@ const rateLimit = z
     }),
   );
 
-/** A header name a rule may touch: lower-case token; not a pseudo-header, nor one HTTP/2 or gRPC framing owns. */
-const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
-const RULE_FORBIDDEN = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);
 const ruleHeaderName = z
   .string({ error: expected("a header name") })
   .regex(RULE_HEADER_RE, "must be a lower-case header name (no pseudo-headers)")

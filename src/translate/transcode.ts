@@ -59,13 +59,8 @@ export class DescriptorError extends Error {}
 /** The request cannot become the method's message: a 400 INVALID_ARGUMENT for the client. */
 export class TranscodeInputError extends Error {}
 
-/** The standard mapping of a gRPC code to an HTTP status (google/rpc/code.proto). */
-const HTTP_OF_CODE: readonly number[] = [200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401];
-
-/** The HTTP status for a gRPC status code (500 for a code outside 0..16). */
-export function httpStatusOfCode(code: number): number {
-  return HTTP_OF_CODE[code] ?? 500;
-}
+/** The HTTP status of a gRPC status (google/rpc/code.proto's mapping; the table is http-status.ts's). */
+export { httpStatusOfCode } from "./http-status.js";
 
 const HTTP_KINDS = ["get", "put", "post", "delete", "patch"] as const;
 

@@ -11,6 +11,7 @@
 // whose flag has 0x02 set, carrying JSON {"error":..., "metadata":...}.
 //
 // Pure: Uint8Array views only (no node: types), no clock, no I/O.
+import { frameMessage } from "./framing.js";
 import { codeFromHttpStatus, httpStatusOfCode } from "./http-status.js";
 import { encodeTimeout } from "./timeout.js";
 
@@ -442,7 +443,7 @@ export function grpcStatusFor(err: unknown, httpStatus: number): { code: number;
 export const END_STREAM_FLAG = 0x02;
 
 /** Metadata as Connect's end-stream JSON has it: name → values (names lower-cased, in first-seen order). */
-export function metadataObject(fields: readonly (readonly [string, string])[]): Record<string, string[]> {
+function metadataObject(fields: readonly (readonly [string, string])[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const [n, v] of fields) {
     const k = n.toLowerCase();
@@ -456,15 +457,7 @@ export function encodeEndStream(error: ConnectError | null, trailers: readonly (
   const body: { error?: ConnectError; metadata?: Record<string, string[]> } = {};
   if (error !== null) body.error = error;
   if (trailers.length > 0) body.metadata = metadataObject(trailers);
-  const json = utf8.encode(JSON.stringify(body));
-  const out = new Uint8Array(5 + json.length);
-  out[0] = END_STREAM_FLAG;
-  out[1] = (json.length >>> 24) & 0xff;
-  out[2] = (json.length >>> 16) & 0xff;
-  out[3] = (json.length >>> 8) & 0xff;
-  out[4] = json.length & 0xff;
-  out.set(json, 5);
-  return out;
+  return frameMessage(utf8.encode(JSON.stringify(body)), END_STREAM_FLAG);
 }
 
 /** An end-stream payload (without its prefix) read back: null when it is not a JSON object. */

@@ -23,7 +23,6 @@ import {
   type JsonValue,
 } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { Code } from "./codes.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
 
 export interface TranscodeOptions {
@@ -72,7 +71,6 @@ interface HttpRuleShape {
 }
 
 const dec = new TextDecoder("utf-8", { fatal: true });
-const enc = new TextEncoder();
 
 export class Transcoder {
   readonly registry: FileRegistry;
@@ -199,9 +197,6 @@ export class Transcoder {
     return JSON.stringify(this.opts.emitDefaults ? { code, message, details: [] } : { code, message });
   }
 }
-
-/** The gRPC code for a transcoding refusal made before any call (bad JSON, unknown field...). */
-export const INPUT_ERROR_CODE = Code.INVALID_ARGUMENT;
 
 function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): TranscodeRule {
   const where = `${grpcPath} (google.api.http)`;
@@ -346,9 +341,4 @@ function boolOf(v: string, path: readonly string[]): boolean {
   if (v === "true") return true;
   if (v === "false") return false;
   throw new TranscodeInputError(`parameter ${path.join(".")}: ${JSON.stringify(v)} is not true or false`);
-}
-
-/** A JSON body's bytes (UTF-8). */
-export function jsonBytes(text: string): Uint8Array {
-  return enc.encode(text);
 }

@@ -22,7 +22,7 @@ import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:ht
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
-import { Code, decodeGrpcMessage, outcome } from "../../translate/index.js";
+import { Code, decodeGrpcMessage, frameMessage, outcome } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
@@ -219,7 +219,7 @@ export class JsonDownstream extends BridgeDownstream {
     const rawMsg = t["grpc-message"];
     const message = typeof rawMsg === "string" ? decodeGrpcMessage(rawMsg) : "";
     const bin = t["grpc-status-details-bin"];
-    const details = typeof bin === "string" ? new Uint8Array(Buffer.from(bin, "base64")) : undefined;
+    const details = typeof bin === "string" ? Buffer.from(bin, "base64") : undefined;
     const ndjson = this.tc.cfg.streamFormat === "ndjson";
     if (this.started) {
       // streaming, head sent: close the array, or report the status after the messages
@@ -309,12 +309,10 @@ function nativeHead(rule: TranscodeRule, authority: string | undefined, raw: rea
   return { headers, raw: out };
 }
 
+/** The request message as one gRPC frame (framing.ts's), as a Buffer over the same bytes. */
 function frameOf(msg: Uint8Array): Buffer {
-  const f = Buffer.allocUnsafe(5 + msg.length);
-  f[0] = 0;
-  f.writeUInt32BE(msg.length, 1);
-  f.set(msg, 5);
-  return f;
+  const f = frameMessage(msg);
+  return Buffer.from(f.buffer, f.byteOffset, f.length);
 }
 
 /** A plain answer made before any call (no rule, bad body): a google.rpc.Status JSON body. */

@@ -53,7 +53,7 @@ import type { CorsHeaders } from "./grpc-web.js";
  * A unary body without content-length is held to its end: at most the route's
  * maxRequestMessageBytes, and never more than this.
  */
-export const MAX_UNARY_BODY = 64 * 1024 * 1024;
+const MAX_UNARY_BODY = 64 * 1024 * 1024;
 /** HTTP/1.1 connection-level fields: never forwarded upstream. */
 const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
 
@@ -91,7 +91,6 @@ export class ConnectDownstream extends BridgeDownstream {
     super(src, h1, h2);
     this.protocol = req.ct.kind === "unary" ? "connect" : "connect-stream";
     if (req.ct.kind === "unary" && req.getBody === null && req.contentLength < 0) this.reqChunks = [];
-    src.on("error", ignore);
   }
 
   override onReqData(chunk: Buffer): void {

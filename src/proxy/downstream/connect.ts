@@ -303,12 +303,13 @@ function metadataOf(h: OutgoingHeaders): Record<string, string | string[]> {
 /** The end-of-stream envelope for a trailer block (or a Trailers-Only head). */
 function endStreamOf(t: OutgoingHeaders): Uint8Array {
   const code = parseGrpcStatus(t["grpc-status"] === undefined ? undefined : String(t["grpc-status"]));
+  // the metadata as name/value pairs, straight from the block (metadataOf's record is not needed)
   const fields: [string, string][] = [];
-  const meta = metadataOf(t);
-  for (const n in meta) {
-    const v = meta[n]!;
-    if (Array.isArray(v)) for (const x of v) fields.push([n, x]);
-    else fields.push([n, v as string]);
+  for (const name in t) {
+    if (name.charCodeAt(0) === 58 || GRPC_RESPONSE_ONLY.has(name)) continue;
+    const v = t[name]!;
+    if (Array.isArray(v)) for (const x of v as string[]) fields.push([name, x]);
+    else fields.push([name, String(v)]);
   }
   if (code === Code.OK) return encodeEndStream(null, fields);
   const details = t["grpc-status-details-bin"];

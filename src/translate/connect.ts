@@ -11,7 +11,8 @@
 // whose flag has 0x02 set, carrying JSON {"error":..., "metadata":...}.
 //
 // Pure: Uint8Array views only (no node: types), no clock, no I/O.
-import { Code } from "./codes.js";
+import { frameMessage } from "./framing.js";
+import { codeFromHttpStatus, httpStatusOfCode } from "./http-status.js";
 import { encodeTimeout } from "./timeout.js";
 
 export type ConnectKind = "unary" | "stream";
@@ -60,8 +61,6 @@ const CONNECT_NAMES: readonly string[] = Object.freeze([
   "permission_denied", "resource_exhausted", "failed_precondition", "aborted", "out_of_range",
   "unimplemented", "internal", "unavailable", "data_loss", "unauthenticated",
 ]);
-/** Index = gRPC code; the HTTP status of a unary Connect error with that code. */
-const HTTP_FOR_CODE: readonly number[] = Object.freeze([200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401]);
 const CODE_FOR_NAME: ReadonlyMap<string, number> = new Map(CONNECT_NAMES.map((n, i) => [n, i]));
 
 /** Connect's name for a gRPC code; a code outside 1..16 is "unknown" (Connect has no other). */
@@ -75,9 +74,12 @@ export function codeFromConnectName(name: string): number | undefined {
   return c === undefined || c === 0 ? undefined : c;
 }
 
-/** The HTTP status of a unary error response with this code (500 for a code outside 1..16, as for unknown). */
+/**
+ * The HTTP status of a unary error response with this code: google/rpc/code.proto's mapping, as
+ * JSON transcoding's (500 for a code outside 1..16, as for unknown: 0 is no error).
+ */
 export function connectHttpStatus(code: number): number {
-  return Number.isInteger(code) && code >= 1 && code <= 16 ? HTTP_FOR_CODE[code]! : 500;
+  return code === 0 ? 500 : httpStatusOfCode(code);
 }
 
 /**
@@ -92,18 +94,9 @@ export function connectLocalHttpStatus(code: number, noRoute: boolean): number {
 
 /**
  * The code a Connect client infers from a unary error response whose body is not Connect's error
- * JSON (an intermediary answered): the protocol's table.
+ * JSON (an intermediary answered): the protocol's table, which is gRPC's HTTPStatusConvTab.
  */
-export function codeFromHttpStatus(status: number): number {
-  switch (status) {
-    case 400: return Code.INTERNAL;
-    case 401: return Code.UNAUTHENTICATED;
-    case 403: return Code.PERMISSION_DENIED;
-    case 404: return Code.UNIMPLEMENTED;
-    case 429: case 502: case 503: case 504: return Code.UNAVAILABLE;
-    default: return Code.UNKNOWN;
-  }
-}
+export { codeFromHttpStatus };
 
 // === timeouts ===
 
@@ -450,7 +443,7 @@ export function grpcStatusFor(err: unknown, httpStatus: number): { code: number;
 export const END_STREAM_FLAG = 0x02;
 
 /** Metadata as Connect's end-stream JSON has it: name → values (names lower-cased, in first-seen order). */
-export function metadataObject(fields: readonly (readonly [string, string])[]): Record<string, string[]> {
+function metadataObject(fields: readonly (readonly [string, string])[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const [n, v] of fields) {
     const k = n.toLowerCase();
@@ -464,15 +457,7 @@ export function encodeEndStream(error: ConnectError | null, trailers: readonly (
   const body: { error?: ConnectError; metadata?: Record<string, string[]> } = {};
   if (error !== null) body.error = error;
   if (trailers.length > 0) body.metadata = metadataObject(trailers);
-  const json = utf8.encode(JSON.stringify(body));
-  const out = new Uint8Array(5 + json.length);
-  out[0] = END_STREAM_FLAG;
-  out[1] = (json.length >>> 24) & 0xff;
-  out[2] = (json.length >>> 16) & 0xff;
-  out[3] = (json.length >>> 8) & 0xff;
-  out[4] = json.length & 0xff;
-  out.set(json, 5);
-  return out;
+  return frameMessage(utf8.encode(JSON.stringify(body)), END_STREAM_FLAG);
 }
 
 /** An end-stream payload (without its prefix) read back: null when it is not a JSON object. */

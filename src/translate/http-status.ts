@@ -24,6 +24,16 @@ export function codeFromHttpStatus(status: number): Code {
 }
 
 /**
+ * The other way: the HTTP status for a gRPC code, google/rpc/code.proto's mapping (what JSON
+ * transcoding and Connect's unary errors answer); 500 for a code outside 0..16.
+ */
+const HTTP_OF_CODE: readonly number[] = Object.freeze([200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401]);
+
+export function httpStatusOfCode(code: number): number {
+  return HTTP_OF_CODE[code] ?? 500;
+}
+
+/**
  * Go net/http status.go `StatusText` (RFC 9110 registry as Go words it; 103 and 425 as in
  * current Go). "" for a code Go does not know, exactly like Go.
  */

@@ -23,7 +23,6 @@ import {
   type JsonValue,
 } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
-import { Code } from "./codes.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
 
 export interface TranscodeOptions {
@@ -59,13 +58,8 @@ export class DescriptorError extends Error {}
 /** The request cannot become the method's message: a 400 INVALID_ARGUMENT for the client. */
 export class TranscodeInputError extends Error {}
 
-/** The standard mapping of a gRPC code to an HTTP status (google/rpc/code.proto). */
-const HTTP_OF_CODE: readonly number[] = [200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401];
-
-/** The HTTP status for a gRPC status code (500 for a code outside 0..16). */
-export function httpStatusOfCode(code: number): number {
-  return HTTP_OF_CODE[code] ?? 500;
-}
+/** The HTTP status of a gRPC status (google/rpc/code.proto's mapping; the table is http-status.ts's). */
+export { httpStatusOfCode } from "./http-status.js";
 
 const HTTP_KINDS = ["get", "put", "post", "delete", "patch"] as const;
 
@@ -77,7 +71,6 @@ interface HttpRuleShape {
 }
 
 const dec = new TextDecoder("utf-8", { fatal: true });
-const enc = new TextEncoder();
 
 export class Transcoder {
   readonly registry: FileRegistry;
@@ -204,9 +197,6 @@ export class Transcoder {
     return JSON.stringify(this.opts.emitDefaults ? { code, message, details: [] } : { code, message });
   }
 }
-
-/** The gRPC code for a transcoding refusal made before any call (bad JSON, unknown field...). */
-export const INPUT_ERROR_CODE = Code.INVALID_ARGUMENT;
 
 function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): TranscodeRule {
   const where = `${grpcPath} (google.api.http)`;
@@ -351,9 +341,4 @@ function boolOf(v: string, path: readonly string[]): boolean {
   if (v === "true") return true;
   if (v === "false") return false;
   throw new TranscodeInputError(`parameter ${path.join(".")}: ${JSON.stringify(v)} is not true or false`);
-}
-
-/** A JSON body's bytes (UTF-8). */
-export function jsonBytes(text: string): Uint8Array {
-  return enc.encode(text);
 }

@@ -46,7 +46,7 @@ export interface Http1Session {
 const kHttp1Session = Symbol("dojang.http1Session");
 type SessionCarrier = Socket & { [kHttp1Session]?: Http1Session };
 
-export function http1Session(socket: Socket): Http1Session {
+function http1Session(socket: Socket): Http1Session {
   const c = socket as SessionCarrier;
   let s = c[kHttp1Session];
   if (s === undefined) {
@@ -99,6 +99,8 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
     sink.on("close", onSinkClose);
     sink.on("drain", onSinkDrain);
     sink.on("error", ignore);
+    // (over HTTP/2 the request is the sink itself)
+    if (src !== sink) src.on("error", ignore);
   }
 
   hookRequest(): void {

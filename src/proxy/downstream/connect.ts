@@ -53,7 +53,7 @@ import type { CorsHeaders } from "./grpc-web.js";
  * A unary body without content-length is held to its end: at most the route's
  * maxRequestMessageBytes, and never more than this.
  */
-export const MAX_UNARY_BODY = 64 * 1024 * 1024;
+const MAX_UNARY_BODY = 64 * 1024 * 1024;
 /** HTTP/1.1 connection-level fields: never forwarded upstream. */
 const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
 
@@ -91,7 +91,6 @@ export class ConnectDownstream extends BridgeDownstream {
     super(src, h1, h2);
     this.protocol = req.ct.kind === "unary" ? "connect" : "connect-stream";
     if (req.ct.kind === "unary" && req.getBody === null && req.contentLength < 0) this.reqChunks = [];
-    src.on("error", ignore);
   }
 
   override onReqData(chunk: Buffer): void {
@@ -125,7 +124,7 @@ export class ConnectDownstream extends BridgeDownstream {
     if (r.ct.kind === "unary") {
       if (r.getBody !== null) {
         this.emitPrefix(r.getBody.length);
-        if (r.getBody.length > 0) this.emit("data", Buffer.from(r.getBody.buffer, r.getBody.byteOffset, r.getBody.length));
+        if (r.getBody.length > 0) this.emit("data", view(r.getBody));
       } else if (this.reqChunks !== null) {
         this.emitPrefix(this.reqSeen);
         for (const c of this.reqChunks) this.emit("data", c);
@@ -166,7 +165,7 @@ export class ConnectDownstream extends BridgeDownstream {
     if (this.req.ct.kind === "unary") this.finishUnary({}, head);
     else {
       this.sendHead(200, this.streamHead(head, {}));
-      this.endSink(Buffer.from(endStreamOf(head)));
+      this.endSink(view(endStreamOf(head)));
     }
   }
 
@@ -194,32 +193,47 @@ export class ConnectDownstream extends BridgeDownstream {
     for (const n in tmeta) out[`trailer-${n}`] = tmeta[n]!;
     let status = code ?? Code.UNKNOWN;
     let message = code === undefined ? "upstream response without a valid grpc-status" : decodeGrpcMessage(str(trailers["grpc-message"]));
-    let body: Buffer | null = null;
+    // the one message, as the chunks it came in (a view of each: never joined into one copy)
+    const chunks = this.resChunks;
+    let ok = false;
     let compressed = false;
     if (status === Code.OK) {
-      const all = this.resChunks.length === 1 ? this.resChunks[0]! : Buffer.concat(this.resChunks);
-      const len = all.length >= 5 ? all.readUInt32BE(1) : -1;
-      if (len < 0 || all.length !== 5 + len) {
+      let total = 0;
+      for (const c of chunks) total += c.length;
+      const len = total >= 5 ? prefixLength(chunks) : -1;
+      if (len < 0 || total !== 5 + len) {
         status = Code.INTERNAL;
-        message = all.length === 0 ? "unary call: the upstream sent no response message" : "unary call: the upstream sent more than one response message";
+        message = total === 0 ? "unary call: the upstream sent no response message" : "unary call: the upstream sent more than one response message";
       } else {
-        compressed = (all[0]! & 1) === 1;
-        body = all.subarray(5);
+        compressed = (byteAt(chunks, 0) & 1) === 1;
+        ok = true;
       }
     }
     this.resChunks = [];
     if (this.cors !== null) Object.assign(out, this.cors);
-    if (body !== null) {
+    if (ok) {
       out["content-type"] = connectResponseContentType(this.req.ct);
       if (compressed && this.encoding !== undefined) out[RESPONSE_ENCODING.unary.encoding] = this.encoding;
       this.sendHead(200, out);
-      this.endSink(body);
+      this.endMessage(chunks);
       return;
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
     this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy === "no_route"), out);
     this.endSink(Buffer.from(JSON.stringify(err)));
+  }
+
+  /** Sends the held message without its 5-byte prefix, the last piece with the end. */
+  private endMessage(chunks: readonly Buffer[]): void {
+    let skip = 5;
+    for (let i = 0; i < chunks.length; i++) {
+      const c = chunks[i]!;
+      const piece = skip === 0 ? c : c.subarray(Math.min(skip, c.length));
+      skip = Math.max(0, skip - c.length);
+      if (i === chunks.length - 1) this.endSink(piece);
+      else if (piece.length > 0) this.writeSink(piece);
+    }
   }
 
   private sendHead(status: number, out: Record<string, string | string[]>): void {
@@ -242,16 +256,32 @@ export class ConnectDownstream extends BridgeDownstream {
   /** end() with no status: INTERNAL, in the unary or the streaming form. */
   protected endWithoutStatus(): void {
     if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, { "grpc-status": String(Code.INTERNAL), "grpc-message": "response ended without a status" });
-    else this.endSink(Buffer.from(encodeEndStream(connectErrorFor(Code.INTERNAL, "response ended without a status"), [])));
+    else this.endSink(view(encodeEndStream(connectErrorFor(Code.INTERNAL, "response ended without a status"), [])));
   }
 
   /** The status: the unary answer, or the end-of-stream envelope. */
   protected answerTrailers(t: OutgoingHeaders): void {
     if (this.req.ct.kind === "unary") this.finishUnary(this.head ?? {}, t);
-    else this.endSink(Buffer.from(endStreamOf(t)));
+    else this.endSink(view(endStreamOf(t)));
   }
 }
 
+/** Byte `k` of the bytes the chunks hold in turn (k is under their total). */
+function byteAt(chunks: readonly Buffer[], k: number): number {
+  for (const c of chunks) {
+    if (k < c.length) return c[k]!;
+    k -= c.length;
+  }
+  return 0;
+}
+/** The message length in a gRPC prefix (bytes 1..4, big-endian) that may span chunks; at least 5 bytes are there. */
+function prefixLength(chunks: readonly Buffer[]): number {
+  return byteAt(chunks, 1) * 0x1000000 + ((byteAt(chunks, 2) << 16) | (byteAt(chunks, 3) << 8) | byteAt(chunks, 4));
+}
+/** A Buffer over the same bytes (Buffer.from(Uint8Array) would copy them). */
+function view(u: Uint8Array): Buffer {
+  return Buffer.from(u.buffer, u.byteOffset, u.length);
+}
 function one(v: string | string[] | undefined): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
@@ -273,12 +303,13 @@ function metadataOf(h: OutgoingHeaders): Record<string, string | string[]> {
 /** The end-of-stream envelope for a trailer block (or a Trailers-Only head). */
 function endStreamOf(t: OutgoingHeaders): Uint8Array {
   const code = parseGrpcStatus(t["grpc-status"] === undefined ? undefined : String(t["grpc-status"]));
+  // the metadata as name/value pairs, straight from the block (metadataOf's record is not needed)
   const fields: [string, string][] = [];
-  const meta = metadataOf(t);
-  for (const n in meta) {
-    const v = meta[n]!;
-    if (Array.isArray(v)) for (const x of v) fields.push([n, x]);
-    else fields.push([n, v as string]);
+  for (const name in t) {
+    if (name.charCodeAt(0) === 58 || GRPC_RESPONSE_ONLY.has(name)) continue;
+    const v = t[name]!;
+    if (Array.isArray(v)) for (const x of v as string[]) fields.push([name, x]);
+    else fields.push([name, String(v)]);
   }
   if (code === Code.OK) return encodeEndStream(null, fields);
   const details = t["grpc-status-details-bin"];
@@ -362,7 +393,7 @@ function nativeHead(path: string, authority: string | undefined, r: ConnectReque
 function refuse(kind: "unary" | "stream", codec: string, code: number, message: string, send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {
   const err = connectErrorFor(code, message);
   if (kind === "unary") send(connectHttpStatus(code), { ...cors, "content-type": "application/json" }, Buffer.from(JSON.stringify(err)));
-  else send(200, { ...cors, "content-type": `application/connect+${codec}` }, Buffer.from(encodeEndStream(err, [])));
+  else send(200, { ...cors, "content-type": `application/connect+${codec}` }, view(encodeEndStream(err, [])));
 }
 
 function start(ctx: CallContext, c: Classified, w: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {

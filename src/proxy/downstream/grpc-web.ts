@@ -39,7 +39,7 @@ import {
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, ignore } from "./bridge.js";
+import { BridgeDownstream } from "./bridge.js";
 
 /**
  * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
@@ -79,7 +79,6 @@ export class WebDownstream extends BridgeDownstream {
     this.protocol = web.text ? "grpc-web-text" : "grpc-web";
     this.dec = web.text ? newBase64Decoder() : null;
     this.enc = web.text ? newBase64Encoder() : null;
-    req.on("error", ignore);
   }
 
   override onReqData(chunk: Buffer): void {

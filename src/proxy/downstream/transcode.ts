@@ -22,7 +22,7 @@ import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:ht
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
-import { Code, decodeGrpcMessage, outcome } from "../../translate/index.js";
+import { Code, decodeGrpcMessage, frameMessage, outcome } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
@@ -71,8 +71,10 @@ export function takesJson(ct: string | undefined): boolean {
  * before the call: the Call is given the one frame made of it.
  */
 export class JsonDownstream extends BridgeDownstream {
-  /** response bytes not yet cut into messages */
-  private pending: Buffer | null = null;
+  /** response bytes not yet cut into messages (views of the chunks as they came), their total, and what the next message needs */
+  private pending: Buffer[] | null = null;
+  private pendingBytes = 0;
+  private needed = 5;
   /** unary: the response message */
   private message: Uint8Array | null = null;
   private messages = 0;
@@ -136,7 +138,18 @@ export class JsonDownstream extends BridgeDownstream {
   /** Response bytes from upstream: gRPC frames, cut into messages. */
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
     let ok = true;
-    let buf = this.pending === null ? chunk : Buffer.concat([this.pending, chunk]);
+    let buf = chunk;
+    if (this.pending !== null) {
+      // a message cut across chunks is joined once, when its last byte is here (not once a chunk)
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      if (this.pendingBytes < this.needed) {
+        if (cb !== undefined) process.nextTick(cb);
+        return ok;
+      }
+      buf = Buffer.concat(this.pending, this.pendingBytes);
+      this.pending = null;
+    }
     while (!this.failed && buf.length >= 5) {
       const len = buf.readUInt32BE(1);
       if (buf.length < 5 + len) break;
@@ -149,10 +162,14 @@ export class JsonDownstream extends BridgeDownstream {
       this.messages++;
       if (!this.rule.serverStreaming) {
         if (this.messages > 1) this.fail("more than one response message for a unary method");
-        else this.message = new Uint8Array(msg);
+        else this.message = msg;
       } else ok = this.streamMessage(msg) && ok;
     }
-    this.pending = buf.length > 0 ? Buffer.from(buf) : null;
+    if (buf.length > 0) {
+      this.pending = [buf];
+      this.pendingBytes = buf.length;
+      this.needed = buf.length >= 5 ? 5 + buf.readUInt32BE(1) : 5;
+    }
     if (cb !== undefined) process.nextTick(cb);
     return ok;
   }
@@ -202,7 +219,7 @@ export class JsonDownstream extends BridgeDownstream {
     const rawMsg = t["grpc-message"];
     const message = typeof rawMsg === "string" ? decodeGrpcMessage(rawMsg) : "";
     const bin = t["grpc-status-details-bin"];
-    const details = typeof bin === "string" ? new Uint8Array(Buffer.from(bin, "base64")) : undefined;
+    const details = typeof bin === "string" ? Buffer.from(bin, "base64") : undefined;
     const ndjson = this.tc.cfg.streamFormat === "ndjson";
     if (this.started) {
       // streaming, head sent: close the array, or report the status after the messages
@@ -292,12 +309,10 @@ function nativeHead(rule: TranscodeRule, authority: string | undefined, raw: rea
   return { headers, raw: out };
 }
 
+/** The request message as one gRPC frame (framing.ts's), as a Buffer over the same bytes. */
 function frameOf(msg: Uint8Array): Buffer {
-  const f = Buffer.allocUnsafe(5 + msg.length);
-  f[0] = 0;
-  f.writeUInt32BE(msg.length, 1);
-  f.set(msg, 5);
-  return f;
+  const f = frameMessage(msg);
+  return Buffer.from(f.buffer, f.byteOffset, f.length);
 }
 
 /** A plain answer made before any call (no rule, bad body): a google.rpc.Status JSON body. */

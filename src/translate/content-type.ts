@@ -22,3 +22,25 @@ export function isGrpcContentType(v: string | undefined): boolean {
   const next = v.charCodeAt(BASE_LEN);
   return next === 0x2b /* + */ || next === 0x3b /* ; */;
 }
+
+/** `application/grpc+`: the prefix of a response content-type that names a subtype. */
+const SUBTYPE_PREFIX = GRPC_CONTENT_TYPE + "+";
+/**
+ * RFC 6838 §4.2 restricted-name (1 to 127 characters: a letter or digit, then letters, digits
+ * and ! # $ & - ^ _ . +): what a subtype may be for dojang to echo it.
+ */
+const SUBTYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
+
+/**
+ * The content-type of a response dojang writes itself for a request of content-type `v`: the
+ * request's own `application/grpc+<subtype>` when the subtype is a valid name (a client that
+ * asked for `application/grpc+json` checks the reply names the same codec: connect-go's gRPC
+ * client reads a reply of plain `application/grpc` as 13 INTERNAL), else `application/grpc`
+ * (no subtype, a `;` parameter form, an invalid or missing content-type). grpc-go's server
+ * answers `application/grpc+<subtype>` likewise (encoding.go ContentType). Returns `v` itself
+ * or the constant: no string is built.
+ */
+export function grpcReplyContentType(v: string | undefined): string {
+  if (v === undefined || v === GRPC_CONTENT_TYPE || !v.startsWith(SUBTYPE_PREFIX)) return GRPC_CONTENT_TYPE;
+  return SUBTYPE.test(v.slice(SUBTYPE_PREFIX.length)) ? v : GRPC_CONTENT_TYPE;
+}

@@ -24,13 +24,15 @@ function messageValue(o: Outcome): string {
 
 /**
  * Header block for a synthesized Trailers-Only response. content-type is always present: without
- * it a grpc-go client ignores grpc-status and reports 2 (spec sheet §5.2). grpc-message is always
- * sent, even empty, as grpc-go does.
+ * it a grpc-go client ignores grpc-status and reports 2 (spec sheet §5.2); `contentType` is the
+ * call's reply content-type (grpcReplyContentType: the request's own subtype, so a client of
+ * `application/grpc+json` reads the status). grpc-message is always sent, even empty, as grpc-go
+ * does.
  */
-export function trailersOnlyHeaders(o: Outcome): Record<string, string | number> {
+export function trailersOnlyHeaders(o: Outcome, contentType: string = GRPC_CONTENT_TYPE): Record<string, string | number> {
   return {
     ":status": o.httpStatus,
-    "content-type": GRPC_CONTENT_TYPE,
+    "content-type": contentType,
     "grpc-status": statusString(o.code),
     "grpc-message": messageValue(o),
   };

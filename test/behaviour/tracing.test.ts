@@ -33,6 +33,9 @@ interface FlatSpan {
   parentSpanId: string;
   attrs: Record<string, unknown>;
   status: { code?: number; message?: string };
+  /** start and end as the backend received them, in nanoseconds since the epoch */
+  start: bigint;
+  end: bigint;
 }
 
 /** Starts the backend (otelsink) on free ports; killed when the test ends. */
@@ -61,7 +64,18 @@ type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?:
 type OtlpJson = {
   resourceSpans?: {
     resource?: { attributes?: { key: string; value: OtlpValue }[] };
-    scopeSpans?: { spans?: { name: string; kind?: number; spanId: string; parentSpanId?: string; attributes?: { key: string; value: OtlpValue }[]; status?: { code?: number; message?: string } }[] }[];
+    scopeSpans?: {
+      spans?: {
+        name: string;
+        kind?: number;
+        spanId: string;
+        parentSpanId?: string;
+        startTimeUnixNano?: string;
+        endTimeUnixNano?: string;
+        attributes?: { key: string; value: OtlpValue }[];
+        status?: { code?: number; message?: string };
+      }[];
+    }[];
   }[];
 };
 
@@ -83,7 +97,17 @@ function flatten(j: OtlpJson): FlatSpan[] {
       for (const s of ss.spans ?? []) {
         const attrs: Record<string, unknown> = {};
         for (const kv of s.attributes ?? []) attrs[kv.key] = value(kv.value);
-        out.push({ service, name: s.name, kind: s.kind ?? 0, spanId: s.spanId, parentSpanId: s.parentSpanId ?? "", attrs, status: s.status ?? {} });
+        out.push({
+          service,
+          name: s.name,
+          kind: s.kind ?? 0,
+          spanId: s.spanId,
+          parentSpanId: s.parentSpanId ?? "",
+          attrs,
+          status: s.status ?? {},
+          start: BigInt(s.startTimeUnixNano ?? "0"),
+          end: BigInt(s.endTimeUnixNano ?? "0"),
+        });
       }
   }
   return out;
@@ -219,6 +243,56 @@ describe("tracing: spans in a real backend", () => {
       expect(new Set(ups.map((u) => u.parentSpanId))).toEqual(new Set(attempts.map((a) => a.spanId)));
       expect(ups.find((u) => u.parentSpanId === attempts[0]!.spanId)!.status.code).toBe(OTLP_ERROR);
       expect(received).toEqual(attempts.map((a) => `00-${traceId}-${a.spanId}-01`));
+    },
+    60_000,
+  );
+
+  it(
+    "spans nest in time: over 60 calls with a retry each, every attempt span starts no earlier than its SERVER span and ends no later (as the backend received them)",
+    async () => {
+      const sink = await startSink();
+      // every first attempt is refused (14), the retry answers
+      const up = await startRawUpstream((s, h) => {
+        if (h["grpc-previous-rpc-attempts"] === undefined) s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": "try again" }, { endStream: true });
+        else okWithMessage(s);
+      });
+      cleanups.push(() => up.close());
+      const proxy = await startProxy(up.address, {
+        top: { tracing: { endpoint: sink.otlpHttp, serviceName: "dojang-edge", sampleRatio: 1, exportInterval: "100ms" } },
+        route: { retry: { retryOn: ["UNAVAILABLE"], maxAttempts: 3, backoff: { base: "1ms", max: "2ms" } } },
+        // every call retries once: a budget that allows it
+        cluster: { retryBudget: { percent: 100, minRetriesPerSecond: 100 } },
+      });
+      cleanups.push(() => proxy.close(0));
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      // three at a time: the cluster's maxRetries circuit breaker allows three retries at once
+      for (let i = 0; i < 20; i++) {
+        const rs = await Promise.all(Array.from({ length: 3 }, () => unary(client, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 10_000 })));
+        expect(rs.map((r) => r.err?.code ?? 0)).toEqual([0, 0, 0]);
+      }
+      await waitFor("60 access records", () => (proxy.calls.length >= 60 ? true : undefined), 5000);
+      const traceIds = proxy.calls.map((c) => c.trace_id as string);
+      expect(new Set(traceIds).size).toBe(60);
+      const outside: string[] = [];
+      let attemptsSeen = 0;
+      for (const id of traceIds) {
+        const spans = await waitFor(`the three spans of trace ${id}`, async () => {
+          const ss = await sink.spans(id);
+          return ss.length >= 3 ? ss : undefined;
+        }, 20_000, 50);
+        const server = spans.find((s) => s.kind === OTLP_SERVER)!;
+        expect(server.start).toBeLessThan(server.end);
+        for (const a of spans.filter((s) => s.kind === OTLP_CLIENT)) {
+          attemptsSeen++;
+          expect(a.parentSpanId).toBe(server.spanId);
+          if (a.start < server.start || a.end > server.end || a.end < a.start) {
+            outside.push(`${id} attempt ${String(a.attrs["dojang.attempt"])}: [${a.start}, ${a.end}] vs SERVER [${server.start}, ${server.end}]`);
+          }
+        }
+      }
+      expect(attemptsSeen).toBe(120);
+      expect(outside).toEqual([]);
     },
     60_000,
   );

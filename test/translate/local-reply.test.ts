@@ -13,6 +13,10 @@ describe("trailersOnlyHeaders()", () => {
     });
   });
 
+  it("carries the call's reply content-type when given one (the request's own subtype)", () => {
+    expect(trailersOnlyHeaders(outcome(12, "no route", "no_route"), "application/grpc+json")["content-type"]).toBe("application/grpc+json");
+  });
+
   it("keeps an early abort's HTTP status", () => {
     expect(trailersOnlyHeaders(outcome(3, 'invalid gRPC request content-type "text/plain"', "bad_request", 415))).toMatchObject({
       ":status": 415,

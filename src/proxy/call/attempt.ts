@@ -8,6 +8,13 @@
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // attempt in one symbol slot on the stream; 'drain' is listened to only after a first write()
 // that returned false.
+//
+// The owner hears the head first, whatever order node emits the events in: on a TLS session
+// node:http2 can emit a stream's 'data' (and so, in principle, its 'trailers' and 'end') before
+// its 'response', and before a 1xx 'headers' too (docs/concepts/node-http2.md; probed by
+// scripts/node-http2-order-probe.mjs). Whatever comes before the head waits: DATA back in the
+// stream, which pauses until the head is in; trailers and the end on the attempt. One flag test
+// per event on the normal path.
 import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { Readable, addAbortSignal } from "node:stream";
 import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/index.js";
@@ -76,6 +83,14 @@ export class Attempt implements SlotWaiter, ReplaySink {
   qNext: SlotWaiter | undefined = undefined;
   /** the upstream stream, once opened */
   up: ClientHttp2Stream | undefined = undefined;
+  /** the response head ('response') is in: until then nothing else reaches the owner */
+  headIn = false;
+  /**
+   * What came before the head and waits for it (EARLY_*): DATA put back in the paused stream,
+   * the trailers in earlyTrailers, the end.
+   */
+  early = 0;
+  earlyTrailers: readonly string[] | undefined = undefined;
   /** the readable side ended */
   ended = false;
   /** 'end' came with the stream already closed: an RST_STREAM(NO_ERROR), not END_STREAM on DATA */
@@ -428,16 +443,29 @@ export class Attempt implements SlotWaiter, ReplaySink {
 function attemptOf(s: unknown): Attempt {
   return (s as AttemptStream)[kAttempt]!;
 }
+/** What waits for the head (Attempt.early). */
+const EARLY_DATA = 1;
+const EARLY_TRAILERS = 2;
+const EARLY_END = 4;
+
 function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
   const a = attemptOf(this);
-  a.owner.onAttemptHead(a, headers, flags, raw);
+  a.headIn = true;
+  if (a.early === 0) return a.owner.onAttemptHead(a, headers, flags, raw);
+  headAfterEarly(this, a, headers, flags, raw);
 }
 function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
   const a = attemptOf(this);
+  if (!a.headIn) return holdEarlyData(this, a, chunk);
   a.owner.onAttemptData(a, chunk);
 }
 function onUpTrailers(this: ClientHttp2Stream, _t: IncomingHttpHeaders, _flags: number, raw: string[]): void {
   const a = attemptOf(this);
+  if (!a.headIn) {
+    a.early |= EARLY_TRAILERS;
+    a.earlyTrailers = raw;
+    return;
+  }
   a.owner.onAttemptTrailers(a, raw);
 }
 function onUpEnd(this: ClientHttp2Stream): void {
@@ -447,7 +475,44 @@ function onUpEnd(this: ClientHttp2Stream): void {
   const a = attemptOf(this);
   a.ended = true;
   a.endedByReset = this.closed;
+  if (!a.headIn) {
+    a.early |= EARLY_END;
+    return;
+  }
   a.owner.onAttemptEnd(a);
+}
+
+/**
+ * DATA before the head (node:http2 on a TLS session: the 'response' event waits in the
+ * nextTick queue while DATA read in the same pass is emitted at once): the chunk goes back to
+ * the front of the stream, which pauses, so it and whatever follows it (and so the stream's
+ * 'end', which node emits only once its buffer is empty) wait in the stream, flow-controlled,
+ * until the head is in. No copy.
+ */
+function holdEarlyData(up: ClientHttp2Stream, a: Attempt, chunk: Buffer): void {
+  a.early |= EARLY_DATA;
+  up.pause();
+  up.unshift(chunk);
+}
+
+/**
+ * The head after something that waited for it: the owner hears the head, then what came
+ * before it, in the stream's own order (DATA, then trailers, then the end). The owner acts on
+ * trailers only at the end, so trailers heard before the DATA still in the stream are in order.
+ */
+function headAfterEarly(up: ClientHttp2Stream, a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+  const early = a.early;
+  a.early = 0;
+  // Resumed before the owner hears the head: the DATA flows from a later tick, and an owner
+  // that pauses the attempt in onAttemptHead (a filter holding the head) keeps it waiting.
+  if ((early & EARLY_DATA) !== 0) up.resume();
+  a.owner.onAttemptHead(a, headers, flags, raw);
+  if ((early & EARLY_TRAILERS) !== 0) {
+    const t = a.earlyTrailers!;
+    a.earlyTrailers = undefined;
+    a.owner.onAttemptTrailers(a, t);
+  }
+  if ((early & EARLY_END) !== 0) a.owner.onAttemptEnd(a);
 }
 function onUpClose(this: ClientHttp2Stream): void {
   attemptOf(this).onStreamClose();

@@ -13,7 +13,7 @@
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, newScanner, outcome, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, newScanner, outcome, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import type { CompiledRoute } from "../router.js";
 import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
@@ -134,6 +134,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly clientProtocol: string | undefined;
   /** the call's trace (config `tracing`; observe/tracing.ts); null when tracing is off */
   trace: CallTrace | null = null;
+  /** the content-type of a status dojang writes itself: the request's own gRPC subtype (respond.ts) */
+  replyType = GRPC_CONTENT_TYPE;
 
   constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
@@ -171,6 +173,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     const tracing = this.ctx.tracing;
     if (tracing !== null) this.trace = tracing.begin(headers, this.path, this.t0, this.peer?.address);
 
+    const ct = headers["content-type"];
+    if (ct !== GRPC_CONTENT_TYPE) this.replyType = grpcReplyContentType(ct);
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
     const checked = checkRequestHead(headers);
     if (typeof checked === "object") return this.finish(checked);

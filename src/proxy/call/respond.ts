@@ -35,7 +35,7 @@ export function forwardUpstreamStatus(c: Call, block: OutgoingHeaders, trailersO
     c.decidedBy = "upstream_protocol";
     block["grpc-status"] = "2";
     if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
-    if (trailersOnly && block["content-type"] === undefined) block["content-type"] = "application/grpc";
+    if (trailersOnly && block["content-type"] === undefined) block["content-type"] = c.replyType;
   } else {
     c.code = gs;
     c.attempt!.status = gs;
@@ -104,7 +104,7 @@ export function respondLocal(c: Call, o: Outcome, extra: OutgoingHeaders | undef
   if (!c.responded) {
     c.responded = true;
     try {
-      let head = extra === undefined ? trailersOnlyHeaders(o) : { ...trailersOnlyHeaders(o), ...extra };
+      let head = extra === undefined ? trailersOnlyHeaders(o, c.replyType) : { ...trailersOnlyHeaders(o, c.replyType), ...extra };
       if (c.ctx.attemptsHeader === true) {
         if (extra === undefined) head = { ...head };
         attemptsField(c, head);

@@ -13,7 +13,7 @@
 // explicitly (the call keeps its CallTrace; parents are given as explicit contexts). With
 // tracing off the call holds null and pays one branch per hook.
 import client from "prom-client";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type HrTime, type Span, type SpanContext, type Tracer } from "@opentelemetry/api";
 import { BatchSpanProcessor, RandomIdGenerator, TracerProvider, type ReadableSpan, type SpanExporter, type SpanProcessor } from "@opentelemetry/sdk-trace";
 import { ExportResultCode, type ExportResult } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -38,6 +38,28 @@ import { codeName } from "../../translate/index.js";
 type Head = Record<string, string | string[] | number>;
 
 /** How the client sent its parent: W3C (or none), B3 single header, B3 multi headers. */
+/**
+ * Every span's start and end comes from one clock: performance.now() (monotonic, finer than a
+ * millisecond) counted from performance.timeOrigin, as the SDK's HrTime. Left to itself the SDK
+ * mixes clocks: a span given a start time ends at Date.now() (whole milliseconds), a span given
+ * none starts at Date.now() too, so a third of the attempt spans ended after their SERVER span.
+ * With one clock a child starts no earlier than its parent and ends no later.
+ */
+const ORIGIN_S = Math.floor(performance.timeOrigin / 1000);
+const ORIGIN_NS = Math.round((performance.timeOrigin - ORIGIN_S * 1000) * 1e6);
+
+/** performance.now() milliseconds (the call's t0, or now) as an HrTime on the wall clock. */
+export function hrTimeAt(perfMs: number): HrTime {
+  const whole = Math.floor(perfMs / 1000);
+  let sec = ORIGIN_S + whole;
+  let ns = ORIGIN_NS + Math.round((perfMs - whole * 1000) * 1e6);
+  if (ns >= 1e9) {
+    sec += 1;
+    ns -= 1e9;
+  }
+  return [sec, ns];
+}
+
 const FROM_W3C = 0;
 const FROM_B3_SINGLE = 1;
 const FROM_B3_MULTI = 2;
@@ -224,7 +246,7 @@ export class Tracing {
     if (clientAddress !== undefined && clientAddress !== "") attrs["client.address"] = clientAddress;
     const ctx = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remoteContext(parent, tracestate));
     const name = names === undefined ? path || "grpc" : `${names.service}/${names.method}`;
-    const server = this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: attrs, startTime: t0 }, ctx);
+    const server = this.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes: attrs, startTime: hrTimeAt(t0) }, ctx);
     return { traceId: server.spanContext().traceId, sampled: true, server, attempt: null, unsampledSpanId: undefined, tracestate, from, name, names };
   }
 
@@ -236,7 +258,8 @@ export class Tracing {
   attemptStart(t: CallTrace, n: number, host: string, port: number, head: Head): void {
     let spanId: string;
     if (t.server !== null) {
-      if (t.attempt !== null) t.attempt.end(); // (the call ended the last one when it abandoned it)
+      const now = hrTimeAt(performance.now());
+      if (t.attempt !== null) t.attempt.end(now); // (the call ended the last one when it abandoned it)
       const attrs: Attributes = { "rpc.system": "grpc", "dojang.attempt": n };
       const names = t.names;
       if (names !== undefined) {
@@ -247,7 +270,7 @@ export class Tracing {
       attrs["server.port"] = port;
       const gt = head["grpc-timeout"];
       if (typeof gt === "string") attrs["dojang.grpc_timeout"] = gt;
-      const a = this.tracer.startSpan(t.name, { kind: SpanKind.CLIENT, attributes: attrs }, trace.setSpan(ROOT_CONTEXT, t.server));
+      const a = this.tracer.startSpan(t.name, { kind: SpanKind.CLIENT, attributes: attrs, startTime: now }, trace.setSpan(ROOT_CONTEXT, t.server));
       t.attempt = a;
       spanId = a.spanContext().spanId;
     } else if (t.unsampledSpanId !== undefined) spanId = t.unsampledSpanId;
@@ -268,17 +291,19 @@ export class Tracing {
     const a = t.attempt;
     if (a === null) return;
     t.attempt = null;
-    endClient(a, code, code >= 0 ? undefined : why);
+    endClient(a, code, code >= 0 ? undefined : why, hrTimeAt(performance.now()));
   }
 
   /** The call ended: its last attempt's span and its SERVER span end with the final status. */
   end(t: CallTrace, f: CallEndFacts): void {
     const s = t.server;
     if (s === null) return;
+    // (one instant for both: the last attempt ends as its call does, never after it)
+    const now = hrTimeAt(performance.now());
     const a = t.attempt;
     if (a !== null) {
       t.attempt = null;
-      endClient(a, f.code, f.message);
+      endClient(a, f.code, f.message, now);
     }
     const attrs: Attributes = {
       "rpc.grpc.status_code": f.code,
@@ -293,7 +318,7 @@ export class Tracing {
     if (f.faultKinds !== undefined) attrs["dojang.fault_kinds"] = [...f.faultKinds];
     s.setAttributes(attrs);
     if (spanStatusFor(f.code, "server") === "error") s.setStatus({ code: SpanStatusCode.ERROR, message: statusMessage(f.code, f.message) });
-    s.end();
+    s.end(now);
   }
 
   /** Exports what is queued, waiting at most `timeoutMs`; then stops. Never throws. */
@@ -350,10 +375,10 @@ class TraceStateValue {
   }
 }
 
-function endClient(a: Span, code: number, message: string | undefined): void {
+function endClient(a: Span, code: number, message: string | undefined, at: HrTime): void {
   if (code >= 0) a.setAttribute("rpc.grpc.status_code", code);
   if (spanStatusFor(code, "client") === "error") a.setStatus({ code: SpanStatusCode.ERROR, message: statusMessage(code, message) });
-  a.end();
+  a.end(at);
 }
 
 function statusMessage(code: number, message: string | undefined): string {

@@ -5,7 +5,7 @@
 // A check passes when the upstream answers HTTP 200, grpc-status 0 and status SERVING within
 // `timeout`. Anything else fails it, with a reason for the log: NOT_SERVING, SERVICE_UNKNOWN,
 // UNIMPLEMENTED (no health service), a refused connect, a reset, the timeout.
-import http2, { type ClientHttp2Session, type ClientHttp2Stream } from "node:http2";
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { decodeHealthResponse, encodeHealthRequest, HEALTH_CHECK_PATH, ServingStatus } from "../../translate/health.js";
 import { frameMessage } from "../../translate/framing.js";
 import { healthStep, newHealthState, type HealthState } from "../../translate/outlier.js";
@@ -151,7 +151,14 @@ export class HealthChecker {
       stream.on("data", (c: Buffer) => {
         if (chunks.length < 16) chunks.push(c);
       });
-      stream.on("trailers", (t) => decide(t["grpc-status"], t["grpc-message"]));
+      // Decided at 'end', once every DATA chunk is in: node emits 'trailers' as soon as their
+      // frame is read, and on a TLS session its events can come out of order (DATA before
+      // 'response', docs/concepts/node-http2.md).
+      let trailers: IncomingHttpHeaders | undefined;
+      stream.on("trailers", (t) => (trailers = t));
+      stream.on("end", () => {
+        if (trailers !== undefined) decide(trailers["grpc-status"], trailers["grpc-message"]);
+      });
       let streamError: (Error & { cause?: unknown }) | undefined;
       // A failed connect reaches the stream before the session: its cause names it (ECONNREFUSED).
       stream.on("error", (err: Error) => (streamError = err));

@@ -5,13 +5,19 @@
 //    names the binaries to build: {"binaries": {"<bin>": "<package path>"}}; without it the module's
 //    own main package becomes .engines/bin/<name>. Modules come from the Go module proxy at the
 //    versions go.sum pins; go's build cache makes a rebuild cheap, and a stamp skips it entirely
-//    when nothing under the folder changed.
+//    when nothing under the folder (and nothing it names in generate.inputs) changed.
+//  - engine.json's "generate" runs protoc before the build, for an engine made of generated code:
+//    {"plugins": {"<x>": "<package>"}, "out": "<dir>", "inputs": [paths], "protoc": [args]}. Each
+//    plugin is built from the module (so go.sum pins it too) and handed to protoc as
+//    protoc-gen-<x>; protoc runs in the engine's folder with `args`, into `out` (emptied first,
+//    ignored by git and by the stamp); `inputs` (files or folders, relative to the engine's
+//    folder) are the .proto files it reads, hashed into the stamp.
 //  - Debian packages the tests start (redis-server) are installed with apt-get when missing.
 //
 // Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createHash } from "node:crypto";
 
@@ -49,16 +55,22 @@ function ensureApt() {
   }
 }
 
-function hashTree(dir) {
+/** A digest of `dir`'s files (but `skip`, a folder in it) and of the `extra` files or folders. */
+function hashTree(dir, skip, extra = []) {
   const h = createHash("sha256");
   const walk = (d) => {
     for (const e of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const p = join(d, e.name);
+      if (p === skip) continue;
       if (e.isDirectory()) walk(p);
-      else h.update(p.slice(dir.length)).update(readFileSync(p));
+      else h.update(relative(dir, p)).update(readFileSync(p));
     }
   };
   walk(dir);
+  for (const x of extra) {
+    if (statSync(x).isDirectory()) walk(x);
+    else h.update(relative(dir, x)).update(readFileSync(x));
+  }
   return h.digest("hex");
 }
 
@@ -74,17 +86,35 @@ async function buildEngine(name) {
   const dir = join(enginesDir, name);
   const spec = existsSync(join(dir, "engine.json")) ? JSON.parse(readFileSync(join(dir, "engine.json"), "utf8")) : {};
   const binaries = spec.binaries ?? { [name]: "." };
+  const gen = spec.generate;
   const stamp = join(stampDir, name);
-  const digest = hashTree(dir);
+  const digest = hashTree(dir, gen ? join(dir, gen.out) : undefined, (gen?.inputs ?? []).map((p) => join(dir, p)));
   const outs = Object.keys(binaries).map((b) => join(binDir, b));
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === digest && outs.every((o) => existsSync(o))) {
     console.log(`engines: ${name} up to date`);
     return;
   }
   const t0 = Date.now();
+  if (gen) await generate(name, dir, gen);
   for (const [bin, pkg] of Object.entries(binaries)) await run("go", ["build", "-trimpath", "-o", join(binDir, bin), pkg], dir);
   writeFileSync(stamp, digest);
   console.log(`engines: ${name} built in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Object.keys(binaries).join(", ")})`);
+}
+
+/** engine.json's "generate": the plugins built from the module, then protoc into `out`. */
+async function generate(name, dir, gen) {
+  const tools = join(root, ".engines", "tools", name);
+  mkdirSync(tools, { recursive: true });
+  const plugins = [];
+  for (const [x, pkg] of Object.entries(gen.plugins ?? {})) {
+    const bin = join(tools, `protoc-gen-${x}`);
+    await run("go", ["build", "-trimpath", "-o", bin, pkg], dir);
+    plugins.push(`--plugin=protoc-gen-${x}=${bin}`);
+  }
+  const out = join(dir, gen.out);
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  await run("protoc", [...plugins, ...gen.protoc], dir);
 }
 
 async function main() {

@@ -10,7 +10,9 @@
 // `*` matches one segment, `**` zero or more (only last, before the verb), `{f}` is `{f=*}`.
 // A variable that spans one segment is percent-decoded in full; one that spans several keeps
 // "%2F" (and "%2f") encoded, so a value's own slashes stay apart from the path's (http.proto's
-// "reserved expansion"). Pure: no I/O.
+// "reserved expansion"). A value whose escapes are malformed or decode to bytes that are not
+// UTF-8 still matches, as null: the request is a bad one (400), not one for another rule.
+// Pure: no I/O.
 
 export type Segment = { readonly kind: "literal"; readonly text: string } | { readonly kind: "one" } | { readonly kind: "rest" };
 
@@ -106,9 +108,10 @@ export function parseTemplate(source: string): PathTemplate {
 
 /**
  * Matches a request path (without its query; still percent-encoded) against a template: the
- * variables' values by field path ("a.b"), or null when it does not match.
+ * variables' values by field path ("a.b"; null for a value that does not decode), or null when
+ * it does not match.
  */
-export function matchTemplate(t: PathTemplate, path: string): Map<string, string> | null {
+export function matchTemplate(t: PathTemplate, path: string): Map<string, string | null> | null {
   if (path.charCodeAt(0) !== 47 /* / */) return null;
   let p = path.slice(1);
   if (t.verb !== "") {
@@ -126,13 +129,11 @@ export function matchTemplate(t: PathTemplate, path: string): Map<string, string
     if (part === "") return null;
     if (s.kind === "literal" && part !== s.text) return null;
   }
-  const out = new Map<string, string>();
+  const out = new Map<string, string | null>();
   for (const v of t.variables) {
     const end = v.end === segs.length && t.rest ? parts.length : v.end;
     const raw = parts.slice(v.start, end);
-    const value = raw.length === 1 && !(t.rest && v.end === segs.length) ? decodeAll(raw[0]!) : raw.map(decodeKeepSlash).join("/");
-    if (value === null) return null;
-    out.set(v.field.join("."), value);
+    out.set(v.field.join("."), raw.length === 1 && !(t.rest && v.end === segs.length) ? decodeAll(raw[0]!) : decodeKeepSlash(raw.join("/")));
   }
   return out;
 }
@@ -146,18 +147,14 @@ function decodeAll(s: string): string | null {
   }
 }
 
-function decodeKeepSlash(s: string): string {
+/** Decoded but for the encoded slashes, which stay as they are; null when what is between them does not decode. */
+function decodeKeepSlash(s: string): string | null {
   if (!s.includes("%")) return s;
-  // split at the encoded slashes, which stay as they are; decode what is between
-  return s
-    .split(/(%2[Ff])/)
-    .map((x, i) => {
-      if (i % 2 === 1) return x;
-      try {
-        return decodeURIComponent(x);
-      } catch {
-        return x;
-      }
-    })
-    .join("");
+  const pieces = s.split(/(%2[Ff])/);
+  for (let i = 0; i < pieces.length; i += 2) {
+    const d = decodeAll(pieces[i]!);
+    if (d === null) return null;
+    pieces[i] = d;
+  }
+  return pieces.join("");
 }

@@ -2,12 +2,16 @@
 // (google/api/http.proto): which rule an HTTP request matches, the request message it makes
 // (path variables, the body, query parameters), the JSON of a response message, the HTTP status
 // and google.rpc.Status body of a gRPC status. The proto3 JSON mapping itself (well-known types,
-// int64 as strings, enums by name, Any through the descriptor set's types) is @bufbuild/protobuf's;
-// nothing here converts a value by hand beyond turning one path or query string into the JSON
-// value the mapping reads (a string, or true/false for a bool).
+// int64 as strings, enums by name, Any through the descriptor set's types) is @bufbuild/protobuf's,
+// read and printed as protojson does at its edges (proto-json.ts: 64-bit integers without a
+// double in between, RFC 3339 Timestamps, Duration's grammar, base64, duplicate keys). Nothing
+// here converts a value by hand beyond turning one path or query string into the JSON value the
+// mapping reads (a string; true/false for a bool; JSON text for a Struct, Value or ListValue).
+// Status details print with the google.rpc types dojang carries (google-rpc.ts).
 //
 // Pure: bytes in, bytes or text out; no I/O, no clock.
 import {
+  create,
   createFileRegistry,
   fromBinary,
   fromJson,
@@ -21,9 +25,12 @@ import {
   type FileRegistry,
   type JsonObject,
   type JsonValue,
+  type Registry,
 } from "@bufbuild/protobuf";
-import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { AnySchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { statusMessage, withCarriedTypes } from "./google-rpc.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
+import { parseJson, ProtoJsonPrinter, ProtoJsonReader } from "./proto-json.js";
 
 export interface TranscodeOptions {
   /** print fields at their default values (proto3 JSON "emit defaults") */
@@ -41,8 +48,16 @@ export interface TranscodeRule {
   readonly method: DescMethod;
   /** "" (no body), "*" (the whole request message) or a top-level field's name */
   readonly body: string;
+  /** the body's field (body names one) */
+  readonly bodyField: DescField | undefined;
+  /** the field paths (proto names) the path's variables and the body bind: the query does not set them */
+  readonly bound: readonly (readonly string[])[];
   /** "" (the whole response message) or a top-level field of the response */
   readonly responseBody: string;
+  /** the response_body's field (response_body names one) */
+  readonly responseField: DescField | undefined;
+  /** the response is a google.api.HttpBody answered as its own bytes and content type */
+  readonly httpBody: boolean;
   readonly serverStreaming: boolean;
   /** how many literal segments (more literal rules are tried first) */
   readonly literals: number;
@@ -50,7 +65,8 @@ export interface TranscodeRule {
 
 export interface RuleMatch {
   readonly rule: TranscodeRule;
-  readonly variables: Map<string, string>;
+  /** the path variables by field path; null for a value that does not percent-decode to UTF-8 */
+  readonly variables: Map<string, string | null>;
 }
 
 /** The descriptor set or one of its rules cannot be used (a config error). */
@@ -70,16 +86,19 @@ interface HttpRuleShape {
   additionalBindings: HttpRuleShape[];
 }
 
-const dec = new TextDecoder("utf-8", { fatal: true });
+// (ignoreBOM: a byte order mark stays, and is not JSON, as protojson reads it)
+const dec = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 export class Transcoder {
-  readonly registry: FileRegistry;
+  /** the descriptor set's types, after the well-known and google.rpc types dojang carries */
+  readonly registry: Registry;
   /** every binding, by HTTP method (upper case), in the order they are tried */
   private readonly byMethod = new Map<string, TranscodeRule[]>();
   readonly rules: readonly TranscodeRule[];
   /** methods with a rule that cannot be transcoded (client or bidi streaming), by gRPC path */
   readonly skipped: readonly string[];
-  private readonly statusDesc: DescMessage | undefined;
+  private readonly reader: ProtoJsonReader;
+  private readonly printer: ProtoJsonPrinter;
 
   constructor(
     descriptorSet: Uint8Array,
@@ -91,8 +110,9 @@ export class Transcoder {
     } catch (err) {
       throw new DescriptorError(`not a FileDescriptorSet with all its imports (protoc --include_imports --descriptor_set_out): ${(err as Error).message}`);
     }
-    this.registry = registry;
-    this.statusDesc = registry.getMessage("google.rpc.Status");
+    this.registry = withCarriedTypes(registry);
+    this.reader = new ProtoJsonReader(this.registry, opts.ignoreUnknownFields);
+    this.printer = new ProtoJsonPrinter(this.registry);
     const httpExt = registry.getExtension("google.api.http");
     const rules: TranscodeRule[] = [];
     const skipped: string[] = [];
@@ -142,59 +162,151 @@ export class Transcoder {
     const { rule } = m;
     const input = rule.method.input;
     let json: JsonObject = {};
-    if (rule.body !== "" && body.length > 0) {
-      let parsed: JsonValue;
-      try {
-        parsed = JSON.parse(dec.decode(body)) as JsonValue;
-      } catch (err) {
-        throw new TranscodeInputError(`the request body is not JSON: ${(err as Error).message}`);
-      }
-      if (rule.body === "*") {
-        if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new TranscodeInputError(`the request body must be a JSON object (${input.typeName})`);
-        json = parsed;
-      } else json = { [input.fields.find((f) => f.name === rule.body)!.jsonName]: parsed };
-    }
-    for (const [path, value] of m.variables) setPath(json, input, path.split("."), [value], "path");
-    if (rule.body !== "*" && query !== "") {
-      for (const [key, values] of queryParams(query)) {
-        if (m.variables.has(key) || (rule.body !== "" && (key === rule.body || key.startsWith(rule.body + ".")))) continue;
-        setPath(json, input, key.split("."), values, "query", this.opts.ignoreUnknownFields);
-      }
-    }
+    let long = false;
     try {
-      const msg = fromJson(input, json, { registry: this.registry, ignoreUnknownFields: this.opts.ignoreUnknownFields });
+      if (rule.body !== "" && body.length > 0) {
+        let text: string;
+        try {
+          text = dec.decode(body);
+        } catch {
+          throw new TranscodeInputError("the request body is not UTF-8");
+        }
+        const parsed = parseJson(text);
+        long = parsed.long;
+        const v = parsed.value;
+        if (rule.bodyField === undefined) {
+          if (v === null || typeof v !== "object" || Array.isArray(v)) throw new TranscodeInputError(`the request body must be a JSON object (${input.typeName})`);
+          json = v;
+        } else {
+          // a message's JSON is an object, as protojson reads a body (a Value's may be null)
+          const f = rule.bodyField;
+          if (v === null && f.fieldKind === "message" && f.message.typeName !== "google.protobuf.Value") throw new TranscodeInputError(`the request body must be a ${f.message.typeName}, not null`);
+          json = { [f.jsonName]: v };
+        }
+      }
+      for (const [path, value] of m.variables) {
+        if (value === null) throw new TranscodeInputError(`path parameter ${path}: not percent-encoded UTF-8`);
+        setField(json, resolvePath(input, path.split("."), "path")!, [value], undefined);
+      }
+      if (rule.body !== "*" && query !== "") long = this.query(json, m, query) || long;
+      const checked = this.reader.message(input, json, long);
+      const msg = fromJson(input, checked, { registry: this.registry, ignoreUnknownFields: this.opts.ignoreUnknownFields });
       return toBinary(input, msg);
     } catch (err) {
+      if (err instanceof TranscodeInputError) throw err;
+      // ProtoJsonError, and fromJson's and toBinary's own (a value of the wrong type or out of range)
       throw new TranscodeInputError((err as Error).message);
     }
+  }
+
+  /**
+   * Sets the query's parameters on `json` (fields the path or the body bound are skipped, as
+   * grpc-gateway does); true when a Struct, Value or ListValue value held a long number.
+   */
+  private query(json: JsonObject, m: RuleMatch, query: string): boolean {
+    const input = m.rule.method.input;
+    const bound = m.rule.bound;
+    let long = false;
+    const seen = new Set<string>();
+    for (const [key, values] of queryParams(query)) {
+      // grpc-gateway's map syntax: field[key]=value
+      let name = key;
+      let mapKey: string | undefined;
+      if (key.endsWith("]")) {
+        const open = key.lastIndexOf("[", key.length - 2);
+        if (open > 0) {
+          name = key.slice(0, open);
+          mapKey = key.slice(open + 1, -1);
+        }
+      }
+      const fields = resolvePath(input, name.includes(".") ? name.split(".") : [name], "query", this.opts.ignoreUnknownFields);
+      if (fields === null) continue;
+      if (bound.length > 0 && bound.some((b) => overlaps(b, fields))) continue;
+      // one field, one value: the same field named twice (by its proto and its JSON name) is refused
+      const id = (fields.length === 1 ? fields[0]!.name : protoPath(fields)) + (mapKey === undefined ? "" : `[${mapKey}]`);
+      if (seen.has(id)) throw new TranscodeInputError(`query parameter ${id} given twice`);
+      seen.add(id);
+      long = setField(json, fields, values, mapKey) || long;
+    }
+    return long;
   }
 
   /** One response message as JSON text (or its response_body field). Throws on bytes that are not the message. */
   response(rule: TranscodeRule, bytes: Uint8Array): string {
     const out = rule.method.output;
     const msg = fromBinary(out, bytes);
-    const json = toJson(out, msg, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults }) as JsonObject;
-    if (rule.responseBody === "") return JSON.stringify(json);
-    const f = out.fields.find((x) => x.name === rule.responseBody)!;
-    return JSON.stringify(json[f.jsonName] ?? null);
+    const json = this.printer.message(out, toJson(out, msg, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })) as JsonObject;
+    if (rule.responseField === undefined) return JSON.stringify(json);
+    const v = json[rule.responseField.jsonName];
+    return JSON.stringify(v === undefined ? this.defaultJson(rule.responseField) : v);
+  }
+
+  /** A google.api.HttpBody response message: its content type and its bytes. Throws on bytes that are not one. */
+  httpBody(rule: TranscodeRule, bytes: Uint8Array): { contentType: string; data: Uint8Array } {
+    const msg = fromBinary(rule.method.output, bytes) as unknown as { contentType: string; data: Uint8Array };
+    return { contentType: msg.contentType, data: msg.data };
+  }
+
+  /** The JSON of a response_body field the response leaves unset: its type's default, as grpc-gateway prints it. */
+  private defaultJson(f: DescField): JsonValue {
+    switch (f.fieldKind) {
+      case "list":
+        return [];
+      case "map":
+        return {};
+      case "message":
+        try {
+          return this.printer.message(f.message, toJson(f.message, create(f.message), { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults }));
+        } catch {
+          // a type with no empty JSON form (google.protobuf.Value)
+          return null;
+        }
+      case "enum":
+        return f.enum.values.find((v) => v.number === 0)?.name ?? 0;
+      case "scalar":
+        switch (f.scalar) {
+          case ScalarType.STRING:
+          case ScalarType.BYTES:
+            return "";
+          case ScalarType.BOOL:
+            return false;
+          case ScalarType.INT64:
+          case ScalarType.UINT64:
+          case ScalarType.SINT64:
+          case ScalarType.FIXED64:
+          case ScalarType.SFIXED64:
+            return "0";
+          default:
+            return 0;
+        }
+    }
   }
 
   /**
    * A gRPC status as a google.rpc.Status JSON body: code, message, and the details of
-   * grpc-status-details-bin when the descriptor set has google.rpc.Status and the details' types.
+   * grpc-status-details-bin, printed with the descriptor set's types and the well-known and
+   * google.rpc types dojang carries. A detail of a type none of them holds has no JSON form
+   * (protojson cannot print it either) and is left out; the others are kept.
    */
   status(code: number, message: string, detailsBin: Uint8Array | undefined): string {
-    if (detailsBin !== undefined && this.statusDesc !== undefined) {
+    const details: JsonValue[] = [];
+    if (detailsBin !== undefined) {
+      let anys: readonly unknown[] = [];
       try {
-        const s = fromBinary(this.statusDesc, detailsBin);
-        const j = toJson(this.statusDesc, s, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults }) as JsonObject;
-        // the status in the trailers is the call's; the details come from the bin
-        return JSON.stringify({ ...j, code, message });
+        anys = (fromBinary(statusMessage(), detailsBin) as unknown as { details: readonly unknown[] }).details;
       } catch {
-        /* details of a type the descriptor set lacks: code and message only */
+        /* not a google.rpc.Status: code and message only */
+      }
+      for (const a of anys) {
+        try {
+          details.push(this.printer.message(AnySchema, toJson(AnySchema, a as never, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })));
+        } catch {
+          /* a type no registry here holds */
+        }
       }
     }
-    return JSON.stringify(this.opts.emitDefaults ? { code, message, details: [] } : { code, message });
+    // the status in the trailers is the call's; the details come from the bin
+    return JSON.stringify(details.length > 0 || this.opts.emitDefaults ? { code, message, details } : { code, message });
   }
 }
 
@@ -224,20 +336,43 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     if (leaf === null) throw new DescriptorError(`${where}: path variable ${v.field.join(".")} is not a field of ${input.typeName}`);
     if (leaf.fieldKind === "list" || leaf.fieldKind === "map") throw new DescriptorError(`${where}: path variable ${v.field.join(".")} is a repeated field`);
   }
-  if (r.body !== "" && r.body !== "*" && !input.fields.some((f) => f.name === r.body)) throw new DescriptorError(`${where}: body ${JSON.stringify(r.body)} is not a field of ${input.typeName}`);
-  if (r.responseBody !== "" && !method.output.fields.some((f) => f.name === r.responseBody)) {
+  const bodyField = r.body === "" || r.body === "*" ? undefined : input.fields.find((f) => f.name === r.body);
+  if (r.body !== "" && r.body !== "*" && bodyField === undefined) throw new DescriptorError(`${where}: body ${JSON.stringify(r.body)} is not a field of ${input.typeName}`);
+  const responseField = r.responseBody === "" ? undefined : method.output.fields.find((f) => f.name === r.responseBody);
+  if (r.responseBody !== "" && responseField === undefined) {
     throw new DescriptorError(`${where}: response_body ${JSON.stringify(r.responseBody)} is not a field of ${method.output.typeName}`);
   }
+  const bound = template.variables.map((v) => v.field.map((name, i) => resolve(input, v.field.slice(0, i + 1))?.name ?? name));
+  if (bodyField !== undefined) bound.push([bodyField.name]);
   return {
     httpMethod,
     template,
     grpcPath,
     method,
     body: r.body,
+    bodyField,
+    bound,
     responseBody: r.responseBody,
+    responseField,
+    httpBody: responseField === undefined && method.output.typeName === "google.api.HttpBody",
     serverStreaming: method.methodKind === "server_streaming",
     literals: template.segments.filter((s) => s.kind === "literal").length,
   };
+}
+
+/** Each message's fields by proto name and by JSON name (a path or query parameter may use either). */
+const byName = new WeakMap<DescMessage, Map<string, DescField>>();
+
+function fieldNamed(m: DescMessage, name: string): DescField | undefined {
+  let names = byName.get(m);
+  if (names === undefined) {
+    names = new Map();
+    for (const f of m.fields) names.set(f.jsonName, f);
+    // (a proto name wins over another field's JSON name)
+    for (const f of m.fields) names.set(f.name, f);
+    byName.set(m, names);
+  }
+  return names.get(name);
 }
 
 /** The field a dotted path names (proto names, or JSON names in a query), or null. */
@@ -247,7 +382,7 @@ function resolve(msg: DescMessage, path: readonly string[]): DescField | null {
   for (let i = 0; i < path.length; i++) {
     if (m === undefined) return null;
     const name = path[i]!;
-    f = m.fields.find((x) => x.name === name || x.jsonName === name);
+    f = fieldNamed(m, name);
     if (f === undefined) return null;
     if (i < path.length - 1) {
       if (f.fieldKind !== "message") return null;
@@ -257,21 +392,70 @@ function resolve(msg: DescMessage, path: readonly string[]): DescField | null {
   return f ?? null;
 }
 
-/** Query parameters, repeated keys gathered in order. */
+/**
+ * The fields a path or query parameter's dotted name goes through (proto or JSON names), or
+ * null for a name the message does not have when unknown ones are ignored. Throws
+ * TranscodeInputError for an unknown one otherwise, and for a path through a field that is not a
+ * message (or is one whose JSON is a string).
+ */
+function resolvePath(msg: DescMessage, names: readonly string[], from: "path" | "query", ignoreUnknown = false): DescField[] | null {
+  const out: DescField[] = [];
+  let m = msg;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    const f = fieldNamed(m, name);
+    if (f === undefined) {
+      if (ignoreUnknown) return null;
+      throw new TranscodeInputError(`${from} parameter ${names.join(".")}: ${m.typeName} has no field ${JSON.stringify(name)}`);
+    }
+    out.push(f);
+    if (i < names.length - 1) {
+      if (f.fieldKind !== "message" || STRING_WKT.has(f.message.typeName) || VALUE_WKT.has(f.message.typeName)) throw new TranscodeInputError(`${from} parameter ${names.join(".")}: ${f.name} is not a message`);
+      m = f.message;
+    }
+  }
+  return out;
+}
+
+/** Is one of the two field paths a prefix of the other (the query parameter sets a bound field, or a message around one)? */
+function overlaps(bound: readonly string[], fields: readonly DescField[]): boolean {
+  const n = Math.min(bound.length, fields.length);
+  for (let i = 0; i < n; i++) if (bound[i] !== fields[i]!.name) return false;
+  return true;
+}
+
+function protoPath(fields: readonly DescField[]): string {
+  return fields.map((f) => f.name).join(".");
+}
+
+/**
+ * Query parameters, repeated keys gathered in order ("+" is a space). Throws TranscodeInputError
+ * for a ";" (a separator to some parsers, not to others) and for an escape that is malformed or
+ * does not decode to UTF-8: a value is taken as it was sent or not at all.
+ */
 function queryParams(query: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  let params: URLSearchParams;
-  try {
-    params = new URLSearchParams(query);
-  } catch {
-    throw new TranscodeInputError("the query string cannot be parsed");
-  }
-  for (const [k, v] of params) {
+  if (query.includes(";")) throw new TranscodeInputError('the query has a ";" (parameters are separated by "&")');
+  for (const part of query.split("&")) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    const k = unescapeQuery(eq < 0 ? part : part.slice(0, eq));
+    const v = eq < 0 ? "" : unescapeQuery(part.slice(eq + 1));
     const list = out.get(k);
     if (list === undefined) out.set(k, [v]);
     else list.push(v);
   }
   return out;
+}
+
+function unescapeQuery(s: string): string {
+  const t = s.includes("+") ? s.replace(/\+/g, " ") : s;
+  if (!t.includes("%")) return t;
+  try {
+    return decodeURIComponent(t);
+  } catch {
+    throw new TranscodeInputError(`the query parameter ${JSON.stringify(s)} is not percent-encoded UTF-8`);
+  }
 }
 
 /** The message types whose JSON form is a string (or, for BoolValue, a bool): a path or query value can set them. */
@@ -288,57 +472,87 @@ const STRING_WKT = new Set([
   "google.protobuf.FloatValue",
   "google.protobuf.DoubleValue",
 ]);
+/** The message types a path or query value sets as JSON text (as grpc-gateway reads them). */
+const VALUE_WKT = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
 
-/** Sets the field at `path` in the JSON object (overwriting what the body said), from path or query strings. */
-function setPath(json: JsonObject, msg: DescMessage, path: readonly string[], values: readonly string[], from: "path" | "query", ignoreUnknown = false): void {
+/**
+ * Sets the field at the end of `fields` in the JSON object (overwriting what the body said) from
+ * path or query strings; `mapKey` for a map entry (field[key]=value). True when a value parsed as
+ * JSON text held a long number.
+ */
+function setField(json: JsonObject, fields: readonly DescField[], values: readonly string[], mapKey: string | undefined): boolean {
   let obj = json;
-  let m = msg;
-  for (let i = 0; i < path.length; i++) {
-    const name = path[i]!;
-    const f = m.fields.find((x) => x.name === name || x.jsonName === name);
-    if (f === undefined) {
-      if (ignoreUnknown) return;
-      throw new TranscodeInputError(`${from} parameter ${path.join(".")}: ${m.typeName} has no field ${JSON.stringify(name)}`);
-    }
+  const last = fields.length - 1;
+  for (let i = 0; i < last; i++) {
+    const f = fields[i]!;
     // the key the body used for this field, if any (a proto3 JSON parser takes either name)
     const key = f.name in obj ? f.name : f.jsonName;
-    if (i < path.length - 1) {
-      if (f.fieldKind !== "message" || STRING_WKT.has(f.message.typeName)) throw new TranscodeInputError(`${from} parameter ${path.join(".")}: ${f.name} is not a message`);
-      const next = obj[key];
-      if (next === undefined || next === null || typeof next !== "object" || Array.isArray(next)) obj[key] = {};
-      obj = obj[key] as JsonObject;
-      m = f.message;
-      continue;
-    }
-    if (f.fieldKind === "list") {
-      if (from === "path") throw new TranscodeInputError(`path parameter ${path.join(".")} is repeated`);
-      obj[key] = values.map((v) => leafValue(f, v, path));
-    } else {
-      if (f.fieldKind === "map") throw new TranscodeInputError(`${from} parameter ${path.join(".")} is a map`);
-      obj[key] = leafValue(f, values[values.length - 1]!, path);
-    }
+    const next = obj[key];
+    if (next === undefined || next === null || typeof next !== "object" || Array.isArray(next)) obj[key] = {};
+    obj = obj[key] as JsonObject;
   }
+  const f = fields[last]!;
+  const key = f.name in obj ? f.name : f.jsonName;
+  if (mapKey !== undefined) {
+    if (f.fieldKind !== "map") throw new TranscodeInputError(`parameter ${protoPath(fields)}[${mapKey}]: ${f.name} is not a map`);
+    if (values.length > 1) throw new TranscodeInputError(`parameter ${protoPath(fields)}[${mapKey}] given twice`);
+    const entries = obj[key];
+    if (entries === undefined || entries === null || typeof entries !== "object" || Array.isArray(entries)) obj[key] = {};
+    const [v, long] = leafValue(f, values[0]!, fields);
+    (obj[key] as JsonObject)[mapKey] = v;
+    return long;
+  }
+  if (f.fieldKind === "map") throw new TranscodeInputError(`parameter ${protoPath(fields)} is a map (set an entry with ${protoPath(fields)}[key]=value)`);
+  if (f.fieldKind === "list") {
+    let long = false;
+    const list: JsonValue[] = [];
+    for (const v of values) {
+      const [j, l] = leafValue(f, v, fields);
+      long ||= l;
+      list.push(j);
+    }
+    obj[key] = list;
+    return long;
+  }
+  if (values.length > 1) throw new TranscodeInputError(`parameter ${protoPath(fields)} given ${values.length} times (it is not repeated)`);
+  const [v, long] = leafValue(f, values[0]!, fields);
+  obj[key] = v;
+  return long;
 }
 
-/** One path or query string as the JSON value the proto3 mapping reads for the field. */
-function leafValue(f: DescField, v: string, path: readonly string[]): JsonValue {
-  const kind = f.fieldKind === "list" ? f.listKind : f.fieldKind;
-  if (kind === "scalar") {
-    const t = f.scalar!;
-    if (t === ScalarType.BOOL) return boolOf(v, path);
-    return v;
+/**
+ * One path or query string as the JSON value the proto3 mapping reads for the field (a list's
+ * element, a map's value), and whether it holds a long number. `fields`: the parameter, for errors.
+ */
+function leafValue(f: DescField, v: string, fields: readonly DescField[]): [JsonValue, boolean] {
+  const kind = f.fieldKind === "list" ? f.listKind : f.fieldKind === "map" ? f.mapKind : f.fieldKind;
+  if (kind === "scalar") return [f.scalar === ScalarType.BOOL ? boolOf(v, fields) : v, false];
+  if (kind === "enum") {
+    if (/^-?[0-9]+$/.test(v)) return [Number(v), false];
+    // a name the enum does not have is refused here, whatever ignoreUnknownFields says: the parameter names a known field
+    if (f.enum!.values.every((x) => x.name !== v)) throw new TranscodeInputError(`parameter ${protoPath(fields)}: ${JSON.stringify(v)} is not a ${f.enum!.typeName}`);
+    return [v, false];
   }
-  if (kind === "enum") return /^-?\d+$/.test(v) ? Number(v) : v;
-  if (kind === "message") {
-    const t = f.message!.typeName;
-    if (t === "google.protobuf.BoolValue") return boolOf(v, path);
-    if (STRING_WKT.has(t)) return v;
+  const t = f.message!.typeName;
+  if (t === "google.protobuf.BoolValue") return [boolOf(v, fields), false];
+  if (STRING_WKT.has(t)) return [v, false];
+  if (VALUE_WKT.has(t)) {
+    try {
+      const p = parseJson(v);
+      return [p.value, p.long];
+    } catch (err) {
+      throw new TranscodeInputError(`parameter ${protoPath(fields)}: ${(err as Error).message}`);
+    }
   }
-  throw new TranscodeInputError(`parameter ${path.join(".")}: a ${kind} field cannot be set from a path or query string`);
+  if (t === "google.protobuf.Empty") {
+    if (v === "" || v === "{}") return [{}, false];
+    throw new TranscodeInputError(`parameter ${protoPath(fields)}: an Empty is "" or "{}"`);
+  }
+  throw new TranscodeInputError(`parameter ${protoPath(fields)}: a ${t} cannot be set from a path or query string`);
 }
 
-function boolOf(v: string, path: readonly string[]): boolean {
+function boolOf(v: string, fields: readonly DescField[]): boolean {
   if (v === "true") return true;
   if (v === "false") return false;
-  throw new TranscodeInputError(`parameter ${path.join(".")}: ${JSON.stringify(v)} is not true or false`);
+  throw new TranscodeInputError(`parameter ${protoPath(fields)}: ${JSON.stringify(v)} is not true or false`);
 }

@@ -1,13 +1,13 @@
-// JSON transcoding fixtures: the test service's descriptor set, compiled by protoc (Debian's
-// protobuf-compiler, installed by scripts/engines.mjs) from test/fixtures/transcode/shop.proto with
-// googleapis' annotations from @grpc/grpc-js-xds, and a generic grpc-js upstream for it.
-// The upstream's behaviour (the same in the grpc-go fixture, test/engines/grpc-gateway):
+// JSON transcoding fixtures: the test services' descriptor sets, compiled by protoc (Debian's
+// protobuf-compiler, installed by scripts/engines.mjs) from test/fixtures/transcode/*.proto with
+// the google/api files dojang ships in protos/, a generic grpc-js upstream for shop.proto, and the
+// real grpc-gateway and its grpc-go upstream for judge.proto (test/engines/grpc-gateway).
+// The shop upstream's behaviour:
 //   Fail     → the status {code, message} of its request
 //   Stream   → `count` copies of `item`; an item titled "then-fail" is followed by ABORTED
 //   any other method → its request as its response (request and response types are the same)
 import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
-import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { create, createFileRegistry, fromBinary, toBinary, type DescMessage, type FileRegistry } from "@bufbuild/protobuf";
@@ -19,21 +19,33 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const PROTO_DIR = join(ROOT, "test", "fixtures", "transcode");
 export const SHOP_SERVICE = "dojang.test.shop.v1.Shop";
 
-/** The include path that holds google/api/annotations.proto and http.proto (googleapis, shipped in @grpc/grpc-js-xds). */
+/** The include path that holds google/api/annotations.proto, http.proto and httpbody.proto: the copies dojang ships (protos/). */
 export function googleapisDir(): string {
-  const require = createRequire(import.meta.url);
-  return join(dirname(require.resolve("@grpc/grpc-js-xds/package.json")), "deps", "googleapis");
+  return join(ROOT, "protos");
 }
 
-/** .engines/shop.binpb, compiled when missing or older than shop.proto. */
-export function shopDescriptorSet(): string {
-  const out = join(ROOT, ".engines", "shop.binpb");
-  const src = join(PROTO_DIR, "shop.proto");
+/** .engines/<name>.binpb from test/fixtures/transcode/<name>.proto, compiled when missing or older than the .proto. */
+function descriptorSet(name: string): string {
+  const out = join(ROOT, ".engines", `${name}.binpb`);
+  const src = join(PROTO_DIR, `${name}.proto`);
   if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
     mkdirSync(dirname(out), { recursive: true });
-    execFileSync(systemBinary("protoc"), ["-I", PROTO_DIR, "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${out}`, src], { stdio: "pipe" });
+    // (written beside, then renamed: test files that compile it at once never read half a file)
+    const tmp = `${out}.${process.pid}`;
+    execFileSync(systemBinary("protoc"), ["-I", PROTO_DIR, "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${tmp}`, src], { stdio: "pipe" });
+    renameSync(tmp, out);
   }
   return out;
+}
+
+/** .engines/shop.binpb (test/fixtures/transcode/shop.proto). */
+export function shopDescriptorSet(): string {
+  return descriptorSet("shop");
+}
+
+/** .engines/judge.binpb (test/fixtures/transcode/judge.proto, the corpus the real grpc-gateway judges). */
+export function judgeDescriptorSet(): string {
+  return descriptorSet("judge");
 }
 
 export function shopRegistry(): FileRegistry {
@@ -89,11 +101,13 @@ export async function startShopGrpcJs(): Promise<{ address: string; close: () =>
 }
 
 /**
- * The grpc-gateway engine (test/engines/grpc-gateway) in one of its modes, started as a process
- * group; resolves with the address it printed. `args`: -upstream for the gateway.
+ * The grpc-gateway engine (test/engines/grpc-gateway: protoc-gen-grpc-gateway's handlers for
+ * judge.proto on runtime.NewServeMux, or its grpc-go upstream) in one of its modes, started as a
+ * process group; resolves with the first line it printed ("listening on ..."). `args`: -upstream
+ * for the gateway.
  */
-export async function startGoShop(mode: "upstream" | "gateway", args: readonly string[] = []): Promise<string> {
-  const child = spawnGroup(engineBinary("grpc-gateway"), [mode, "-descriptor", shopDescriptorSet(), "-listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+export async function startJudge(mode: "upstream" | "gateway", args: readonly string[] = []): Promise<string> {
+  const child = spawnGroup(engineBinary("grpc-gateway"), [mode, "-listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   return new Promise<string>((resolve, reject) => {
@@ -101,10 +115,10 @@ export async function startGoShop(mode: "upstream" | "gateway", args: readonly s
     const timer = setTimeout(() => reject(new Error(`grpc-gateway ${mode} did not start in 30 s: ${err}`)), 30_000);
     child.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
-      const m = /listening on (\S+)/.exec(out);
-      if (m !== null) {
+      const nl = out.indexOf("\n");
+      if (nl >= 0) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve(out.slice(0, nl));
       }
     });
     child.once("exit", (code) => {

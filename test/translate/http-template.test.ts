@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { matchTemplate, parseTemplate, TemplateError } from "../../src/translate/http-template.js";
 
-const m = (t: string, p: string): Record<string, string> | null => {
+const m = (t: string, p: string): Record<string, string | null> | null => {
   const r = matchTemplate(parseTemplate(t), p);
   return r === null ? null : Object.fromEntries(r);
 };
@@ -54,12 +54,20 @@ describe("matchTemplate", () => {
     expect(m("/v1/items/{id}", "/v1/items/7:archive")).toEqual({ id: "7:archive" });
   });
 
-  it("refuses other lengths, other literals, empty segments and bad escapes", () => {
+  it("refuses other lengths, other literals and empty segments", () => {
     expect(m("/v1/{id}", "/v1/a/b")).toBeNull();
     expect(m("/v1/{id}", "/v2/a")).toBeNull();
     expect(m("/v1/{id}", "/v1/")).toBeNull();
-    expect(m("/v1/{id}", "/v1/%zz")).toBeNull();
     expect(m("/v1/{id}", "v1/a")).toBeNull();
+  });
+
+  it("matches a value whose escapes are malformed or not UTF-8, as null (a bad request for this rule, not a miss)", () => {
+    expect(m("/v1/{id}", "/v1/%zz")).toEqual({ id: null });
+    expect(m("/v1/{id}", "/v1/%FF")).toEqual({ id: null });
+    expect(m("/v1/{id}", "/v1/%C3")).toEqual({ id: null });
+    expect(m("/v1/files/{path=**}", "/v1/files/a/%FF/b")).toEqual({ path: null });
+    expect(m("/v1/files/{path=**}", "/v1/files/a%2Fb/%zz")).toEqual({ path: null });
+    expect(m("/v1/files/{path=**}", "/v1/files/a%2Fb/%C3%A9")).toEqual({ path: "a%2Fb/é" });
   });
 
   const seg = fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/);

@@ -69,6 +69,27 @@ describe("Transcoder", () => {
     void create;
   });
 
+  it("status details print with the google.rpc types dojang carries, though the descriptor set has none; one of an unknown type is left out", () => {
+    // google.rpc.Status{code: 3, message: "m", details: [Any(ErrorInfo{reason: "R"}), Any(no.such.T{})]}, by hand from the wire format
+    const any = (url: string, value: number[]): number[] => [0x0a, url.length, ...enc.encode(url), 0x12, value.length, ...value];
+    const info = any("type.googleapis.com/google.rpc.ErrorInfo", [0x0a, 0x01, 0x52]);
+    const unknown = any("type.googleapis.com/no.such.T", [0x08, 0x01]);
+    const status = new Uint8Array([0x08, 0x03, 0x12, 0x01, 0x6d, 0x1a, info.length, ...info, 0x1a, unknown.length, ...unknown]);
+    expect(tc.registry.getMessage("google.rpc.ErrorInfo")).toBeDefined();
+    expect(JSON.parse(tc.status(3, "m", status))).toEqual({ code: 3, message: "m", details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "R" }] });
+    expect(JSON.parse(tc.status(3, "m", new Uint8Array([0xff])))).toEqual({ code: 3, message: "m" });
+  });
+
+  it("the query: a parameter for a field the path binds is skipped by either name; a field set twice, or a map without [key], is refused", () => {
+    const g = tc.match("GET", "/v1/shelves/s/items/7")!;
+    const read = (q: string): Record<string, unknown> => fromBinary(g.rule.method.input, tc.request(g, q, new Uint8Array())) as unknown as Record<string, unknown>;
+    expect(read("id=8&title=t")).toMatchObject({ id: "7", title: "t" });
+    expect(read("shelf=x&title=t")).toMatchObject({ shelf: "shelves/s", title: "t" });
+    for (const q of ["title=a&title=b", "priceCents=1&price_cents=2", "tags=a;b", "title=%E0%A4%A"]) expect(() => tc.request(g, q, new Uint8Array())).toThrow(TranscodeInputError);
+    const k = tc.match("POST", "/v1/kinds")!;
+    expect(() => tc.request(k, "", enc.encode('{"counts":{"a":"1","a":"2"}}'))).toThrow(/duplicate key "a"/);
+  });
+
   it("a descriptor set that is not one, or lacks the annotations, is a DescriptorError", () => {
     expect(() => new Transcoder(new Uint8Array([0xff, 0xff, 0xff]), opts)).toThrow(DescriptorError);
     expect(() => new Transcoder(new Uint8Array(), opts)).toThrow("google.api.http");

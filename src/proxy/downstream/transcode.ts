@@ -9,7 +9,9 @@
 //   the query, becomes one request message (src/translate/transcode.ts), sent as one gRPC frame.
 //   A body or parameter that does not fit the message is answered 400 here, with no call made.
 // - response (unary): the one message is held until the trailers; grpc-status 0 answers 200 with
-//   its JSON, any other status the standard HTTP status with a google.rpc.Status JSON body.
+//   its JSON, any other status the standard HTTP status with a google.rpc.Status JSON body. A
+//   google.api.HttpBody response is answered as its own bytes with its content type (streamed:
+//   each message's bytes in turn, the first one's content type).
 // - response (server streaming): 200 at the first message, then each message as it comes, as
 //   one JSON array ("array") or a JSON object a line ("ndjson"). A status other than OK after
 //   the first message: "ndjson" writes {"error": Status} as the last line; "array" cuts the
@@ -190,6 +192,7 @@ export class JsonDownstream extends BridgeDownstream {
   // === the JSON side ===
 
   private streamMessage(msg: Buffer): boolean {
+    if (this.rule.httpBody) return this.streamHttpBody(msg);
     let text: string;
     try {
       text = this.tc.transcoder.response(this.rule, msg);
@@ -205,6 +208,22 @@ export class JsonDownstream extends BridgeDownstream {
       piece = ndjson ? text + "\n" : "[" + text;
     } else piece = ndjson ? text + "\n" : "," + text;
     return this.h1 !== undefined ? this.h1.write(piece) : this.h2!.write(piece);
+  }
+
+  /** A streamed google.api.HttpBody: each message's bytes as they come, under the first one's content type. */
+  private streamHttpBody(msg: Buffer): boolean {
+    let body: { contentType: string; data: Uint8Array };
+    try {
+      body = this.tc.transcoder.httpBody(this.rule, msg);
+    } catch (err) {
+      this.fail(`a response message that is not google.api.HttpBody: ${(err as Error).message}`);
+      return true;
+    }
+    if (!this.started) {
+      this.started = true;
+      this.sendHead(200, body.contentType);
+    }
+    return this.h1 !== undefined ? this.h1.write(body.data) : this.h2!.write(body.data);
   }
 
   /** A response the transcoder cannot read: the call ends INTERNAL (the Call's own exit). */
@@ -223,15 +242,26 @@ export class JsonDownstream extends BridgeDownstream {
     const ndjson = this.tc.cfg.streamFormat === "ndjson";
     if (this.started) {
       // streaming, head sent: close the array, or report the status after the messages
-      if (code === Code.OK) this.endBody(ndjson ? "" : "]");
-      else if (ndjson) this.endBody(`{"error":${this.tc.transcoder.status(code, message, details)}}\n`);
+      if (code === Code.OK) this.endBody(ndjson || this.rule.httpBody ? "" : "]");
+      else if (ndjson && !this.rule.httpBody) this.endBody(`{"error":${this.tc.transcoder.status(code, message, details)}}\n`);
       else this.cut();
       return;
     }
     if (code === Code.OK) {
       if (this.rule.serverStreaming) {
         this.sendHead(200);
-        this.endBody(ndjson ? "" : "[]");
+        this.endBody(ndjson || this.rule.httpBody ? "" : "[]");
+        return;
+      }
+      if (this.rule.httpBody && this.message !== null) {
+        let raw: { contentType: string; data: Uint8Array };
+        try {
+          raw = this.tc.transcoder.httpBody(this.rule, this.message);
+        } catch (err) {
+          return this.answerStatus(Code.INTERNAL, `transcoding: a response message that is not google.api.HttpBody: ${(err as Error).message}`, undefined);
+        }
+        this.sendHead(200, raw.contentType);
+        this.endBody(raw.data);
         return;
       }
       let body: string | null = null;
@@ -251,12 +281,16 @@ export class JsonDownstream extends BridgeDownstream {
   }
 
   private answerStatus(code: number, message: string, details: Uint8Array | undefined): void {
-    this.sendHead(httpStatusOfCode(code));
+    // a Status body, JSON whatever the rule streams
+    this.sendHead(httpStatusOfCode(code), JSON_TYPE);
     this.endBody(this.tc.transcoder.status(code, message, details));
   }
 
-  private sendHead(status: number): void {
-    const out: Record<string, string | string[]> = { ...this.meta, "content-type": this.rule.serverStreaming && this.tc.cfg.streamFormat === "ndjson" ? "application/x-ndjson" : JSON_TYPE };
+  /** The response head; `contentType` is an HttpBody's own ("" for none). */
+  private sendHead(status: number, contentType?: string): void {
+    const out: Record<string, string | string[]> = { ...this.meta };
+    if (contentType === undefined) out["content-type"] = this.rule.serverStreaming && this.tc.cfg.streamFormat === "ndjson" ? "application/x-ndjson" : JSON_TYPE;
+    else if (contentType !== "") out["content-type"] = contentType;
     if (this.h1 !== undefined) {
       if (this.h1.headersSent) return;
       this.h1.writeHead(status, out);
@@ -264,7 +298,7 @@ export class JsonDownstream extends BridgeDownstream {
     } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond({ ":status": status, ...out });
   }
 
-  private endBody(last: string): void {
+  private endBody(last: string | Uint8Array): void {
     if (this.h1 !== undefined) this.h1.end(last);
     else if (!this.h2!.destroyed) this.h2!.end(last);
   }

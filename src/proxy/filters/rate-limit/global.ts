@@ -19,8 +19,8 @@
 // address through the Dojang's RlsPool.
 //
 // Cost: a listener with no global limit gets no factory; a call on a route with one gets one
-// filter object, its descriptors and one unary gRPC call (a call without descriptors — every
-// descriptor needed a header it lacks — asks nothing).
+// filter object, its descriptors and one unary gRPC call with its timer (a call without
+// descriptors — every descriptor needed a header it lacks — asks nothing).
 import type { RouteConfig } from "../../../config/index.js";
 import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome, type Outcome } from "../../../translate/index.js";
@@ -33,7 +33,10 @@ import type { Cluster } from "../../upstream/cluster.js";
 /** One service's client (rls-client.ts): one shared channel. */
 export interface RlsClient {
   readonly address: string;
-  /** ShouldRateLimit with a deadline of `timeoutMs`; `done` runs once, unless the ask is cancelled */
+  /**
+   * ShouldRateLimit, settled within `timeoutMs` on dojang's own timer (upstream/side-call.ts):
+   * `done` runs exactly once, with "cancelled" after cancel(), and each result is counted once
+   */
   ask(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, done: (result: RlsResult, res: RlsResponse | undefined) => void): { cancel(): void };
   close(): void;
 }
@@ -89,19 +92,30 @@ const FAILURE_TEXT: Readonly<Record<RlsResult, string>> = {
   timeout: "no answer in time",
   unavailable: "unavailable",
   error: "error",
+  cancelled: "",
 };
 
-/** One call's question to the service; it holds the call's request head until the answer. */
+/**
+ * One call's question to the service; it holds the call's request head until the answer. The
+ * descriptors are built when its turn comes, from the request head as the filters before it left
+ * it (a header auth set or removed counts as such: the client cannot pick its own bucket by
+ * sending a header a stage before replaces).
+ */
 class GlobalCheck implements CallFilter {
   private pending: { cancel(): void } | null = null;
   private ended = false;
+  private descriptors: readonly Descriptor[] = [];
   constructor(
     private readonly pool: RlsPool,
     private readonly g: GlobalRoute,
-    private readonly descriptors: readonly Descriptor[],
   ) {}
 
   onRequestHead(c: FilterCall): boolean {
+    const h = c.upHeaders;
+    if (h === undefined) return true;
+    this.descriptors = buildDescriptors(this.g.specs, { clientAddress: c.clientAddress, head: h });
+    // every descriptor needed a header the call lacks: nothing to ask
+    if (this.descriptors.length === 0) return true;
     const m = this.pool.module;
     if (m !== undefined) return this.ask(c, m);
     // the first calls after the first global config: wait for the client module
@@ -165,12 +179,9 @@ export function globalRateLimitFilterFactory(routes: readonly RouteConfig[], poo
     });
   });
   return {
-    forCall(c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
+    forCall(_c: FilterCall, route: CompiledRoute<Cluster>): CallFilter | null {
       const g = byRoute[route.index];
-      if (g === undefined || g === null) return null;
-      const descriptors = buildDescriptors(g.specs, { clientAddress: c.clientAddress, raw });
-      if (descriptors.length === 0) return null;
-      return new GlobalCheck(pool, g, descriptors);
+      return g === undefined || g === null ? null : new GlobalCheck(pool, g);
     },
   };
 }

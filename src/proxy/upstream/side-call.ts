@@ -34,6 +34,9 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 class SideCall<T> implements SideCallHandle {
   settled = false;
+  /** inside start(): an end reported now is kept and settled after sideCall() returns */
+  starting = true;
+  early: SideOutcome<T> | undefined = undefined;
   /** stops the I/O; set once start() returned */
   abort: (() => void) | undefined = undefined;
   readonly timer: NodeJS.Timeout;
@@ -66,6 +69,12 @@ class SideCall<T> implements SideCallHandle {
     this.done(o);
   }
 
+  /** The I/O's report (settle for start()). */
+  report(o: SideOutcome<T>): void {
+    if (this.starting) this.early ??= o;
+    else this.settle(o, false);
+  }
+
   cancel(): void {
     this.settle({ result: "cancelled", detail: "the call ended first" }, true);
   }
@@ -83,17 +92,19 @@ function onTimer<T>(c: SideCall<T>): void {
  * Starts one side call: `start` begins the I/O, reports its end through `settle` (any number of
  * times; the first counts) and returns how to stop it. `done` runs exactly once, with the answer,
  * the I/O's failure, "timeout" when `timeoutMs` passes first, or "cancelled" when the handle is
- * cancelled first; never synchronously inside sideCall unless `start` settles or throws there.
+ * cancelled first; never inside sideCall() itself (an end reported while starting, or a throw,
+ * settles on the next microtask), so a caller may start one from a hook and return.
  */
 export function sideCall<T>(timeoutMs: number, start: (settle: Settle<T>) => () => void, done: (o: SideOutcome<T>) => void): SideCallHandle {
   const c = new SideCall<T>(timeoutMs, done);
   try {
-    const abort = start((o) => c.settle(o, false));
-    // (an I/O that settled while starting has ended: nothing to stop)
-    if (!c.settled) c.abort = abort;
+    c.abort = start((o) => c.report(o));
   } catch (err) {
-    c.settle({ result: "error", detail: (err as Error).message }, true);
+    c.early ??= { result: "error", detail: (err as Error).message };
   }
+  c.starting = false;
+  const early = c.early;
+  if (early !== undefined) queueMicrotask(() => c.settle(early, true));
   return c;
 }
 

@@ -11,7 +11,8 @@ type CheckFn = (req: Record<string, unknown>, opts: { deadline: number }, cb: (e
 
 const clients = new Map<string, Client>();
 
-function clientFor(target: string): Client {
+/** The client for `target`, made now if it is not yet (the config's load calls this, so no call pays for it). */
+export function clientFor(target: string): Client {
   let c = clients.get(target);
   if (c === undefined) {
     c = envoyServiceClient("envoy.service.auth.v3.Authorization", target);

@@ -10,10 +10,13 @@
 // Nothing secret is logged: jose's errors are mapped to fixed messages (claims.ts), the token and
 // the keys never appear.
 //
+// The stages compose as Envoy's filters do: each reads and changes the call's request head, so
+// each sees the request as the stages before it left it (see AuthCall).
+//
 // Cost: a listener none of whose routes has auth gets no factory; a route without it gets null
 // from one array lookup. A route with it gets one small object per call; the request head is held
 // while a new token is verified (a token verified before is taken from the route's cache at once)
-// or the check is asked.
+// or the check is asked (a side call: one object and one timer, upstream/side-call.ts).
 import type { JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
@@ -27,7 +30,7 @@ import type { Cluster } from "../../upstream/cluster.js";
 import type { SideCallHandle, SideOutcome } from "../../upstream/side-call.js";
 import { bearerToken, claimsHeaderValue, issuedInFuture, jwtFailureMessage, IAT_IN_FUTURE } from "./claims.js";
 import { buildCheckRequest, mapCheckResponse } from "./check.js";
-import { check } from "./ext-authz.js";
+import { check, clientFor } from "./ext-authz.js";
 import { joseModule, jwksFor, type Jwks } from "./jwks.js";
 import { compileRbac, decideRbac, type CompiledRbac } from "./rules.js";
 
@@ -97,6 +100,8 @@ function jwtPlan(cfg: JwtConfig, deps: AuthDeps): NonNullable<Plan["jwt"]> {
 
 function extPlan(cfg: ExtAuthzConfig, deps: AuthDeps): NonNullable<Plan["ext"]> {
   const target = formatHostPort(cfg.address);
+  // the channel (and the descriptors) made at load: a Check's timeout is for the Check
+  clientFor(target);
   return { target, cfg, calls: deps.metrics.extAuthzCounters(target) };
 }
 

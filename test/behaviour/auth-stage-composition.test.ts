@@ -393,3 +393,32 @@ describe("the filters after auth see the head auth left too", () => {
     }
   });
 });
+
+describe("forwardToken: true keeps the token for the stages after jwt", () => {
+  it("the Check Istio's server received carries the authorization header, as the upstream does", { timeout: 30_000 }, async () => {
+    const file = certs.path("jwks.json");
+    const keep = await startDojang({
+      logger: memoryLogger().logger,
+      config: {
+        listeners: [
+          {
+            name: "main",
+            address: "127.0.0.1:0",
+            routes: [{ match: { prefix: "/" }, cluster: "backend", jwt: { issuer: ISSUER, jwks: { file }, claimsHeader: "x-jwt-claims", forwardToken: true }, extAuthz: { address: authz.address, timeout: "5s" } }],
+          },
+        ],
+        clusters: [{ name: "backend", endpoints: [upstream.address] }],
+      },
+    });
+    try {
+      const rid = nextRid("keep");
+      const r = await h2Call(keep.address, METHOD, { authorization: `Bearer ${good}`, "x-ext-authz": "allow", "x-request-id": rid });
+      expect(r.status).toBe("0");
+      const saw = upstreamSaw(rid)!;
+      expect(saw["authorization"]).toBe(`Bearer ${good}`);
+      expect(checkHeaders(String(saw["x-ext-authz-check-received"])).get("authorization")).toEqual([`Bearer ${good}`]);
+    } finally {
+      await keep.close(0);
+    }
+  });
+});

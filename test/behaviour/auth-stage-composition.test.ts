@@ -422,3 +422,45 @@ describe("forwardToken: true keeps the token for the stages after jwt", () => {
     }
   });
 });
+
+describe("concurrent calls on one connection, h2c and TLS", () => {
+  it("20 calls at once, each with its own token and its own forged claims: each Check and each upstream call carries its own verified claims and nothing forged", { timeout: 60_000 }, async () => {
+    const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) => token(key, { iss: ISSUER, sub: `user-${i}` })));
+    for (const [name, url, opts] of [
+      ["h2c", `http://${px.instance.address("plain")}`, {}],
+      ["TLS", `https://${px.instance.address("tls")}`, { ca: ca.cert, servername: "dojang.test" }],
+    ] as const) {
+      const s = http2.connect(url, opts);
+      s.on("error", () => {});
+      try {
+        const rids = tokens.map((_, i) => nextRid(`many-${name}-${i}`));
+        const statuses = await Promise.all(
+          tokens.map(
+            (t, i) =>
+              new Promise<string>((resolve) => {
+                const forged = Buffer.from(JSON.stringify({ sub: `mallory-${i}` })).toString("base64url");
+                const req = s.request({ ":method": "POST", ":path": METHOD, "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${t}`, "x-ext-authz": "allow", "x-request-id": rids[i]!, "x-jwt-claims": forged });
+                let status = "none";
+                req.on("response", (h) => h["grpc-status"] !== undefined && (status = String(h["grpc-status"])));
+                req.on("trailers", (h) => (status = String(h["grpc-status"])));
+                req.on("data", () => {});
+                req.on("error", () => {});
+                req.on("close", () => resolve(status));
+                req.end(frame(Buffer.alloc(0)));
+              }),
+          ),
+        );
+        expect(statuses, name).toEqual(tokens.map(() => "0"));
+        tokens.forEach((t, i) => {
+          const saw = upstreamSaw(rids[i]!)!;
+          const mine = decodeJwt(t) as Record<string, unknown>;
+          expect(decodeClaims(saw["x-jwt-claims"]), `${name} #${i} upstream`).toEqual(mine);
+          expect(checkHeaders(String(saw["x-ext-authz-check-received"])).get("x-jwt-claims")?.map(decodeClaims), `${name} #${i} Check`).toEqual([mine]);
+          expect(JSON.stringify(saw).includes("mallory"), `${name} #${i}`).toBe(false);
+        });
+      } finally {
+        s.close();
+      }
+    }
+  });
+});

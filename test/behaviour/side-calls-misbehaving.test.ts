@@ -7,12 +7,13 @@
 // service. For each: the call through dojang ends within the side call's timeout plus the margin
 // below, the side call is counted once under the result the table names, and the route's
 // failure mode decides the call (admitted or refused; for JWKS, 16).
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
 import { echoAll, h2Call, memoryLogger, signingKey, token } from "../helpers/auth.js";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 import { H2_BEHAVIOURS, HTTPS_BEHAVIOURS, NET_BEHAVIOURS, TLS_NET_BEHAVIOURS, startMisbehavingGrpc, startMisbehavingJwks, type Misbehaving } from "../helpers/misbehaving.js";
-import { sample, scrape, type RawUpstream } from "../helpers/peers.js";
+import { frame, sample, scrape, type RawUpstream } from "../helpers/peers.js";
 import { sleep } from "../helpers/process.js";
 
 const TIMEOUT_MS = 1000;
@@ -45,16 +46,23 @@ async function callRoute(px: DojangHandle, i: number, headers: Record<string, st
   return { ended: `${r.status} ${px.calls.at(-1)?.decided_by}`, ms };
 }
 
+/**
+ * A dojang with one route per misbehaving service (`/b<i>.S/`), and one without a side call that
+ * a first call takes to open the upstream connection: what the table measures is the side call,
+ * not the first connection to the upstream on a busy machine.
+ */
 async function proxyWith(routes: Record<string, unknown>[]): Promise<DojangHandle> {
-  return startDojang({
+  const px = await startDojang({
     logger: memoryLogger().logger,
     config: {
       admin: { address: "127.0.0.1:0" },
       journal: 1000,
-      listeners: [{ name: "main", address: "127.0.0.1:0", routes: routes.map((r, i) => ({ match: { service: `b${i}.S` }, cluster: "backend", ...r })) }],
+      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [...routes.map((r, i) => ({ match: { service: `b${i}.S` }, cluster: "backend", ...r })), { match: { service: "warm.S" }, cluster: "backend" }] }],
       clusters: [{ name: "backend", endpoints: [upstream.address] }],
     },
   });
+  expect((await h2Call(px.address, "/warm.S/Call")).status).toBe("0");
+  return px;
 }
 
 /** The counter's samples for one service: result → count (zeros left out). */
@@ -156,6 +164,34 @@ describe("side calls against misbehaving services: each ends within its timeout,
       const want = kind === "rls" ? "0 upstream / 14 rate_limit_service_failed" : "0 upstream / 7 ext_authz";
       expect(ends).toEqual(Object.fromEntries(GRPC_BEHAVIOURS.map((n) => [n, want])));
       expect(counts).toEqual(Object.fromEntries(GRPC_BEHAVIOURS.map((n) => [n, "once, as expected"])));
+    });
+
+    it("a client that goes away while its question waits: the question ends with it, counted once as cancelled", { timeout: 30_000 }, async () => {
+      const metric = kind === "rls" ? "dojang_rate_limit_service_calls_total" : "dojang_ext_authz_calls_total";
+      const i = GRPC_BEHAVIOURS.indexOf("hangs (no answer)");
+      const svc = services[i]!;
+      const before = sample(await scrape(lenient.adminAddress), metric, { service: svc.address, result: "cancelled" });
+      const s = http2.connect(`http://${lenient.address}`);
+      s.on("error", () => {});
+      try {
+        const req = s.request({ ":method": "POST", ":path": `/b${i}.S/Call`, "content-type": "application/grpc", te: "trailers" });
+        req.on("error", () => {});
+        req.end(frame(Buffer.alloc(0)));
+        await sleep(200);
+        req.close(http2.constants.NGHTTP2_CANCEL);
+        const t0 = performance.now();
+        let n = before;
+        while (n === before && performance.now() - t0 < 5000) {
+          await sleep(20);
+          n = sample(await scrape(lenient.adminAddress), metric, { service: svc.address, result: "cancelled" });
+        }
+        // counted once, and at the cancel, not when the timer would have ended the question
+        expect(n - before).toBe(1);
+        expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS);
+        expect(lenient.calls.at(-1)?.decided_by).toBe("client_cancel");
+      } finally {
+        s.close();
+      }
     });
   });
 

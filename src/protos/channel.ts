@@ -24,7 +24,13 @@ export function serviceConstructor(path: string): ServiceClientConstructor {
   return node as ServiceClientConstructor;
 }
 
-/** A client of the service at `path` (e.g. "envoy.service.auth.v3.Authorization") for `address`. */
+/**
+ * A client of the service at `path` (e.g. "envoy.service.auth.v3.Authorization") for `address`,
+ * its channel connecting at once: the first call asked of it should not also pay for the
+ * connection (grpc-js connects lazily otherwise), nor for the descriptors, loaded here.
+ */
 export function envoyServiceClient(path: string, address: string): Client {
-  return new (serviceConstructor(path))(address, credentials.createInsecure(), OPTIONS);
+  const c = new (serviceConstructor(path))(address, credentials.createInsecure(), OPTIONS);
+  c.getChannel().getConnectivityState(true);
+  return c;
 }

@@ -24,7 +24,7 @@ import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-a
 import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
-import { closeRlsPool, newRlsPool } from "./filters/rate-limit/global.js";
+import { closeRlsPool, newRlsPool, readyRlsPool } from "./filters/rate-limit/global.js";
 import { Journal } from "./observe/log.js";
 import { compose, type XdsState } from "../xds/compose.js";
 import type { XdsClient } from "../xds/client.js";
@@ -419,6 +419,8 @@ export class Dojang {
     }
     // header faults and fault rules in the new config are read with the fault parsers
     if (needsConfigParsers(next)) await this.useFaultParsers();
+    // a new global rate limit's service: its client ready before the snapshot that asks it
+    await readyRlsPool(this.snapshotDeps.rls, next.listeners.flatMap((l) => l.routes));
     const report = reloadReport(this.cfg, next);
     const applied = configAsApplied(this.cfg, next);
 
@@ -583,6 +585,8 @@ export class Dojang {
       const built = this.current;
       this.swapSnapshot(buildSnapshot(this.cfg, this.snapshotDeps, built.version, (c) => built.clusters.get(c.name)!));
     }
+    // the global rate limit's client module and channels, before any call can ask them
+    await readyRlsPool(this.snapshotDeps.rls, this.cfg.listeners.flatMap((l) => l.routes));
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();

@@ -26,13 +26,18 @@ export interface Descriptor {
 export interface DescriptorInput {
   /** the client's address ("" when unknown) */
   readonly clientAddress: string;
-  /** node's raw request header list: [name, value, name, value, ...] (names lower-case) */
-  readonly raw: readonly string[];
+  /**
+   * the call's request head as the filters before the limit left it (names lower-case; a
+   * repeated field a list): a header a stage before set or removed counts as set or removed,
+   * whatever the client sent (Envoy's filters see the headers the filters before them left)
+   */
+  readonly head: Readonly<Record<string, string | readonly string[] | number>>;
 }
 
-function rawHeader(raw: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < raw.length; i += 2) if (raw[i] === name) return raw[i + 1];
-  return undefined;
+/** A field's first value in the head; undefined when absent. */
+function headField(head: DescriptorInput["head"], name: string): string | undefined {
+  const v = head[name];
+  return v === undefined ? undefined : typeof v === "object" ? v[0] : String(v);
 }
 
 /** "/pkg.Svc/Method" → ["pkg.Svc", "Method"]; anything else → undefined. */
@@ -51,13 +56,13 @@ function entryValue(s: EntrySource, input: DescriptorInput): string | undefined 
     case "client_address":
       return input.clientAddress === "" ? undefined : input.clientAddress;
     case "header": {
-      const v = rawHeader(input.raw, s.name);
+      const v = headField(input.head, s.name);
       return v === undefined || v === "" ? undefined : v;
     }
     case "service":
-      return splitGrpcPath(rawHeader(input.raw, ":path"))?.[0];
+      return splitGrpcPath(headField(input.head, ":path"))?.[0];
     case "method":
-      return splitGrpcPath(rawHeader(input.raw, ":path"))?.[1];
+      return splitGrpcPath(headField(input.head, ":path"))?.[1];
   }
 }
 

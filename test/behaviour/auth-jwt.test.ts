@@ -5,6 +5,7 @@
 // rotation (a new kid) and the JWKS server going down within and past staleWhileError.
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
+import { createLocalJWKSet, jwtVerify, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
 import { CertDir, type Ca } from "../helpers/certs.js";
@@ -202,6 +203,54 @@ describe("route jwt with a JWKS file", () => {
       expect((await unary(env.c, Buffer.from("b"), bearer(await token(es, { iss: ISS })))).err?.code).toBe(16);
     } finally {
       await env.close();
+    }
+  });
+});
+
+describe("clockSkew bounds iat too (issue \"0.5.1: what outside judges found\", item 4)", () => {
+  /** A token signed by jose with `iat` `offset` seconds from now (and exp an hour after it). */
+  async function issuedAt(offset: number): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ iss: ISS, sub: `iat${offset}`, iat: now + offset, exp: now + offset + 3600 }).setProtectedHeader({ alg: "ES256", kid: es.kid, typ: "JWT" }).sign(es.privateKey);
+  }
+  /** jose's own verdict on the same token (jwtVerify checks iat against the future with maxTokenAge set). */
+  async function joseAccepts(t: string, skewS: number): Promise<boolean> {
+    try {
+      await jwtVerify(t, createLocalJWKSet(jwks(es)), { issuer: ISS, clockTolerance: skewS, maxTokenAge: "100 years" });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  it("a token issued an hour ahead is refused 16 (decided_by jwt, never sent); within clockSkew it passes, as jose's own check says", { timeout: 60_000 }, async () => {
+    const file = certs.path("iat-jwks.json");
+    writeFileSync(file, JSON.stringify(jwks(es)));
+    for (const [skew, skewS] of [["30s", 30], ["0s", 0]] as const) {
+      const env = await proxyWith({ jwt: { issuer: ISS, clockSkew: skew, jwks: { file } } });
+      try {
+        // offsets well clear of the boundary (signing and verifying may fall in different seconds)
+        const offsets = skewS === 30 ? [-3600, 0, 20, 45, 3600] : [-5, 5, 3600];
+        const got: Record<number, string> = {};
+        const reference: Record<number, string> = {};
+        for (const off of offsets) {
+          const t = await issuedAt(off);
+          reference[off] = (await joseAccepts(t, skewS)) ? "ok" : "refused";
+          const before = upstream.seen.length;
+          const r = await unary(env.c, Buffer.from("x"), bearer(t));
+          got[off] = r.err === null ? "ok" : `${r.err.code} ${r.err.details}`;
+          if (r.err !== null) expect(upstream.seen.length, `iat +${off}`).toBe(before);
+        }
+        const refused = "16 jwt: token issued in the future (iat)";
+        expect(got, `clockSkew ${skew}`).toEqual(skewS === 30 ? { [-3600]: "ok", 0: "ok", 20: "ok", 45: refused, 3600: refused } : { [-5]: "ok", 5: refused, 3600: refused });
+        // jose (the reference) draws the same line
+        expect(Object.fromEntries(Object.entries(got).map(([k, v]) => [k, v === "ok" ? "ok" : "refused"]))).toEqual(reference);
+        const n = Object.values(got).filter((v) => v !== "ok").length;
+        expect(env.px.calls.filter((c) => c.decided_by === "jwt" && c.grpc_code === 16 && c.grpc_message === "jwt: token issued in the future (iat)").length).toBe(n);
+        expect(sample(await scrape(env.px.adminAddress), "dojang_auth_decisions_total", { stage: "jwt", result: "deny" })).toBe(n);
+      } finally {
+        await env.close();
+      }
     }
   });
 });

@@ -11,13 +11,11 @@
 // to the hour in redis) under a descriptor value unique to each test, so each test starts from
 // zero; a test that would run across the top of the hour waits for it to pass first.
 import * as grpc from "@grpc/grpc-js";
-import type { ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { engineBinary, systemBinary } from "../helpers/engines.js";
 import { echoClient, sample, scrape, startGrpcServer, startProxy, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
-import { assertDistBuilt, canConnect, freePort, httpGet, sleep, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { assertDistBuilt, freePort, httpGet, sleep, spawnDojang, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { startRedis, startRls as startRatelimit, type Rls } from "../helpers/ratelimit.js";
+import { jwks, signingKey, token } from "../helpers/auth.js";
 import type { DojangHandle } from "../../src/index.js";
 
 const DOMAIN = "dojang-test";
@@ -57,61 +55,17 @@ const dirs: { remove(): void }[] = [];
 const clients: EchoClient[] = [];
 const proxies: DojangHandle[] = [];
 
-interface Rls {
-  readonly address: string;
-  readonly child: ChildProcess;
-  /** grpc, http, debug */
-  readonly ports: readonly [number, number, number];
-}
-
-/** envoyproxy/ratelimit on free ports, against the test's redis; ready when its health check answers. */
+/** envoyproxy/ratelimit with this file's domain, against the test's redis (helpers/ratelimit.ts). */
 async function startRls(ports?: readonly [number, number, number]): Promise<Rls> {
-  const d = tempDir();
-  dirs.push(d);
-  mkdirSync(join(d.dir, "rl", "config"), { recursive: true });
-  writeFileSync(join(d.dir, "rl", "config", "test.yaml"), RLS_CONFIG);
-  const [grpcPort, port, debugPort] = ports ?? [await freePort(), await freePort(), await freePort()];
-  const child = spawnGroup(engineBinary("ratelimit"), [], {
-    env: {
-      PATH: process.env["PATH"] ?? "",
-      HOST: "127.0.0.1",
-      GRPC_HOST: "127.0.0.1",
-      DEBUG_HOST: "127.0.0.1",
-      GRPC_PORT: String(grpcPort),
-      PORT: String(port),
-      DEBUG_PORT: String(debugPort),
-      RUNTIME_ROOT: d.dir,
-      RUNTIME_SUBDIRECTORY: "rl",
-      RUNTIME_WATCH_ROOT: "false",
-      RUNTIME_IGNOREDOTFILES: "true",
-      REDIS_SOCKET_TYPE: "tcp",
-      REDIS_URL: `127.0.0.1:${redisPort}`,
-      USE_STATSD: "false",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let err = "";
-  child.stderr!.setEncoding("utf8").on("data", (s: string) => (err = (err + s).slice(-4000)));
-  await waitFor(
-    "ratelimit /healthcheck",
-    async () => {
-      if (child.exitCode !== null) throw new Error(`ratelimit exited ${child.exitCode}: ${err}`);
-      const r = await httpGet(`127.0.0.1:${port}`, "/healthcheck", 1000).catch(() => undefined);
-      return r?.status === 200 && (await canConnect(grpcPort)) ? true : undefined;
-    },
-    60_000,
-    100,
-  );
-  return { address: `127.0.0.1:${grpcPort}`, child, ports: [grpcPort, port, debugPort] };
+  const rls = await startRatelimit(RLS_CONFIG, redisPort, ports);
+  dirs.push(rls.dir);
+  return rls;
 }
 
 beforeAll(async () => {
-  const d = tempDir();
-  dirs.push(d);
-  redisPort = await freePort();
-  spawnGroup(systemBinary("redis-server"), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d.dir], { stdio: "ignore" });
-  await waitFor("redis-server", async () => ((await canConnect(redisPort)) ? true : undefined), 30_000, 50);
+  const redis = await startRedis();
+  dirs.push(redis.dir);
+  redisPort = redis.port;
   upstream = await startGrpcServer({
     Unary: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb(null, call.request),
     ClientStream: (call: grpc.ServerReadableStream<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
@@ -267,6 +221,36 @@ describe("rateLimit.global with envoyproxy/ratelimit on redis", () => {
     const { px, c } = await proxy({ global: global(rls.address) });
     for (let i = 0; i < LIMIT + 5; i++) expect((await unary(c, Buffer.from("x"))).err).toBeNull();
     expect(await metric(px, "ok")).toBe(0);
+  });
+
+  it("a descriptor from a header jwt writes counts the verified value: a client rotating its own copy of the header still meets the limit", { timeout: 60_000 }, async () => {
+    // issue "0.5.1: what outside judges found", item 2: each stage sees the request as the
+    // stages before it left it. The descriptor reads x-jwt-claims after jwt replaced the
+    // client's copy with the verified claims (the same for every call with this token).
+    await awayFromHourEdge(30_000);
+    const key = await signingKey("ES256", "k1");
+    const d = tempDir();
+    dirs.push(d);
+    const file = d.write("jwks.json", JSON.stringify(jwks(key)));
+    const px = await startProxy(upstream.address, {
+      route: {
+        jwt: { issuer: "https://issuer.test", jwks: { file }, claimsHeader: "x-jwt-claims" },
+        rateLimit: { global: global(rls.address, { descriptors: [[{ key: "run", from: "metadata:x-jwt-claims" }]] }) },
+      },
+    });
+    proxies.push(px);
+    const c = echoClient(px.address);
+    clients.push(c);
+    // a token of this run's own (its claims name the run): its bucket starts at 0
+    const good = `Bearer ${await token(key, { iss: "https://issuer.test", sub: runId() })}`;
+    const codes: number[] = [];
+    for (let i = 0; i < LIMIT + 5; i++) {
+      const forged = Buffer.from(JSON.stringify({ sub: `mallory-${runId()}` })).toString("base64url");
+      codes.push((await unary(c, Buffer.from("x"), md({ authorization: good, "x-jwt-claims": forged }))).err?.code ?? 0);
+    }
+    expect(codes.filter((x) => x === 0).length).toBe(LIMIT);
+    expect(codes.slice(LIMIT)).toEqual([8, 8, 8, 8, 8]);
+    expect(await metric(px, "over_limit")).toBe(5);
   });
 
   it("descriptors from a literal, a header, the client address, the gRPC service and method reach the service whole", { timeout: 60_000 }, async () => {

@@ -12,11 +12,10 @@ import {
   type RlsDescriptorStatus,
 } from "../../src/translate/rate-limit-global.js";
 
-const raw = (pairs: Record<string, string>): string[] => Object.entries(pairs).flat();
-const head = raw({ ":method": "POST", ":path": "/pkg.Greeter/SayHello", "content-type": "application/grpc", "x-tenant": "acme", "x-empty": "" });
+const head = { ":method": "POST", ":path": "/pkg.Greeter/SayHello", "content-type": "application/grpc", "x-tenant": ["acme", "other"], "x-empty": "" };
 
 describe("buildDescriptors", () => {
-  it("takes each entry's value from its source, in the configured order", () => {
+  it("takes each entry's value from its source (a repeated header's first value), in the configured order", () => {
     const specs: EntrySpec[][] = [
       [{ key: "remote_address", source: { kind: "client_address" } }],
       [
@@ -26,7 +25,7 @@ describe("buildDescriptors", () => {
         { key: "method", source: { kind: "method" } },
       ],
     ];
-    expect(buildDescriptors(specs, { clientAddress: "10.1.2.3", raw: head })).toEqual([
+    expect(buildDescriptors(specs, { clientAddress: "10.1.2.3", head })).toEqual([
       { entries: [{ key: "remote_address", value: "10.1.2.3" }] },
       {
         entries: [
@@ -49,14 +48,14 @@ describe("buildDescriptors", () => {
       [{ key: "remote_address", source: { kind: "client_address" } }],
       [{ key: "tenant", source: { kind: "header", name: "x-tenant" } }],
     ];
-    expect(buildDescriptors(specs, { clientAddress: "", raw: head })).toEqual([{ entries: [{ key: "tenant", value: "acme" }] }]);
+    expect(buildDescriptors(specs, { clientAddress: "", head })).toEqual([{ entries: [{ key: "tenant", value: "acme" }] }]);
   });
 
   it("service and method need a /service/method path", () => {
     expect(splitGrpcPath("/a.B/C")).toEqual(["a.B", "C"]);
     for (const p of ["/", "//C", "/a.B/", "/a/b/c", "a.B/C", "", undefined]) expect(splitGrpcPath(p)).toBeUndefined();
     const specs: EntrySpec[][] = [[{ key: "m", source: { kind: "method" } }]];
-    expect(buildDescriptors(specs, { clientAddress: "", raw: raw({ ":path": "/only" }) })).toEqual([]);
+    expect(buildDescriptors(specs, { clientAddress: "", head: { ":path": "/only" } })).toEqual([]);
   });
 
   it("property: every descriptor sent has all its configured entries, in order, and a literal-only descriptor is always sent", () => {
@@ -75,9 +74,9 @@ describe("buildDescriptors", () => {
         fc.record({ "x-a": fc.option(fc.string({ maxLength: 3 }), { nil: undefined }), "x-b": fc.option(fc.string({ maxLength: 3 }), { nil: undefined }) }),
         fc.constantFrom("/s.S/M", "/bad"),
         (specs, addr, hs, path) => {
-          const r = [":path", path];
-          for (const [k, v] of Object.entries(hs)) if (v !== undefined) r.push(k, v);
-          const out = buildDescriptors(specs, { clientAddress: addr, raw: r });
+          const h: Record<string, string> = { ":path": path };
+          for (const [k, v] of Object.entries(hs)) if (v !== undefined) h[k] = v;
+          const out = buildDescriptors(specs, { clientAddress: addr, head: h });
           // each sent descriptor is one of the configured ones, in configured order, its keys intact
           let j = 0;
           for (const d of out) {

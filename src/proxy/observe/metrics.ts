@@ -156,9 +156,18 @@ export class NumberHistogram {
   }
 }
 
-/** The results dojang_rate_limit_service_calls_total counts. */
-export const RLS_RESULTS = ["ok", "over_limit", "timeout", "unavailable", "error"] as const;
+/**
+ * The results dojang_rate_limit_service_calls_total counts: the answers, then the side call's
+ * failures (upstream/side-call.ts), "cancelled" being a call that ended before the answer.
+ */
+export const RLS_RESULTS = ["ok", "over_limit", "timeout", "unavailable", "error", "cancelled"] as const;
 export type RlsResult = (typeof RLS_RESULTS)[number];
+/** The results dojang_ext_authz_calls_total counts (the answers, then the side call's failures). */
+export const EXT_AUTHZ_RESULTS = ["allowed", "denied", "timeout", "unavailable", "error", "cancelled"] as const;
+export type ExtAuthzResult = (typeof EXT_AUTHZ_RESULTS)[number];
+/** The results dojang_jwks_fetches_total counts (a fetch is no call's own: it is never cancelled). */
+export const JWKS_RESULTS = ["ok", "timeout", "unavailable", "error"] as const;
+export type JwksResult = (typeof JWKS_RESULTS)[number];
 
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
 export class MethodSeries {
@@ -251,6 +260,10 @@ export class Metrics {
   readonly upstreamKeepaliveTimeouts: client.Counter<string>;
   /** rateLimit.global: the rate-limit service's answers and failures, by service and result */
   readonly rateLimitService: client.Counter<string>;
+  /** extAuthz: the authorization service's answers and failures, by service and result */
+  readonly extAuthzCalls: client.Counter<string>;
+  /** jwt.jwks.url: fetches of a JWKS, by URL (origin and path) and result */
+  readonly jwksFetches: client.Counter<string>;
   /** the clusters the per-endpoint gauges read at scrape time (a cluster adds itself, stop() removes it) */
   readonly clusterSources = new Set<ClusterMetricsSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
@@ -357,6 +370,18 @@ export class Metrics {
       labelNames: ["service", "result"],
       registers: r,
     });
+    this.extAuthzCalls = new client.Counter({
+      name: "dojang_ext_authz_calls_total",
+      help: "Check calls to an external authorization service (extAuthz), by service and result: allowed, denied, or a failure (timeout, unavailable, error) after which the call was refused (or admitted with failOpen); cancelled: the call ended before the answer.",
+      labelNames: ["service", "result"],
+      registers: r,
+    });
+    this.jwksFetches = new client.Counter({
+      name: "dojang_jwks_fetches_total",
+      help: "Fetches of a JWKS URL (jwt.jwks.url), by URL (origin and path) and result: ok, or a failure (timeout, unavailable, error) after which the last good keys serve.",
+      labelNames: ["service", "result"],
+      registers: r,
+    });
     this.upstreamKeepaliveTimeouts = new client.Counter({
       name: "dojang_upstream_keepalive_timeouts_total",
       help: "Upstream sessions dropped because a keepalive PING was not answered within keepalive.timeout, by cluster.",
@@ -438,6 +463,22 @@ export class Metrics {
   rateLimitServiceCounters(service: string): Record<RlsResult, client.Counter.Internal> {
     const out = {} as Record<RlsResult, client.Counter.Internal>;
     for (const result of RLS_RESULTS) out[result] = this.rateLimitService.labels(service, result);
+    return out;
+  }
+
+  /** dojang_ext_authz_calls_total's children for one service, bound once (by its client). */
+  extAuthzCounters(service: string): Record<ExtAuthzResult, client.Counter.Internal> {
+    const out = {} as Record<ExtAuthzResult, client.Counter.Internal>;
+    for (const result of EXT_AUTHZ_RESULTS) out[result] = this.extAuthzCalls.labels(service, result);
+    return out;
+  }
+
+  /** dojang_jwks_fetches_total's children for one JWKS URL (its origin and path: no query, no credentials), bound once. */
+  jwksCounters(url: string): Record<JwksResult, client.Counter.Internal> {
+    const u = new URL(url);
+    const service = u.origin + u.pathname;
+    const out = {} as Record<JwksResult, client.Counter.Internal>;
+    for (const result of JWKS_RESULTS) out[result] = this.jwksFetches.labels(service, result);
     return out;
   }
 

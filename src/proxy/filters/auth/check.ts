@@ -8,9 +8,13 @@ import { codeFromHttpStatus } from "../../../translate/http-status.js";
 
 /** What a call brings to the check. */
 export interface CheckFacts {
-  /** node's raw request header list ([name, value, ...], pseudo-headers included) */
-  readonly raw: readonly string[];
-  readonly path: string;
+  /**
+   * The call's request head as the stages before the check left it (what the upstream would get
+   * now): its pseudo-headers and fields, a repeated field as a list
+   */
+  readonly head: Readonly<Record<string, string | readonly string[] | number>>;
+  /** the client's scheme: "https" on a TLS listener, else "http" (the head's :scheme is the upstream's) */
+  readonly scheme: string;
   readonly requestId: string;
   readonly clientAddress: string;
   readonly clientPort: number | undefined;
@@ -25,16 +29,11 @@ export interface CheckFacts {
 /** The CheckRequest message, as grpc-js takes it. */
 export function buildCheckRequest(f: CheckFacts): Record<string, unknown> {
   const headers: Record<string, string> = {};
-  let host = "";
-  let scheme = "";
-  const raw = f.raw;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    if (name === ":authority") host = value;
-    else if (name === ":scheme") scheme = value;
+  const head = f.head;
+  for (const name in head) {
+    const v = head[name]!;
     // repeated fields joined with "," (Envoy's header map does the same)
-    headers[name] = Object.hasOwn(headers, name) ? `${headers[name]},${value}` : value;
+    headers[name] = name === ":scheme" ? f.scheme : typeof v === "object" ? v.join(",") : String(v);
   }
   const source: Record<string, unknown> = {
     address: { socket_address: { address: f.clientAddress, port_value: f.clientPort ?? 0 } },
@@ -46,7 +45,7 @@ export function buildCheckRequest(f: CheckFacts): Record<string, unknown> {
       source,
       request: {
         time: { seconds: String(Math.floor(f.nowMs / 1000)), nanos: (f.nowMs % 1000) * 1e6 },
-        http: { id: f.requestId, method: "POST", headers, path: f.path, host, scheme, protocol: "HTTP/2" },
+        http: { id: f.requestId, method: "POST", headers, path: headers[":path"] ?? "", host: headers[":authority"] ?? "", scheme: f.scheme, protocol: "HTTP/2" },
       },
     },
   };

@@ -44,6 +44,19 @@ export function bearerToken(value: string | undefined): string | undefined {
   return t === "" || /\s/.test(t) ? undefined : t;
 }
 
+/** The refusal of a token issued later than now + clockSkew. */
+export const IAT_IN_FUTURE = "jwt: token issued in the future (iat)";
+
+/**
+ * The token says it was issued later than `nowMs` plus `skewMs` (its `iat`, RFC 7519 §4.1.6).
+ * The arithmetic is jose's own check of iat (jwtVerify with maxTokenAge): whole seconds, now
+ * rounded down, refused when now − iat < −tolerance. A token without iat is not refused here.
+ */
+export function issuedInFuture(claims: Readonly<Record<string, unknown>>, nowMs: number, skewMs: number): boolean {
+  const iat = claims["iat"];
+  return typeof iat === "number" && Math.floor(nowMs / 1000) - iat < -(skewMs / 1000);
+}
+
 /**
  * The status message for a failed verification, from the JOSE error's code (and the claim it names):
  * fixed text, so no token or key ever reaches a log or a client.

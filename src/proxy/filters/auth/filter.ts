@@ -10,23 +10,27 @@
 // Nothing secret is logged: jose's errors are mapped to fixed messages (claims.ts), the token and
 // the keys never appear.
 //
+// The stages compose as Envoy's filters do: each reads and changes the call's request head, so
+// each sees the request as the stages before it left it (see AuthCall).
+//
 // Cost: a listener none of whose routes has auth gets no factory; a route without it gets null
 // from one array lookup. A route with it gets one small object per call; the request head is held
 // while a new token is verified (a token verified before is taken from the route's cache at once)
-// or the check is asked.
+// or the check is asked (a side call: one object and one timer, upstream/side-call.ts).
 import type { JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
 import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome } from "../../../translate/index.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
-import { rawGet, type OutgoingHeaders } from "../../call/headers.js";
-import type { Metrics } from "../../observe/metrics.js";
+import type { OutgoingHeaders } from "../../call/headers.js";
+import type { ExtAuthzResult, Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
-import { bearerToken, claimsHeaderValue, jwtFailureMessage } from "./claims.js";
+import type { SideCallHandle, SideOutcome } from "../../upstream/side-call.js";
+import { bearerToken, claimsHeaderValue, issuedInFuture, jwtFailureMessage, IAT_IN_FUTURE } from "./claims.js";
 import { buildCheckRequest, mapCheckResponse } from "./check.js";
-import { check } from "./ext-authz.js";
+import { check, clientFor } from "./ext-authz.js";
 import { joseModule, jwksFor, type Jwks } from "./jwks.js";
 import { compileRbac, decideRbac, type CompiledRbac } from "./rules.js";
 
@@ -74,9 +78,16 @@ export class TokenCache {
 }
 
 interface Plan {
-  readonly jwt: { readonly cfg: JwtConfig; readonly jwks: Jwks; readonly opts: JWTVerifyOptions; readonly cache: TokenCache } | null;
+  readonly jwt: {
+    readonly cfg: JwtConfig;
+    readonly jwks: Jwks;
+    readonly opts: JWTVerifyOptions;
+    readonly cache: TokenCache;
+    /** the claims header's binary twin ("<claimsHeader>-bin"), removed with the client's copy */
+    readonly claimsBin: string;
+  } | null;
   readonly rbac: CompiledRbac | null;
-  readonly ext: { readonly target: string; readonly cfg: ExtAuthzConfig } | null;
+  readonly ext: { readonly target: string; readonly cfg: ExtAuthzConfig; readonly calls: Record<ExtAuthzResult, { inc(): void }> } | null;
   readonly counters: Counters;
   readonly log: Logger;
 }
@@ -84,7 +95,14 @@ interface Plan {
 function jwtPlan(cfg: JwtConfig, deps: AuthDeps): NonNullable<Plan["jwt"]> {
   const opts: JWTVerifyOptions = { issuer: cfg.issuer, algorithms: [...cfg.algorithms], clockTolerance: cfg.clockSkewMs / 1000 };
   if (cfg.audiences.length > 0) opts.audience = [...cfg.audiences];
-  return { cfg, jwks: jwksFor(cfg.jwks, deps.now, deps.log), opts, cache: new TokenCache(cfg.clockSkewMs) };
+  return { cfg, jwks: jwksFor(cfg.jwks, deps.now, deps.log, deps.metrics), opts, cache: new TokenCache(cfg.clockSkewMs), claimsBin: `${cfg.claimsHeader ?? ""}-bin` };
+}
+
+function extPlan(cfg: ExtAuthzConfig, deps: AuthDeps): NonNullable<Plan["ext"]> {
+  const target = formatHostPort(cfg.address);
+  // the channel (and the descriptors) made at load: a Check's timeout is for the Check
+  clientFor(target);
+  return { target, cfg, calls: deps.metrics.extAuthzCounters(target) };
 }
 
 /** The listener's auth filter factory; null when none of its routes has jwt, rbac or extAuthz. */
@@ -104,32 +122,43 @@ export function authFilterFactory(routes: readonly RouteConfig[], deps: AuthDeps
       : Object.freeze({
           jwt: r.jwt === null ? null : jwtPlan(r.jwt, deps),
           rbac: r.rbac === null ? null : compileRbac(r.rbac),
-          ext: r.extAuthz === null ? null : { target: formatHostPort(r.extAuthz.address), cfg: r.extAuthz },
+          ext: r.extAuthz === null ? null : extPlan(r.extAuthz, deps),
           counters,
           log: deps.log,
         }),
   );
   return {
-    forCall(_c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
+    forCall(_c: FilterCall, route: CompiledRoute<Cluster>): CallFilter | null {
       const p = plans[route.index];
-      return p === undefined || p === null ? null : new AuthCall(p, raw);
+      return p === undefined || p === null ? null : new AuthCall(p);
     },
   };
 }
 
-/** One call's way through the stages; holds the request head while a stage waits. */
+/** The first value of `name` in a head (a repeated field is a list; a single-value one was kept first). */
+function headValue(h: OutgoingHeaders | undefined, name: string): string | undefined {
+  const v = h?.[name];
+  return v === undefined ? undefined : Array.isArray(v) ? v[0] : String(v);
+}
+
+/**
+ * One call's way through the stages; holds the request head while a stage waits. The stages
+ * compose as Envoy's filters do: each reads and changes the call's request head
+ * (`c.upHeaders`), never the client's own header list, so a stage sees the request as the
+ * stages before it left it (the external check gets the verified claims and not a client's copy
+ * of their header, nor the token jwt removed), and so do the filters after auth and the upstream.
+ */
 class AuthCall implements CallFilter {
   private claims: Record<string, unknown> | null = null;
-  constructor(
-    private readonly p: Plan,
-    private readonly raw: readonly string[],
-  ) {}
+  /** the external check in flight (cancelled when the call ends first) */
+  private pending: SideCallHandle | null = null;
+  constructor(private readonly p: Plan) {}
 
   onRequestHead(c: FilterCall): boolean {
     const p = this.p;
     const j = p.jwt;
     if (j !== null) {
-      const token = bearerToken(rawGet(this.raw, "authorization"));
+      const token = bearerToken(headValue(c.upHeaders, "authorization"));
       if (token === undefined) {
         this.refuse(c, "jwt", Code.UNAUTHENTICATED, "jwt: missing bearer token");
         return false;
@@ -144,10 +173,18 @@ class AuthCall implements CallFilter {
     }
     if (!this.rules(c)) return false;
     if (p.ext !== null) {
-      this.external(c, p.ext).catch((err: unknown) => this.internal(c, "ext_authz", err));
+      this.external(c, p.ext);
       return false;
     }
     return true;
+  }
+
+  onEnd(): void {
+    const q = this.pending;
+    if (q !== null) {
+      this.pending = null;
+      q.cancel();
+    }
   }
 
   private refuse(c: FilterCall, stage: Stage, code: number, message: string, extra?: OutgoingHeaders): void {
@@ -162,14 +199,25 @@ class AuthCall implements CallFilter {
     if (!c.done) c.finishLocal(outcome(Code.INTERNAL, `${stage}: internal error`, stage));
   }
 
-  /** The token verified (now or before): counted, its claims kept for the rules, the upstream head changed. */
+  /**
+   * The token verified (now or before): counted, its claims kept for the rules, and the head the
+   * later stages and the upstream get changed as Envoy's jwt_authn changes it: the token removed
+   * unless forwardToken (`forward`), and the claims header holding the verified claims only
+   * (`forward_payload_header`): whatever the client sent under that name is replaced, and its
+   * binary twin (`<name>-bin`, which a gRPC server reads as the same key's binary form) removed.
+   * Names in the head are lower case (HTTP/2 requires it; the bridges lower-case HTTP/1.1's).
+   */
   private accepted(c: FilterCall, j: NonNullable<Plan["jwt"]>, claims: Record<string, unknown>): void {
     this.p.counters.jwt.allow.inc();
     this.claims = claims;
     const h = c.upHeaders;
     if (h !== undefined) {
       if (!j.cfg.forwardToken) delete h["authorization"];
-      if (j.cfg.claimsHeader !== null) h[j.cfg.claimsHeader] = claimsHeaderValue(claims);
+      const name = j.cfg.claimsHeader;
+      if (name !== null) {
+        h[name] = claimsHeaderValue(claims);
+        delete h[j.claimsBin];
+      }
     }
   }
 
@@ -183,6 +231,9 @@ class AuthCall implements CallFilter {
       return this.refuse(c, "jwt", Code.UNAUTHENTICATED, jwtFailureMessage(e.code, e.claim));
     }
     if (c.done) return;
+    // jose checks iat only with maxTokenAge (which would also require it): a token issued
+    // further in the future than clockSkew is refused here, as jose refuses it then
+    if (issuedInFuture(payload, Date.now(), j.cfg.clockSkewMs)) return this.refuse(c, "jwt", Code.UNAUTHENTICATED, IAT_IN_FUTURE);
     j.cache.set(token, payload, Date.now());
     this.accepted(c, j, payload);
     if (!this.rules(c)) return;
@@ -211,11 +262,12 @@ class AuthCall implements CallFilter {
     return false;
   }
 
-  private async external(c: FilterCall, ext: NonNullable<Plan["ext"]>): Promise<void> {
+  /** Asks the external check about the request head as the stages before it left it; the call waits for the answer. */
+  private external(c: FilterCall, ext: NonNullable<Plan["ext"]>): void {
     const peer = c.peer;
     const req = buildCheckRequest({
-      raw: this.raw,
-      path: c.path,
+      head: c.upHeaders ?? {},
+      scheme: peer?.tlsVersion !== undefined ? "https" : "http",
       requestId: c.requestId,
       clientAddress: c.clientAddress,
       clientPort: peer?.port,
@@ -223,13 +275,22 @@ class AuthCall implements CallFilter {
       certificatePem: ext.cfg.includePeerCertificate && peer?.tlsCertificate !== undefined ? peer.tlsCertificate.toString() : "",
       nowMs: Date.now(),
     });
-    let res: Record<string, unknown>;
-    try {
-      res = await check(ext.target, req, ext.cfg.timeoutMs);
-    } catch (err) {
-      if (c.done) return;
-      const e = err as { code?: number; details?: string };
-      const why = e.code === 4 ? `no answer in ${ext.cfg.timeoutMs} ms` : `code ${e.code ?? "?"}${e.details ? `: ${e.details}` : ""}`;
+    this.pending = check(ext.target, req, ext.cfg.timeoutMs, (o) => {
+      this.pending = null;
+      try {
+        this.checked(c, ext, o);
+      } catch (err) {
+        this.internal(c, "ext_authz", err);
+      }
+    });
+  }
+
+  /** The check's end, exactly once: every result counted, a failure decided by failOpen. */
+  private checked(c: FilterCall, ext: NonNullable<Plan["ext"]>, o: SideOutcome<Record<string, unknown>>): void {
+    if (o.result !== "ok") {
+      ext.calls[o.result].inc();
+      if (o.result === "cancelled" || c.done) return;
+      const why = o.result === "timeout" ? `no answer in ${ext.cfg.timeoutMs} ms` : o.detail;
       if (ext.cfg.failOpen) {
         this.p.counters.ext_authz.error_allow.inc();
         this.p.log.warn({ request_id: c.requestId, ext_authz: ext.target, err: why }, "external authorization failed; failOpen lets the call through");
@@ -238,8 +299,9 @@ class AuthCall implements CallFilter {
       }
       return this.refuse(c, "ext_authz", Code.PERMISSION_DENIED, `external authorization failed (${why})`);
     }
+    const v = mapCheckResponse(o.value);
+    ext.calls[v.allow ? "allowed" : "denied"].inc();
     if (c.done) return;
-    const v = mapCheckResponse(res);
     if (!v.allow) {
       const extra: OutgoingHeaders = {};
       for (const [k, val] of v.extra) extra[k] = val;

@@ -5,12 +5,17 @@
 // failed refresh the last good keys serve until refreshInterval + staleWhileError has passed since
 // the last good fetch, and past that every call waits for a fetch (failed fetches are retried at
 // most once a second). Nothing about the keys is logged beyond the URL and the error's kind.
+// Each fetch is a side call (upstream/side-call.ts): it ends within `timeout` from its start,
+// whatever the server does (node's own `timeout` is an idle timer a trickling server never
+// trips), and is counted once in dojang_jwks_fetches_total.
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import type { createLocalJWKSet, JSONWebKeySet, JWTVerifyGetKey } from "jose";
 import type { Logger } from "pino";
 import type { JwksSource } from "../../../config/index.js";
 import { DojangError } from "../../../errors.js";
+import type { JwksResult, Metrics } from "../../observe/metrics.js";
+import { failureOfNodeError, sideCall, type SideOutcome } from "../../upstream/side-call.js";
 
 /** The most bytes a JWKS response may have. */
 const MAX_JWKS_BYTES = 1_048_576;
@@ -40,35 +45,56 @@ async function keySetOf(json: unknown): Promise<KeySet> {
   return (await joseModule()).createLocalJWKSet(doc);
 }
 
-/** GET `url` over HTTPS (verified against `ca`, else the system CAs) as JSON, within `timeoutMs`. */
-export function fetchJwks(url: string, ca: Buffer | undefined, timeoutMs: number): Promise<unknown> {
+/** How a fetch's end is counted (dojang_jwks_fetches_total, bound once per URL). */
+export type JwksCounters = Record<JwksResult, { inc(): void }>;
+
+/**
+ * GET `url` over HTTPS (verified against `ca`, else the system CAs) as JSON: settles within
+ * `timeoutMs` of its start (a side call), counted once in `counters`.
+ */
+export function fetchJwks(url: string, ca: Buffer | undefined, timeoutMs: number, counters?: JwksCounters): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: "GET", ca, timeout: timeoutMs, headers: { accept: "application/json" } }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        reject(new Error(`HTTP ${res.statusCode}`));
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let n = 0;
-      res.on("data", (c: Buffer) => {
-        n += c.length;
-        if (n > MAX_JWKS_BYTES) req.destroy(new Error(`larger than ${MAX_JWKS_BYTES} bytes`));
-        else chunks.push(c);
-      });
-      res.on("end", () => {
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-        } catch {
-          reject(new Error("not JSON"));
-        }
-      });
-      res.on("error", reject);
+    sideCall<unknown>(timeoutMs, (settle) => startFetch(url, ca, settle), (o: SideOutcome<unknown>) => {
+      // (a fetch is never cancelled: no call owns it)
+      if (o.result === "cancelled") return reject(new Error(o.detail));
+      counters?.[o.result].inc();
+      if (o.result === "ok") resolve(o.value);
+      else reject(new Error(o.detail));
     });
-    req.on("timeout", () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
-    req.on("error", reject);
-    req.end();
   });
+}
+
+/** The request itself; every way it can end reaches `settle` (the first one counts). */
+function startFetch(url: string, ca: Buffer | undefined, settle: (o: SideOutcome<unknown>) => void): () => void {
+  const req = request(url, { method: "GET", ca, headers: { accept: "application/json" } }, (res) => {
+    if (res.statusCode !== 200) {
+      res.resume();
+      settle({ result: "error", detail: `HTTP ${res.statusCode}` });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let n = 0;
+    res.on("data", (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_JWKS_BYTES) {
+        settle({ result: "error", detail: `larger than ${MAX_JWKS_BYTES} bytes` });
+        req.destroy();
+      } else chunks.push(c);
+    });
+    res.on("end", () => {
+      try {
+        settle({ result: "ok", value: checkJwks(JSON.parse(Buffer.concat(chunks).toString("utf8"))) });
+      } catch (err) {
+        settle({ result: "error", detail: err instanceof SyntaxError ? "not JSON" : (err as Error).message });
+      }
+    });
+    res.on("error", (err) => settle(failureOfNodeError(err)));
+    // the connection went before the body ended (after "end" this settles nothing)
+    res.on("close", () => settle({ result: "unavailable", detail: "connection closed before the response ended" }));
+  });
+  req.on("error", (err) => settle(failureOfNodeError(err)));
+  req.end();
+  return () => req.destroy();
 }
 
 /** The keys of one route's jwt block: `getKey` is what jose's jwtVerify asks. */
@@ -104,6 +130,7 @@ export class RemoteJwks implements Jwks {
     private readonly now: () => number,
     private readonly log: Logger,
     private readonly fetchJson: typeof fetchJwks = fetchJwks,
+    private readonly counters?: JwksCounters,
   ) {
     try {
       this.ca = src.caFile === null ? undefined : readFileSync(src.caFile);
@@ -133,7 +160,7 @@ export class RemoteJwks implements Jwks {
     if (this.inflight !== null) return this.inflight;
     this.triedAt = this.now();
     // (a document that is not a JWKS fails like a fetch: the last good keys stay)
-    const p = this.fetchJson(this.src.url, this.ca, this.src.timeoutMs).then(keySetOf).then(
+    const p = this.fetchJson(this.src.url, this.ca, this.src.timeoutMs, this.counters).then(keySetOf).then(
       (set) => {
         this.set = set;
         this.goodAt = this.now();
@@ -175,6 +202,6 @@ export class RemoteJwks implements Jwks {
   }
 }
 
-export function jwksFor(src: JwksSource, now: () => number, log: Logger): Jwks {
-  return "file" in src ? fileJwks(src.file) : new RemoteJwks(src, now, log);
+export function jwksFor(src: JwksSource, now: () => number, log: Logger, metrics?: Metrics): Jwks {
+  return "file" in src ? fileJwks(src.file) : new RemoteJwks(src, now, log, fetchJwks, metrics?.jwksCounters(src.url));
 }

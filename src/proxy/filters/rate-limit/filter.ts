@@ -70,20 +70,30 @@ function refusalWithHint(l: Limiter, key: string): CallFilter {
   });
 }
 
+/** A field's first value in a request head ("" when absent). */
+function headKey(h: OutgoingHeaders | undefined, name: string): string {
+  const v = h?.[name];
+  return v === undefined ? "" : Array.isArray(v) ? (v[0] ?? "") : String(v);
+}
+
 /**
  * A route that also has auth (jwt, rbac, extAuthz: src/proxy/filters/auth, earlier in the chain)
  * takes its token in the request-head hook, after those have let the call through: a caller they
- * refuse spends no token. (The factories' forCall all run before any hook.)
+ * refuse spends no token. (The factories' forCall all run before any hook.) A `metadata:` key is
+ * read then, from the request head as auth left it: a header auth set or removed counts as such,
+ * so a client cannot pick its own bucket by sending a header a stage replaces.
  */
 class AfterAuth implements CallFilter {
   constructor(
     private readonly l: Limiter,
-    private readonly key: string,
+    private readonly clientAddress: string,
     private readonly now: () => number,
   ) {}
   onRequestHead(c: FilterCall): boolean {
-    if (this.l.buckets.take(this.key, this.now())) return true;
-    return (this.l.hints ? refusalWithHint(this.l, this.key) : this.l.refusal).onRequestHead!(c);
+    const l = this.l;
+    const key = l.byAddress ? this.clientAddress : l.header !== null ? headKey(c.upHeaders, l.header) : "";
+    if (l.buckets.take(key, this.now())) return true;
+    return (l.hints ? refusalWithHint(l, key) : l.refusal).onRequestHead!(c);
   }
 }
 
@@ -109,8 +119,9 @@ export function rateLimitFilterFactory(routes: readonly RouteConfig[], now: () =
       const l = limiters[route.index];
       if (l === undefined || l === null) return null;
       // (the address read once per connection: no getpeername per call)
+      if (afterAuth[route.index] === true) return new AfterAuth(l, c.clientAddress, now);
+      // no stage before this one: the client's head is the call's
       const key = l.byAddress ? c.clientAddress : l.header !== null ? (rawGet(raw, l.header) ?? "") : "";
-      if (afterAuth[route.index] === true) return new AfterAuth(l, key, now);
       if (l.buckets.take(key, now())) return null;
       return l.hints ? refusalWithHint(l, key) : l.refusal;
     },

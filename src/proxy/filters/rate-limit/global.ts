@@ -19,8 +19,8 @@
 // address through the Dojang's RlsPool.
 //
 // Cost: a listener with no global limit gets no factory; a call on a route with one gets one
-// filter object, its descriptors and one unary gRPC call (a call without descriptors — every
-// descriptor needed a header it lacks — asks nothing).
+// filter object, its descriptors and one unary gRPC call with its timer (a call without
+// descriptors — every descriptor needed a header it lacks — asks nothing).
 import type { RouteConfig } from "../../../config/index.js";
 import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome, type Outcome } from "../../../translate/index.js";
@@ -29,12 +29,13 @@ import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js
 import type { CompiledRoute } from "../../router.js";
 import type { Metrics, RlsResult } from "../../observe/metrics.js";
 import type { Cluster } from "../../upstream/cluster.js";
+import { sideCall, type SideCallHandle, type SideOutcome, type Settle } from "../../upstream/side-call.js";
 
 /** One service's client (rls-client.ts): one shared channel. */
 export interface RlsClient {
   readonly address: string;
-  /** ShouldRateLimit with a deadline of `timeoutMs`; `done` runs once, unless the ask is cancelled */
-  ask(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, done: (result: RlsResult, res: RlsResponse | undefined) => void): { cancel(): void };
+  /** Sends one ShouldRateLimit; its end goes to `settle` (any number of times: the side call takes the first); returns how to cancel it. */
+  start(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, settle: Settle<RlsResponse>): () => void;
   close(): void;
 }
 
@@ -64,10 +65,28 @@ function loadClientModule(pool: RlsPool): Promise<typeof import("./rls-client.js
   return pool.loading;
 }
 
+/** The service addresses of the routes' global limits. */
+function serviceAddresses(routes: readonly RouteConfig[]): string[] {
+  return [...new Set(routes.flatMap((r) => (r.rateLimit?.global != null ? [formatHostPort(r.rateLimit.global.service)] : [])))];
+}
+
+/**
+ * Loads the client module and makes the channel of every service the routes' global limits name.
+ * Dojang awaits it before it serves a config that has any (start, reload): a call's timeout is for
+ * its question, and the import and the descriptors are work a first call would otherwise do (the
+ * descriptors are loaded synchronously: no timer can end a call while they are). No-op without one.
+ */
+export async function readyRlsPool(pool: RlsPool, routes: readonly RouteConfig[]): Promise<void> {
+  const addresses = serviceAddresses(routes);
+  if (addresses.length === 0 || pool.closed) return;
+  const m = await loadClientModule(pool);
+  if (!pool.closed) for (const a of addresses) clientFor(pool, m, a);
+}
+
 function clientFor(pool: RlsPool, m: typeof import("./rls-client.js"), address: string): RlsClient {
   let c = pool.clients.get(address);
   if (c === undefined) {
-    c = m.newRlsClient(address, pool.metrics);
+    c = m.newRlsClient(address);
     pool.clients.set(address, c);
   }
   return c;
@@ -81,6 +100,8 @@ interface GlobalRoute {
   readonly hints: boolean;
   readonly specs: readonly (readonly EntrySpec[])[];
   readonly overLimit: Outcome;
+  /** dojang_rate_limit_service_calls_total's children for the service, bound once */
+  readonly counters: Readonly<Record<RlsResult, { inc(): void }>>;
 }
 
 const FAILURE_TEXT: Readonly<Record<RlsResult, string>> = {
@@ -89,46 +110,71 @@ const FAILURE_TEXT: Readonly<Record<RlsResult, string>> = {
   timeout: "no answer in time",
   unavailable: "unavailable",
   error: "error",
+  cancelled: "",
 };
 
-/** One call's question to the service; it holds the call's request head until the answer. */
+/**
+ * One call's question to the service; it holds the call's request head until the answer. The
+ * descriptors are built when its turn comes, from the request head as the filters before it left
+ * it (a header auth set or removed counts as such: the client cannot pick its own bucket by
+ * sending a header a stage before replaces).
+ */
 class GlobalCheck implements CallFilter {
-  private pending: { cancel(): void } | null = null;
+  private pending: SideCallHandle | null = null;
   private ended = false;
+  private descriptors: readonly Descriptor[] = [];
   constructor(
     private readonly pool: RlsPool,
     private readonly g: GlobalRoute,
-    private readonly descriptors: readonly Descriptor[],
   ) {}
 
   onRequestHead(c: FilterCall): boolean {
-    const m = this.pool.module;
-    if (m !== undefined) return this.ask(c, m);
-    // the first calls after the first global config: wait for the client module
-    loadClientModule(this.pool).then(
-      (mod) => {
-        if (!this.ended && !c.done && this.ask(c, mod)) c.continueRequestHead(this);
-      },
-      () => {
-        if (!this.ended && !c.done) this.failed(c, "error");
-      },
-    );
+    const h = c.upHeaders;
+    if (h === undefined || this.pool.closed) return true;
+    this.descriptors = buildDescriptors(this.g.specs, { clientAddress: c.clientAddress, head: h });
+    // every descriptor needed a header the call lacks: nothing to ask
+    if (this.descriptors.length === 0) return true;
+    const g = this.g;
+    // One side call from here to the answer, the first calls' wait for the client module included:
+    // it ends within the route's timeout whatever the service, grpc-js or the import does.
+    this.pending = sideCall<RlsResponse>(g.timeoutMs, (settle) => this.start(settle), (o) => this.answered(c, o));
     return false;
   }
 
-  /** Sends the question; false (held) until the answer. */
-  private ask(c: FilterCall, m: typeof import("./rls-client.js")): boolean {
-    if (this.pool.closed) return true;
+  /** The question's I/O: at once, or once the client module is loaded (the first calls after the first global config). */
+  private start(settle: Settle<RlsResponse>): () => void {
+    const pool = this.pool;
     const g = this.g;
-    this.pending = clientFor(this.pool, m, g.address).ask(g.domain, this.descriptors, g.timeoutMs, (result, res) => {
-      this.pending = null;
-      if (this.ended || c.done) return;
-      if (res === undefined) return this.failed(c, result);
-      const v = globalVerdict(res, g.hints);
-      if (!v.over) c.continueRequestHead(this);
-      else c.finishLocal(g.overLimit, v.headers);
-    });
-    return false;
+    const m = pool.module;
+    if (m !== undefined) return clientFor(pool, m, g.address).start(g.domain, this.descriptors, g.timeoutMs, settle);
+    let stop: (() => void) | null = null;
+    let stopped = false;
+    loadClientModule(pool).then(
+      (mod) => {
+        if (!stopped && !pool.closed) stop = clientFor(pool, mod, g.address).start(g.domain, this.descriptors, g.timeoutMs, settle);
+      },
+      (err: unknown) => settle({ result: "error", detail: `client module: ${(err as Error).message}` }),
+    );
+    return () => {
+      stopped = true;
+      stop?.();
+    };
+  }
+
+  /** The side call's one end: counted, then the verdict (or the failure mode). */
+  private answered(c: FilterCall, o: SideOutcome<RlsResponse>): void {
+    this.pending = null;
+    const g = this.g;
+    if (o.result !== "ok") {
+      g.counters[o.result].inc();
+      if (o.result === "cancelled" || this.ended || c.done) return;
+      return this.failed(c, o.result);
+    }
+    const v = globalVerdict(o.value, g.hints);
+    g.counters[v.over ? "over_limit" : "ok"].inc();
+    if (this.ended || c.done) return;
+    if (!v.over) c.continueRequestHead(this);
+    else c.finishLocal(g.overLimit, v.headers);
   }
 
   private failed(c: FilterCall, result: RlsResult): void {
@@ -149,7 +195,8 @@ class GlobalCheck implements CallFilter {
 /** The listener's global rate-limit filter factory; null when none of its routes has rateLimit.global. */
 export function globalRateLimitFilterFactory(routes: readonly RouteConfig[], pool: RlsPool): FilterFactory | null {
   if (!routes.some((r) => r.rateLimit?.global != null)) return null;
-  void loadClientModule(pool);
+  // (Dojang has awaited readyRlsPool for a config it serves; a snapshot built otherwise starts it here)
+  void readyRlsPool(pool, routes).catch(() => undefined);
   const byRoute: (GlobalRoute | null)[] = routes.map((r) => {
     const g = r.rateLimit?.global;
     if (g === undefined || g === null) return null;
@@ -162,15 +209,13 @@ export function globalRateLimitFilterFactory(routes: readonly RouteConfig[], poo
       hints: r.rateLimit!.responseHeaders,
       specs: g.descriptors,
       overLimit: outcome(Code.RESOURCE_EXHAUSTED, `rate limited by the global rate limit service (domain ${g.domain})`, "rate_limited_global"),
+      counters: pool.metrics.rateLimitServiceCounters(address),
     });
   });
   return {
-    forCall(c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
+    forCall(_c: FilterCall, route: CompiledRoute<Cluster>): CallFilter | null {
       const g = byRoute[route.index];
-      if (g === undefined || g === null) return null;
-      const descriptors = buildDescriptors(g.specs, { clientAddress: c.clientAddress, raw });
-      if (descriptors.length === 0) return null;
-      return new GlobalCheck(pool, g, descriptors);
+      return g === undefined || g === null ? null : new GlobalCheck(pool, g);
     },
   };
 }

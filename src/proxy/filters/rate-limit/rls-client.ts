@@ -3,48 +3,32 @@
 // (src/protos). One channel per distinct service address, shared by every route and every call
 // that names it, for the life of the Dojang (closed by closeRlsPool in global.ts). global.ts
 // loads this module with import() the first time a config has a global limit, so a process
-// without one never loads grpc-js for it.
+// without one never loads grpc-js for it. This is the I/O alone: global.ts runs each question
+// as a side call (upstream/side-call.ts), which bounds it by dojang's own timer and counts it.
 import * as grpc from "@grpc/grpc-js";
 import { envoyServiceClient } from "../../../protos/channel.js";
 import type { Descriptor, RlsResponse } from "../../../translate/rate-limit-global.js";
-import type { Metrics, RlsResult } from "../../observe/metrics.js";
+import { failureOfGrpcCode, type Settle } from "../../upstream/side-call.js";
 import type { RlsClient } from "./global.js";
 
 type ShouldRateLimit = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: RlsResponse) => void) => grpc.ClientUnaryCall;
 
-/** The failure a grpc-js error stands for in dojang_rate_limit_service_calls_total. */
-export function failureOf(err: grpc.ServiceError): RlsResult {
-  if (err.code === grpc.status.DEADLINE_EXCEEDED) return "timeout";
-  if (err.code === grpc.status.UNAVAILABLE) return "unavailable";
-  return "error";
-}
-
 const EMPTY_METADATA = new grpc.Metadata();
 
-/** A client for the service at `address` ("host:port"), counting into `metrics`. */
-export function newRlsClient(address: string, metrics: Metrics): RlsClient {
+/** A client for the service at `address` ("host:port"). */
+export function newRlsClient(address: string): RlsClient {
   const client = envoyServiceClient("envoy.service.ratelimit.v3.RateLimitService", address);
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
-  const counters = metrics.rateLimitServiceCounters(address);
   return {
     address,
-    ask(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, done: (result: RlsResult, res: RlsResponse | undefined) => void) {
-      // grpc-js takes the deadline as wall-clock milliseconds; it fails the call with
-      // DEADLINE_EXCEEDED when it passes, whether or not the service ever answers
-      const deadline = Date.now() + timeoutMs;
-      return call({ domain, descriptors }, EMPTY_METADATA, { deadline }, (err, res) => {
-        if (err !== null) {
-          if (err.code === grpc.status.CANCELLED) return; // cancelled by us: the call ended first
-          const f = failureOf(err);
-          counters[f].inc();
-          done(f, undefined);
-          return;
-        }
-        const r = res ?? {};
-        const result: RlsResult = r.overall_code === "OVER_LIMIT" ? "over_limit" : "ok";
-        counters[result].inc();
-        done(result, r);
-      });
+    start(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, settle: Settle<RlsResponse>): () => void {
+      // the deadline also travels to the service as grpc-timeout (grpc-js takes wall-clock ms)
+      const c = call({ domain, descriptors }, EMPTY_METADATA, { deadline: Date.now() + timeoutMs }, (err, res) =>
+        // every status counts, CANCELLED included: a service's RST_STREAM(CANCEL) arrives as
+        // CANCELLED, and a cancel of dojang's own has settled before grpc-js reports it
+        settle(err !== null ? { result: failureOfGrpcCode(err.code), detail: `code ${err.code}` } : { result: "ok", value: res ?? {} }),
+      );
+      return () => c.cancel();
     },
     close() {
       client.close();

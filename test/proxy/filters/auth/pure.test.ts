@@ -4,7 +4,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cidrContains, parseAddress, parseCidr } from "../../../../src/translate/cidr.js";
-import { bearerToken, claimAt, claimMatches, claimsHeaderValue, jwtFailureMessage } from "../../../../src/proxy/filters/auth/claims.js";
+import { UnsecuredJWT } from "jose";
+import { bearerToken, claimAt, claimMatches, claimsHeaderValue, issuedInFuture, jwtFailureMessage } from "../../../../src/proxy/filters/auth/claims.js";
 import { compileRbac, decideRbac, type RuleFacts } from "../../../../src/proxy/filters/auth/rules.js";
 import { buildCheckRequest, mapCheckResponse, settableHeader } from "../../../../src/proxy/filters/auth/check.js";
 import type { RbacConfig, RbacRuleConfig } from "../../../../src/config/index.js";
@@ -88,6 +89,36 @@ describe("claims", () => {
   });
 });
 
+describe("issuedInFuture (jwt.clockSkew for iat)", () => {
+  const NOW = 1_800_000_000_500; // ms, half a second into a second
+  it("refuses an iat beyond now + clockSkew, takes one within it, and a token without iat", () => {
+    expect(issuedInFuture({ iat: 1_800_000_000 + 3600 }, NOW, 60_000)).toBe(true); // the judges' hour ahead
+    expect(issuedInFuture({ iat: 1_800_000_000 + 60 }, NOW, 60_000)).toBe(false);
+    expect(issuedInFuture({ iat: 1_800_000_000 + 61 }, NOW, 60_000)).toBe(true);
+    expect(issuedInFuture({ iat: 1_800_000_000 + 1 }, NOW, 0)).toBe(true);
+    expect(issuedInFuture({ iat: 1_800_000_000 }, NOW, 0)).toBe(false);
+    expect(issuedInFuture({ iat: 0 }, NOW, 0)).toBe(false);
+    expect(issuedInFuture({}, NOW, 0)).toBe(false);
+  });
+  it("property: agrees with jose's own iat check (jwtVerify's claim validation with clockTolerance and maxTokenAge)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -7200, max: 7200 }), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 999 }), (offset, skewS, ms) => {
+        const now = 1_800_000_000_000 + ms;
+        const iat = 1_800_000_000 + offset;
+        const jwt = new UnsecuredJWT({ iat }).encode();
+        let joseRefuses = false;
+        try {
+          // the reference: jose checks iat against the future only with maxTokenAge (here far larger than any offset)
+          UnsecuredJWT.decode(jwt, { currentDate: new Date(now), clockTolerance: skewS, maxTokenAge: "100 years" });
+        } catch {
+          joseRefuses = true;
+        }
+        expect(issuedInFuture({ iat }, now, skewS * 1000)).toBe(joseRefuses);
+      }),
+    );
+  });
+});
+
 describe("rbac rules", () => {
   it("methods: exact, service wildcard, any", () => {
     const r = rbac([rule({ name: "get", action: "allow", methods: ["pkg.Svc/Get"] }), rule({ name: "other", action: "allow", methods: ["other.Svc/*"] })]);
@@ -129,10 +160,11 @@ describe("rbac rules", () => {
 });
 
 describe("ext_authz CheckRequest and CheckResponse", () => {
-  it("the request carries the method, path, host, headers (repeated ones joined), the source and its principal", () => {
+  it("the request carries the head's method, path, host and headers (repeated ones joined), the client's scheme, the source and its principal", () => {
     const req = buildCheckRequest({
-      raw: [":method", "POST", ":path", "/pkg.Svc/Get", ":authority", "api", ":scheme", "http", "x-a", "1", "x-a", "2", "content-type", "application/grpc"],
-      path: "/pkg.Svc/Get",
+      // the head as earlier stages left it: its :scheme is the upstream's, the Check names the client's
+      head: { ":method": "POST", ":scheme": "https", ":path": "/pkg.Svc/Get", ":authority": "api", "x-a": ["1", "2"], "content-type": "application/grpc", "grpc-timeout": "100m" },
+      scheme: "http",
       requestId: "rid-1",
       clientAddress: "127.0.0.1",
       clientPort: 5555,
@@ -144,7 +176,7 @@ describe("ext_authz CheckRequest and CheckResponse", () => {
     expect(a.source).toEqual({ address: { socket_address: { address: "127.0.0.1", port_value: 5555 } }, principal: "spiffe://td/sa/a", certificate: encodeURIComponent("-----BEGIN CERTIFICATE-----\nAB+/=\n-----END CERTIFICATE-----\n") });
     expect(a.request.time).toEqual({ seconds: "1700000000", nanos: 123_000_000 });
     expect(a.request.http).toMatchObject({ id: "rid-1", method: "POST", path: "/pkg.Svc/Get", host: "api", scheme: "http", protocol: "HTTP/2" });
-    expect((a.request.http["headers"] as Record<string, string>)["x-a"]).toBe("1,2");
+    expect(a.request.http["headers"]).toEqual({ ":method": "POST", ":scheme": "http", ":path": "/pkg.Svc/Get", ":authority": "api", "x-a": "1,2", "content-type": "application/grpc", "grpc-timeout": "100m" });
   });
   it("status 0 allows: headers set, appended, added if absent; removals; framing fields and bad values dropped", () => {
     const v = mapCheckResponse({

@@ -46,6 +46,7 @@ describe("dojang --xds-bootstrap (a process)", () => {
     } finally {
       client.close();
       await up.close();
+      await cp.close();
       tmp.remove();
     }
   }, 120_000);

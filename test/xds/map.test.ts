@@ -239,6 +239,28 @@ describe("mapCluster()", () => {
         'typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config',
       ]);
   });
+
+  // Envoy speaks HTTP/1.1 to a cluster that does not say HTTP/2, and a gRPC server does not
+  // answer HTTP/1.1: dojang refuses such a cluster rather than serve it differently than Envoy
+  it("refuses a cluster that does not say it speaks HTTP/2, naming the field Envoy reads; takes the deprecated field too", () => {
+    const none = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS" }), decode);
+    expect(none.ok).toBe(false);
+    if (!none.ok) {
+      expect(none.issues).toEqual([
+        {
+          path: "typed_extension_protocol_options",
+          message:
+            'gRPC needs HTTP/2 to the upstream, and without it Envoy speaks HTTP/1.1: give typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"] with explicit_http_config.http2_protocol_options (or the deprecated http2_protocol_options)',
+        },
+      ]);
+    }
+    const http1 = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", http_protocol_options: {} }), decode);
+    expect(!http1.ok && http1.issues.map((i) => i.path)).toEqual(["typed_extension_protocol_options"]);
+    const deprecated = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", http2_protocol_options: { max_concurrent_streams: { value: 7 } } }), decode);
+    expect(deprecated.ok && deprecated.value.config.maxConcurrentStreamsPerSession).toBe(7);
+    const modern = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", typed_extension_protocol_options: h2 }), decode);
+    expect(modern.ok && modern.value.config.maxConcurrentStreamsPerSession).toBe(100);
+  });
 });
 
 describe("mapClusterLoadAssignment()", () => {
@@ -310,8 +332,8 @@ describe("compose()", () => {
     }),
     decode,
   );
-  const ca = mapCluster(decoded(CLUSTER, { name: "a", type: "EDS" }), decode);
-  const cb = mapCluster(decoded(CLUSTER, { name: "b", type: "EDS" }), decode);
+  const ca = mapCluster(decoded(CLUSTER, { name: "a", type: "EDS", http2_protocol_options: {} }), decode);
+  const cb = mapCluster(decoded(CLUSTER, { name: "b", type: "EDS", http2_protocol_options: {} }), decode);
   if (!l.ok || !rt.ok || !ca.ok || !cb.ok) throw new Error("fixtures do not map");
   const state = (over: Partial<XdsState> = {}): XdsState => ({
     listeners: new Map([["in", l.value]]),

@@ -197,6 +197,15 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
       expect(cfg.xds.types.cds.version).toBe(goodVersion);
       expect(cfg.xds.types.cds.lastRejected.error).toContain("lb_policy");
 
+      // a cluster that does not say HTTP/2 (Envoy would speak HTTP/1.1 to it): NACKed, naming the field
+      since = (await cp.events()).length;
+      const { typed_extension_protocol_options: _, ...http1 } = edsCluster("svc2");
+      await push({ ...good, [T.cluster]: [edsCluster("svc"), http1] }, false);
+      const h1 = await answer(T.cluster, since, true, /svc2/);
+      expect(h1.errorDetail!.message).toContain('Cluster "svc2" typed_extension_protocol_options: gRPC needs HTTP/2 to the upstream');
+      expect(h1.version).toBe(goodVersion);
+      expect(await whoAnswers(client)).toEqual(new Set(["c"]));
+
     } finally {
       await l.stop();
     }

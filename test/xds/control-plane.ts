@@ -109,10 +109,13 @@ export async function startControlPlane(o: { port?: number; file?: string } = {}
   let child: ChildProcess | undefined;
   let events: CpEvent[] = [];
   let stderr = "";
+  /** why the running process ended, when it ended by itself */
+  let died: string | undefined;
 
   const start = async (): Promise<number> => {
     events = [];
     stderr = "";
+    died = undefined;
     const c = spawnGroup(engineBinary("xds-control-plane"), ["-file", file, "-addr", `127.0.0.1:${port}`, "-log", "json"], { stdio: ["ignore", "ignore", "pipe"] });
     child = c;
     let buf = "";
@@ -129,15 +132,21 @@ export async function startControlPlane(o: { port?: number; file?: string } = {}
         }
       }
     });
-    const exited = new Promise<never>((_, reject) => c.once("exit", (code) => reject(new Error(`the control plane exited ${code}: ${stderr}`))));
+    const exited = new Promise<never>((_, reject) =>
+      c.once("exit", (code, signal) => {
+        if (child === c) died = `the control plane exited (${code ?? signal}): ${stderr.slice(-4000)}`;
+        reject(new Error(died ?? `the control plane exited (${code ?? signal})`));
+      }),
+    );
     exited.catch(() => undefined);
     const listening = await Promise.race([waitFor("the control plane listening", () => events.find((e) => e.msg === "ADS server listening"), 20_000, 10), exited]);
     port = Number(/:(\d+)$/.exec(String(listening.line["addr"]))![1]);
     return listening.at;
   };
   const stop = async (): Promise<void> => {
-    if (child?.pid !== undefined) await killGroup(child.pid);
+    const c = child;
     child = undefined;
+    if (c?.pid !== undefined) await killGroup(c.pid);
   };
   await start();
 
@@ -159,13 +168,16 @@ export async function startControlPlane(o: { port?: number; file?: string } = {}
       const served = await waitFor(
         `the control plane serving ${node} version ${version}`,
         () => {
+          if (died !== undefined) throw new Error(died);
           const refused = events.slice(since).find((e) => e.level === "ERROR");
           if (refused !== undefined) throw new Error(`the control plane: ${JSON.stringify(refused.line)}`);
           return events.slice(since).find((e) => e.kind === "serving" && e.node === node && e.version === version);
         },
         20_000,
         10,
-      );
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}\nthe control plane's log since:\n${events.slice(since).map((e) => JSON.stringify(e.line)).join("\n")}\n${stderr.slice(-2000)}`);
+      });
       if (consistent && served.consistent !== true) {
         const why = events.slice(since).filter((e) => e.msg === "served anyway").map((e) => String(e.line["problem"]));
         throw new Error(`push ${version}: not consistent: ${why.join("; ")}`);

@@ -201,7 +201,7 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
       since = (await cp.events()).length;
       const { typed_extension_protocol_options: _, ...http1 } = edsCluster("svc2");
       await push({ ...good, [T.cluster]: [edsCluster("svc"), http1] }, false);
-      const h1 = await answer(T.cluster, since, true, /svc2/);
+      const h1 = await answer(T.cluster, since, true, /typed_extension_protocol_options/);
       expect(h1.errorDetail!.message).toContain('Cluster "svc2" typed_extension_protocol_options: gRPC needs HTTP/2 to the upstream');
       expect(h1.version).toBe(goodVersion);
       expect(await whoAnswers(client)).toEqual(new Set(["c"]));

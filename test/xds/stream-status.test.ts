@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, scrape, startGrpcServer, type GrpcServer } from "../helpers/peers.js";
 import { assertDistBuilt, childEnv, freePort, httpGet, logLines, sleep, spawnDojang, tempDir, waitFor, type DojangProcess } from "../helpers/process.js";
+import { describeEnd } from "../../src/xds/client.js";
 import { bootstrapYaml, cla, edsCluster, listener, route, routeConfig, startControlPlane, T, type ControlPlane } from "./control-plane.js";
 
 const MINE = "sidecar~127.0.0.1~mine.default~cluster.local";
@@ -157,4 +158,15 @@ describe("a dojang process whose control plane serves it at once", () => {
       tmp.remove();
     }
   }, 60_000);
+});
+
+describe("describeEnd(): why a stream ended, as the log says it", () => {
+  // the details grpc-js gives (load-balancer-pick-first.ts, load-balancer-round-robin.ts)
+  const err = (code: number, details: string) => Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: new grpc.Metadata() });
+  it("names the code and keeps the details, without grpc-js's empty trailing 'Resolution note: '", () => {
+    expect(describeEnd(err(14, "No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:18000. Resolution note: "))).toBe("UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:18000");
+    expect(describeEnd(err(14, "Connection dropped"))).toBe("UNAVAILABLE: Connection dropped");
+    expect(describeEnd(err(14, "No addresses resolved. Resolution note: DNS lookup failed"))).toBe("UNAVAILABLE: No addresses resolved. Resolution note: DNS lookup failed");
+    expect(describeEnd(new Error("read ECONNRESET"))).toBe("read ECONNRESET");
+  });
 });

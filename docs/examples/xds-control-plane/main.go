@@ -211,19 +211,28 @@ func parseNode(id string, raw json.RawMessage) (*node, error) {
 // controlPlane: the cache, what the file last gave, and which streams were told about a node id
 // the file does not have.
 type controlPlane struct {
-	path   string
-	log    *slog.Logger
-	cache  cache.SnapshotCache
+	path  string
+	log   *slog.Logger
+	cache cache.SnapshotCache
+	// loading: one load at a time (last, and the snapshots set, in file order)
+	loading sync.Mutex
+	last    []byte
+	// mu: served and told, read by the gRPC callbacks; never held while the cache is called
 	mu     sync.Mutex
-	last   []byte
 	served map[string]*node
 	told   map[int64]bool
 }
 
-// load reads the file and serves what changed; called at start and on every change.
-func (cp *controlPlane) load() {
+func (cp *controlPlane) servedNode(id string) *node {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
+	return cp.served[id]
+}
+
+// load reads the file and serves what changed; called at start and on every change.
+func (cp *controlPlane) load() {
+	cp.loading.Lock()
+	defer cp.loading.Unlock()
 	data, err := os.ReadFile(cp.path)
 	if err != nil {
 		cp.log.Error("cannot read the file; what is served stays as it was", "file", cp.path, "err", err)
@@ -245,7 +254,7 @@ func (cp *controlPlane) load() {
 	sort.Strings(ids)
 	for _, id := range ids {
 		n := nodes[id]
-		prev := cp.served[id]
+		prev := cp.servedNode(id)
 		if prev != nil && prev.digest == n.digest && prev.version == n.version {
 			continue
 		}
@@ -259,15 +268,24 @@ func (cp *controlPlane) load() {
 			cp.log.Error("cannot serve the node", "node", id, "err", err)
 			continue
 		}
+		cp.mu.Lock()
 		cp.served[id] = n
+		cp.mu.Unlock()
 		cp.log.Info("serving", append([]any{"node", id, "version", n.version, "consistent", n.consistent}, n.counts...)...)
 	}
+	cp.mu.Lock()
+	var gone []string
 	for id := range cp.served {
 		if _, ok := nodes[id]; !ok {
-			cp.cache.ClearSnapshot(id)
+			gone = append(gone, id)
 			delete(cp.served, id)
-			cp.log.Info("node removed from the file: nothing more is sent to it (what it has, it keeps)", "node", id)
 		}
+	}
+	cp.mu.Unlock()
+	sort.Strings(gone)
+	for _, id := range gone {
+		cp.cache.ClearSnapshot(id)
+		cp.log.Info("node removed from the file: nothing more is sent to it (what it has, it keeps)", "node", id)
 	}
 }
 

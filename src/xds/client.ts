@@ -392,13 +392,16 @@ export class XdsClient {
 
   /**
    * A warning while the current stream has had no response, naming the node id, its cluster and
-   * the control plane (the usual cause: the control plane serves another node id, or is not
-   * reachable); again after twice the time, up to every 5 min.
+   * the control plane (the usual causes: the control plane serves another node id, or cannot be
+   * reached); again after twice the time, up to every 5 min.
    */
   private armSilenceWarning(afterMs: number): void {
     this.clearSilenceWarning();
     const t = setTimeout(() => {
       if (this.closed || this.stream === undefined || this.answered) return;
+      // a stream that is open after something was accepted may well be quiet: a control plane
+      // that has nothing newer than the versions dojang resumed with need not answer
+      if (this.accepted && this.channelState === grpc.connectivityState.READY) return;
       const server = formatHostPort(this.boot.server);
       const { id, cluster } = this.boot.node;
       const waited = afterMs >= 1000 ? `${Math.round(afterMs / 1000)}s` : `${afterMs}ms`;
@@ -421,16 +424,20 @@ export class XdsClient {
   }
 
   /**
-   * The first fetch is complete when each wildcard type (LDS, CDS) has had a response and each
-   * named resource they refer to (RDS, EDS) has arrived or been marked missing; a refused
-   * response completes its type too (Envoy ends the initial fetch on a rejected update).
+   * The types the first fetch still waits for: a wildcard type (LDS, CDS) that has had no
+   * response, a named one (RDS, EDS) with a name neither arrived nor marked missing. A refused
+   * response completes its type (Envoy ends the initial fetch on a rejected update too).
    */
+  private pendingTypes(): TypeUrl[] {
+    return TYPES.filter((t) => {
+      const sub = this.subs.get(t)!;
+      if (sub.last === "rejected") return false;
+      return sub.names === null ? sub.last === "none" : [...sub.names].some((n) => !sub.versions.has(n) && !sub.missing.has(n));
+    });
+  }
+
   private checkInitialFetch(): void {
-    if (this.initialFetch !== "waiting") return;
-    for (const sub of this.subs.values()) {
-      if (sub.last === "rejected") continue;
-      if (sub.names === null ? sub.last === "none" : [...sub.names].some((n) => !sub.versions.has(n) && !sub.missing.has(n))) return;
-    }
+    if (this.initialFetch !== "waiting" || this.pendingTypes().length > 0) return;
     this.initialFetch = "complete";
     if (this.initialTimer !== undefined) clearTimeout(this.initialTimer);
     this.host.log.info({ listeners: [...this.listeners.keys()].sort(), clusters: [...this.clusters.keys()].sort() }, "xds: the initial fetch is complete");
@@ -441,11 +448,7 @@ export class XdsClient {
     this.initialTimer = undefined;
     if (this.initialFetch !== "waiting" || this.closed) return;
     this.initialFetch = "timed out";
-    const pending = TYPES.filter((t) => {
-      const sub = this.subs.get(t)!;
-      return sub.last !== "rejected" && (sub.names === null ? sub.last === "none" : [...sub.names].some((n) => !sub.versions.has(n) && !sub.missing.has(n)));
-    }).map((t) => SHORT[t]);
-    this.host.log.warn({ pending, afterMs: this.boot.initialFetchTimeoutMs }, "xds: the initial fetch did not complete within initial_fetch_timeout: ready with what has arrived");
+    this.host.log.warn({ pending: this.pendingTypes().map((t) => SHORT[t]), afterMs: this.boot.initialFetchTimeoutMs }, "xds: the initial fetch did not complete within initial_fetch_timeout: ready with what has arrived");
   }
 
   private stopTimers(): void {

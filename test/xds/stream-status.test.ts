@@ -160,6 +160,29 @@ describe("a dojang process whose control plane serves it at once", () => {
   }, 60_000);
 });
 
+describe("a dojang process whose control plane is not there", () => {
+  it("warns after initial_fetch_timeout (1s) that the control plane has not been reachable, naming the node id, its cluster and the address; then is ready with its static config", async () => {
+    assertDistBuilt();
+    const tmp = tempDir();
+    try {
+      const [a, nobody] = [await freePort(), await freePort()];
+      const admin = `127.0.0.1:${a}`;
+      const d = startDojang(tmp, a, nobody, "1s");
+      const warning = await waitFor("the warning", () => logLines(d).find((l) => l["level"] === 40 && String(l["msg"]).includes(MINE)), 20_000);
+      expect(warning["msg"]).toBe(
+        `xds: the control plane at 127.0.0.1:${nobody} has not been reachable in 1s (channel TRANSIENT_FAILURE) for node id "${MINE}" (cluster "test"); the static config alone serves`,
+      );
+      await waitFor("/ready 200", async () => ((await httpGet(admin, "/ready").catch(() => undefined))?.status === 200 ? true : undefined), 10_000);
+      const cfg = JSON.parse((await httpGet(admin, "/config")).body) as { xds: { connected: boolean; channel: string; initialFetch: string } };
+      expect(cfg.xds).toMatchObject({ connected: false, channel: "TRANSIENT_FAILURE", initialFetch: "timed out" });
+      expect(sample(await scrape(admin), "dojang_xds_connected")).toBe(0);
+      expect(logLines(d).find((l) => String(l["msg"]).startsWith("xds: the initial fetch did not complete"))).toMatchObject({ pending: ["cds", "lds"], afterMs: 1000 });
+    } finally {
+      tmp.remove();
+    }
+  }, 60_000);
+});
+
 describe("describeEnd(): why a stream ended, as the log says it", () => {
   // the details grpc-js gives (load-balancer-pick-first.ts, load-balancer-round-robin.ts)
   const err = (code: number, details: string) => Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: new grpc.Metadata() });

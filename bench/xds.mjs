@@ -1,17 +1,19 @@
-// xDS costs (issue 20): one dojang process configured only by the go-control-plane fixture
-// (test/engines/xds-control-plane, built by `node scripts/engines.mjs`), two raw node:http2
-// upstreams in this process.
+// xDS costs (issue 20): one dojang process configured only by the example control plane
+// (docs/examples/xds-control-plane, built by `node scripts/engines.mjs`), driven by writing its
+// snapshot file, and two raw node:http2 upstreams in this process.
 //   update latency   the route is moved from cluster a to cluster b and back (a new snapshot each
-//                    time); measured from the POST of the snapshot to the first call answered by
-//                    the new cluster (calls back to back on one connection meanwhile)
+//                    time); measured from the control plane serving the new snapshot (its log
+//                    line's time, right after SetSnapshot) to the first call answered by the new
+//                    cluster (calls back to back on one connection meanwhile)
 //   1,000 endpoints  a ClusterLoadAssignment of 1,000 endpoints, all of them replaced each round:
-//                    POST → dojang's ACK (the fixture's events), dojang's CPU for it (utime+stime
-//                    from /proc) and its RSS after; then one endpoint of the 1,000 changed
+//                    served → dojang's ACK (both on the control plane's log clock), dojang's CPU for
+//                    it (utime+stime from /proc) and its RSS after; then one endpoint of the 1,000
+//                    changed
 // Medians (and max) over the rounds. Everything on 127.0.0.1; the processes are stopped by pid.
 //
 //   npm run build && node scripts/engines.mjs --only xds-control-plane && node bench/xds.mjs [--updates 20] [--rounds 5] [--endpoints 1000]
 import http2 from "node:http2";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,23 +85,41 @@ const bigAddrs = (round, change = -1) => Array.from({ length: N }, (_, i) => `12
 
 async function main() {
   const [a, b] = await Promise.all([upstream("a"), upstream("b")]);
-  const cp = startProcess("control-plane", bin, [], { logDir: dir, pipeStdout: true });
-  const ports = await new Promise((resolve, reject) => {
-    let out = "";
-    cp.child.stdout.on("data", (d) => {
-      out += d;
-      const m = /ads=(\d+) http=(\d+)/.exec(out);
-      if (m) resolve({ ads: Number(m[1]), http: Number(m[2]) });
-    });
-    setTimeout(() => reject(new Error("control plane did not start")), 20_000);
-  });
-  const cpUrl = `http://127.0.0.1:${ports.http}`;
+  const file = join(dir, "snapshot.json");
+  const nodes = {};
+  const writeFile = () => {
+    writeFileSync(`${file}.tmp`, JSON.stringify({ nodes }));
+    renameSync(`${file}.tmp`, file);
+  };
+  writeFile();
+  const cp = startProcess("control-plane", bin, ["-file", file, "-addr", "127.0.0.1:0", "-log", "json"], { logDir: dir });
+  /** the control plane's log lines (-log json, to its stderr file) */
+  const cpLog = () =>
+    readFileSync(cp.stderrFile, "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l));
+  const waitLog = async (what, pick, ms = 60_000) => {
+    const t0 = performance.now();
+    for (;;) {
+      const lines = cpLog();
+      const nack = lines.find((e) => e.msg === "NACK");
+      if (nack) throw new Error("NACK: " + JSON.stringify(nack));
+      const hit = lines.find(pick);
+      if (hit) return { ...hit, at: Date.parse(hit.time) };
+      if (performance.now() - t0 > ms) throw new Error(`${what}: not in ${ms} ms`);
+      await sleep(5);
+    }
+  };
+  const adsPort = Number(/:(\d+)$/.exec((await waitLog("the control plane listening", (e) => e.msg === "ADS server listening", 20_000)).addr)[1]);
   let version = 0;
+  /** writes the snapshot; resolves with its version and when the control plane served it (its clock, ms) */
   const push = async (res) => {
     const v = String(++version);
-    const r = await fetch(`${cpUrl}/snapshot`, { method: "POST", body: JSON.stringify({ node: NODE, version: v, resources: res }) });
-    if (r.status !== 204) throw new Error(await r.text());
-    return v;
+    nodes[NODE] = { version: v, listeners: res[T.listener], routes: res[T.route], clusters: res[T.cluster], endpoints: res[T.endpoint] };
+    writeFile();
+    const served = await waitLog(`version ${v} served`, (e) => e.msg === "serving" && e.version === v);
+    return { v, at: served.at };
   };
   const listenPort = await freePort();
   const adminPort = await freePort();
@@ -130,7 +150,7 @@ async function main() {
   });
   writeFileSync(
     join(dir, "bootstrap.yaml"),
-    `node: { id: ${NODE}, cluster: bench }\ndynamic_resources:\n  ads_config: { api_type: GRPC, grpc_services: [{ envoy_grpc: { cluster_name: cp } }] }\n  lds_config: { ads: {} }\n  cds_config: { ads: {} }\nstatic_resources:\n  clusters:\n    - name: cp\n      load_assignment: { endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${ports.ads} } } } }] }] }\n`,
+    `node: { id: ${NODE}, cluster: bench }\ndynamic_resources:\n  ads_config: { api_type: GRPC, grpc_services: [{ envoy_grpc: { cluster_name: cp } }] }\n  lds_config: { ads: {} }\n  cds_config: { ads: {} }\nstatic_resources:\n  clusters:\n    - name: cp\n      load_assignment: { endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: ${adsPort} } } } }] }] }\n`,
   );
   writeFileSync(join(dir, "dojang.yaml"), `admin: { address: 127.0.0.1:${adminPort} }\nlogLevel: warn\naccessLog: false\nxds: { bootstrap: ${join(dir, "bootstrap.yaml")} }\nlisteners: []\nclusters: []\n`);
   const d = startProcess("dojang", process.execPath, [join(ROOT, "dist", "cli.js"), "--config", join(dir, "dojang.yaml")], { logDir: dir });
@@ -150,23 +170,16 @@ async function main() {
     for (let i = 0; i < UPDATES; i++) {
       const target = i % 2 === 0 ? "b" : "a";
       const t0 = performance.now();
-      await push(snapshot(target, []));
+      const pushed = push(snapshot(target, []));
       while ((await call(session)) !== target) {
         if (performance.now() - t0 > 30_000) throw new Error("update not applied in 30 s");
       }
-      lat.push(performance.now() - t0);
+      const answered = Date.now();
+      lat.push(answered - (await pushed).at);
     }
     session.close();
-    // 1,000 endpoints: POST → ACK of the EDS version
-    const acked = async (v, t0) => {
-      for (;;) {
-        const ev = await (await fetch(`${cpUrl}/events?since=0`)).json();
-        if (ev.some((e) => e.kind === "request" && e.typeUrl === T.endpoint && e.version === v && !e.errorDetail)) return performance.now() - t0;
-        if (ev.some((e) => e.kind === "request" && e.errorDetail)) throw new Error("NACK: " + JSON.stringify(ev.find((e) => e.errorDetail)));
-        if (performance.now() - t0 > 60_000) throw new Error("no ACK in 60 s");
-        await sleep(5);
-      }
-    };
+    // 1,000 endpoints: served → the ACK of the EDS version (both times on the control plane's clock)
+    const acked = async ({ v, at }) => (await waitLog(`the ACK of ${v}`, (e) => e.msg === "request" && e.type === T.endpoint && e.version === v)).at - at;
     await sleep(1000);
     const rss0 = rssKiB(d.pid);
     const all = [];
@@ -174,15 +187,13 @@ async function main() {
     const rss = [];
     for (let r = 0; r < ROUNDS; r++) {
       let c0 = cpuTicks(d.pid);
-      let t0 = performance.now();
-      let v = await push(snapshot("a", bigAddrs(r)));
-      all.push({ ms: await acked(v, t0), cpuMs: ((cpuTicks(d.pid) - c0) * 1000) / CLK_TCK });
+      let p = await push(snapshot("a", bigAddrs(r)));
+      all.push({ ms: await acked(p), cpuMs: ((cpuTicks(d.pid) - c0) * 1000) / CLK_TCK });
       rss.push(rssKiB(d.pid));
       await sleep(300);
       c0 = cpuTicks(d.pid);
-      t0 = performance.now();
-      v = await push(snapshot("a", bigAddrs(r, 7)));
-      one.push({ ms: await acked(v, t0), cpuMs: ((cpuTicks(d.pid) - c0) * 1000) / CLK_TCK });
+      p = await push(snapshot("a", bigAddrs(r, 7)));
+      one.push({ ms: await acked(p), cpuMs: ((cpuTicks(d.pid) - c0) * 1000) / CLK_TCK });
       await sleep(300);
     }
     const med = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
@@ -190,10 +201,10 @@ async function main() {
     const version = JSON.parse((await httpGet(`http://127.0.0.1:${adminPort}/config`)).body).xds.types.eds.version;
     console.log(`xds bench: ${UPDATES} route moves, ${ROUNDS} rounds of ${N} endpoints (last EDS version ${version})`);
     console.log(`| measure | median | max |\n|---|---:|---:|`);
-    console.log(`| update latency: push → first call on the new cluster, ms | ${f(med(lat))} | ${f(Math.max(...lat))} |`);
-    console.log(`| ${N} endpoints all replaced: push → ACK, ms | ${f(med(all.map((x) => x.ms)))} | ${f(Math.max(...all.map((x) => x.ms)))} |`);
+    console.log(`| update latency: served → first call on the new cluster, ms | ${f(med(lat))} | ${f(Math.max(...lat))} |`);
+    console.log(`| ${N} endpoints all replaced: served → ACK, ms | ${f(med(all.map((x) => x.ms)))} | ${f(Math.max(...all.map((x) => x.ms)))} |`);
     console.log(`| … dojang CPU for it, ms | ${f(med(all.map((x) => x.cpuMs)))} | ${f(Math.max(...all.map((x) => x.cpuMs)))} |`);
-    console.log(`| 1 endpoint of ${N} changed: push → ACK, ms | ${f(med(one.map((x) => x.ms)))} | ${f(Math.max(...one.map((x) => x.ms)))} |`);
+    console.log(`| 1 endpoint of ${N} changed: served → ACK, ms | ${f(med(one.map((x) => x.ms)))} | ${f(Math.max(...one.map((x) => x.ms)))} |`);
     console.log(`| … dojang CPU for it, ms | ${f(med(one.map((x) => x.cpuMs)))} | ${f(Math.max(...one.map((x) => x.cpuMs)))} |`);
     console.log(`| dojang RSS before / after each ${N}-endpoint round, MiB | ${f(rss0 / 1024)} | ${rss.map((x) => f(x / 1024)).join(" / ")} |`);
   } finally {

@@ -12,6 +12,8 @@
 //    protoc-gen-<x>; protoc runs in the engine's folder with `args`, into `out` (emptied first,
 //    ignored by git and by the stamp); `inputs` (files or folders, relative to the engine's
 //    folder) are the .proto files it reads, hashed into the stamp.
+//  - docs/examples/<name>/ Go modules the docs tell users to `go run .` are built the same way,
+//    under the same name, so a test runs the very program a guide runs (EXAMPLES below).
 //  - Debian packages the tests start (redis-server) are installed with apt-get when missing.
 //
 // Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
@@ -30,6 +32,9 @@ const stampDir = join(root, ".engines", "stamps");
  * Debian packages whose programs the tests run, by program (a list when the program needs more:
  * protoc reads the well-known types' .proto files from libprotobuf-dev's /usr/include).
  */
+/** Examples under docs/examples that the tests run as engines, by engine name. */
+const EXAMPLES = { "xds-control-plane": join(root, "docs", "examples", "xds-control-plane") };
+
 const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"] };
 
 const only = (() => {
@@ -82,8 +87,7 @@ function run(cmd, args, cwd) {
   });
 }
 
-async function buildEngine(name) {
-  const dir = join(enginesDir, name);
+async function buildEngine(name, dir) {
   const spec = existsSync(join(dir, "engine.json")) ? JSON.parse(readFileSync(join(dir, "engine.json"), "utf8")) : {};
   const binaries = spec.binaries ?? { [name]: "." };
   const gen = spec.generate;
@@ -121,12 +125,13 @@ async function main() {
   mkdirSync(binDir, { recursive: true });
   mkdirSync(stampDir, { recursive: true });
   ensureApt();
-  if (!existsSync(enginesDir)) return;
-  const names = readdirSync(enginesDir).filter((n) => statSync(join(enginesDir, n)).isDirectory() && existsSync(join(enginesDir, n, "go.mod")) && (!only || only.has(n)));
-  if (names.length && !haveCommand("go")) throw new Error("engines: the tests need Go (the go command) to build test/engines/*; install Go 1.26");
+  const dirs = { ...EXAMPLES };
+  if (existsSync(enginesDir)) for (const n of readdirSync(enginesDir)) if (statSync(join(enginesDir, n)).isDirectory() && existsSync(join(enginesDir, n, "go.mod"))) dirs[n] = join(enginesDir, n);
+  const names = Object.keys(dirs).filter((n) => !only || only.has(n)).sort();
+  if (names.length && !haveCommand("go")) throw new Error("engines: the tests need Go (the go command) to build test/engines/* and docs/examples/*; install Go 1.26");
   // Two at a time: the CI machine has two cores.
   const queue = [...names];
-  await Promise.all([0, 1].map(async () => { for (let n = queue.shift(); n; n = queue.shift()) await buildEngine(n); }));
+  await Promise.all([0, 1].map(async () => { for (let n = queue.shift(); n; n = queue.shift()) await buildEngine(n, dirs[n]); }));
 }
 
 main().catch((err) => { console.error(err.message); process.exit(1); });

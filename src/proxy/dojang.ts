@@ -249,12 +249,19 @@ export class Dojang {
   }
 
   /**
-   * Why /ready answers 503, or null when ready: starting, draining, or (admin.readyClusters) a
-   * named cluster with no healthy endpoint, so a pod is not Ready before its app answers.
+   * Why /ready answers 503, or null when ready: starting, draining, the xDS client's first fetch
+   * (until it completes or the bootstrap's initial_fetch_timeout passes), or (admin.readyClusters)
+   * a named cluster with no healthy endpoint, so a pod is not Ready before its app answers.
    */
   notReadyReason(): string | null {
     if (!this.started) return "starting";
     if (this.draining) return "draining";
+    // with xDS, not before the first fetch (or its initial_fetch_timeout), as Envoy's initialization
+    if (this.cfg.xds !== null) {
+      if (this.xds === undefined) return "starting: the xDS client";
+      const x = this.xds.notReady();
+      if (x !== null) return x;
+    }
     return this.clusterNotReady(this.cfg.admin?.readyClusters ?? []);
   }
 
@@ -504,9 +511,20 @@ export class Dojang {
       if (this.log.level !== applied.logLevel) this.log.level = applied.logLevel;
       if (this.access !== this.log && this.access.level !== applied.logLevel) this.access.level = applied.logLevel;
     }
+    // where each new listener is bound, and which ones go, whatever asked (a file reload, xDS,
+    // the library): the start line lists the first ones; an xDS update says nothing else
     for (const l of retiring) {
+      this.log.info({ trigger, listener: l.cfg.name, address: this.addressOf(l), drainTimeoutMs: applied.drainTimeoutMs }, "listener retiring");
       this.retiringListeners.add(l);
       void l.retire(applied.drainTimeoutMs).then(() => this.retiringListeners.delete(l));
+    }
+    for (const p of plan) {
+      const f = p.fresh;
+      if (f === undefined || !this.started) continue;
+      this.log.info(
+        { trigger, listener: f.cfg.name, address: this.addressOf(f), sockets: f.sockets().map((k) => ({ address: formatAddress(k.address), protocols: k.protocols, tls: k.tls })) },
+        "listener bound",
+      );
     }
     if (o.xds === undefined) this.metrics.configReloads.ok.inc();
     const r: ReloadResult = { ok: true, version: snap.version, applied: report.applied, notApplied: report.notApplied, message: report.message };

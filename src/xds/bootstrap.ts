@@ -18,7 +18,16 @@ export interface Bootstrap {
   /** dynamic_resources.lds_config / cds_config given (wildcard subscriptions over ADS) */
   readonly lds: boolean;
   readonly cds: boolean;
+  /**
+   * How long /ready waits for the first fetch (Envoy's ConfigSource.initial_fetch_timeout, 15 s
+   * by default, 0: no limit): the longest of lds_config's and cds_config's, as dojang fetches
+   * both at once.
+   */
+  readonly initialFetchTimeoutMs: number;
 }
+
+/** Envoy's default initial_fetch_timeout (envoy/config/core/v3/config_source.proto: "The default is 15s"). */
+export const INITIAL_FETCH_TIMEOUT_MS = 15_000;
 
 export type BootstrapResult = { readonly ok: true; readonly bootstrap: Bootstrap } | { readonly ok: false; readonly issues: readonly Issue[] };
 
@@ -57,9 +66,18 @@ export function parseBootstrap(text: string): BootstrapResult {
   const envoyGrpc = obj(services[0]?.["envoy_grpc"]);
   const clusterName = typeof envoyGrpc?.["cluster_name"] === "string" ? envoyGrpc["cluster_name"] : "";
   if (services.length === 1 && clusterName === "") bad("dynamic_resources.ads_config.grpc_services[0].envoy_grpc.cluster_name", "is required (google_grpc is not supported)");
+  const fetchTimeouts: number[] = [];
   for (const k of ["lds_config", "cds_config"] as const) {
     const cs = obj(dyn?.[k]);
     if (cs !== undefined && cs["ads"] === undefined) bad(`dynamic_resources.${k}`, "dojang takes it over ADS only: { ads: {} }");
+    if (cs === undefined) continue;
+    const t = cs["initial_fetch_timeout"];
+    if (t === undefined) fetchTimeouts.push(INITIAL_FETCH_TIMEOUT_MS);
+    else {
+      const ms = protoDurationMs(t);
+      if (ms === undefined) bad(`dynamic_resources.${k}.initial_fetch_timeout`, "expected a duration as Envoy writes it, like 15s or 0.5s (0s: wait without limit)");
+      else fetchTimeouts.push(ms);
+    }
   }
   let server: Bootstrap["server"] | undefined;
   let tls: Bootstrap["tls"] = null;
@@ -108,6 +126,31 @@ export function parseBootstrap(text: string): BootstrapResult {
       // is asking for both (what a sidecar driven by ADS means)
       lds: dyn?.["lds_config"] !== undefined || dyn?.["cds_config"] === undefined,
       cds: dyn?.["cds_config"] !== undefined || dyn?.["lds_config"] === undefined,
+      // 0 (no limit) on either wins: Envoy would wait for that one without limit
+      initialFetchTimeoutMs: fetchTimeouts.length === 0 ? INITIAL_FETCH_TIMEOUT_MS : fetchTimeouts.includes(0) ? 0 : Math.max(...fetchTimeouts),
     },
   };
+}
+
+/**
+ * A google.protobuf.Duration as a bootstrap gives it, in milliseconds: the proto3 JSON string
+ * ("15s", "0.5s", "1.000340012s": seconds with up to 9 fractional digits, then "s") or the
+ * { seconds, nanos } object; undefined when it is neither, negative or too long for a timer.
+ */
+export function protoDurationMs(v: unknown): number | undefined {
+  let ms: number;
+  if (typeof v === "string") {
+    const m = /^(\d{1,12})(?:\.(\d{1,9}))?s$/.exec(v);
+    if (m === null) return undefined;
+    ms = Number(m[1]) * 1000 + Number(`0.${m[2] ?? "0"}`) * 1000;
+  } else {
+    const o = obj(v);
+    if (o === undefined) return undefined;
+    const s = o["seconds"] ?? 0;
+    const n = o["nanos"] ?? 0;
+    if (typeof s !== "number" || typeof n !== "number" || !Number.isInteger(s) || !Number.isInteger(n) || s < 0 || n < 0 || n > 999_999_999) return undefined;
+    ms = s * 1000 + n / 1e6;
+  }
+  // a timer holds at most 2^31-1 ms (about 24.8 days)
+  return ms <= 2_147_483_647 ? Math.round(ms) : undefined;
 }

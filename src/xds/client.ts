@@ -7,7 +7,13 @@
 // with a resource dojang cannot serve, or one the reload refuses, is NACKed with error_detail
 // naming the resource and field, and the last accepted config keeps serving. A named resource
 // that has not arrived 15 s after it was asked for (on a stream that is up) is marked missing.
-// The stream reconnects with exponential back-off; what was accepted keeps serving meanwhile.
+// The stream waits for the channel to be ready (waitForReady: a control plane that is back is
+// reached within grpc-js's reconnect back-off, not after a failed attempt doubled dojang's), and
+// is opened again with exponential back-off when it ends; what was accepted keeps serving
+// meanwhile. What /config, dojang_xds_connected and /ready say follows the stream: connected while
+// the stream is open on a ready channel, ready once the first fetch is complete or the bootstrap's
+// initial_fetch_timeout has passed (Envoy's semantics), with a warning naming the node id while
+// the control plane sends nothing.
 import * as grpc from "@grpc/grpc-js";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -20,7 +26,7 @@ import { formatHostPort } from "../config/units.js";
 import { serviceConstructor } from "../protos/channel.js";
 import { decodeAny } from "../protos/load.js";
 import { VERSION } from "../version.js";
-import type { Bootstrap } from "./bootstrap.js";
+import { INITIAL_FETCH_TIMEOUT_MS, type Bootstrap } from "./bootstrap.js";
 import { isWarming, type XdsState } from "./compose.js";
 import {
   TYPE,
@@ -86,7 +92,15 @@ interface Sub {
   /** NACKs of the same version in a row (a server that sends a refused version again at once) */
   rejectStreak: number;
   nackTimer: NodeJS.Timeout | undefined;
+  /** how the last response of this type was handled ("none" before any) */
+  last: "none" | "accepted" | "rejected";
 }
+
+/** The first fetch (Envoy's initialization): /ready waits for it, at most initial_fetch_timeout. */
+type InitialFetch = "waiting" | "complete" | "timed out";
+
+/** The warning about a silent control plane repeats, doubling, up to this. */
+const SILENCE_WARN_MAX_MS = 300_000;
 
 type Resource = XdsListener | XdsRouteTable | { cluster: XdsCluster; tls: ClusterTlsConfig | null } | XdsEndpoints;
 
@@ -100,7 +114,7 @@ interface AdsStream {
 const decode: AnyDecoder = (any) => decodeAny(any as { type_url?: string; value?: Uint8Array });
 
 export class XdsClient {
-  private readonly client: grpc.Client & { StreamAggregatedResources(): AdsStream; DeltaAggregatedResources(): AdsStream };
+  private readonly client: grpc.Client & { StreamAggregatedResources(md: grpc.Metadata): AdsStream; DeltaAggregatedResources(md: grpc.Metadata): AdsStream };
   /** incremental xDS (api_type DELTA_GRPC): per-resource versions, subscribe/unsubscribe, removals */
   private readonly delta: boolean;
   private stream: AdsStream | undefined;
@@ -117,9 +131,18 @@ export class XdsClient {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private sentNode = false;
   private chain: Promise<void> = Promise.resolve();
-  /** the stream is up (its response headers came) */
-  private up = false;
+  /** the stream's response headers came (the control plane has answered on it) */
+  private headers = false;
+  /** the channel's connectivity state (grpc-js), watched while the client runs */
+  private channelState: grpc.connectivityState = grpc.connectivityState.IDLE;
   private streams = 0;
+  /** something from the control plane was accepted, on any stream (the retry line says what serves) */
+  private accepted = false;
+  /** the current stream has had a response */
+  private answered = false;
+  private silenceTimer: NodeJS.Timeout | undefined;
+  private initialFetch: InitialFetch = "waiting";
+  private initialTimer: NodeJS.Timeout | undefined;
   private readonly missingAfterMs: number;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
@@ -141,27 +164,74 @@ export class XdsClient {
     for (const t of TYPES) for (const r of ["accepted", "rejected"]) this.updates.labels(SHORT[t], r);
     for (const t of TYPES) {
       const wildcard = (t === TYPE.listener && boot.lds) || (t === TYPE.cluster && boot.cds);
-      this.subs.set(t, { names: wildcard ? null : new Set(), version: "", nonce: "", lastRejected: null, versions: new Map(), missing: new Set(), timers: new Map(), rejectStreak: 0, nackTimer: undefined });
+      this.subs.set(t, { names: wildcard ? null : new Set(), version: "", nonce: "", lastRejected: null, versions: new Map(), missing: new Set(), timers: new Map(), rejectStreak: 0, nackTimer: undefined, last: "none" });
     }
     const Ctor = serviceConstructor("envoy.service.discovery.v3.AggregatedDiscoveryService");
     this.client = new Ctor(formatHostPort(boot.server), credentialsFor(boot), {
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
-      // dojang's own back-off decides when to try again
+      // how soon a control plane that is back is reached: the ADS stream waits for the channel
+      // (waitForReady), which tries to connect 0.2 s after a failure, growing ×1.6 to 2 s (±20 %)
       "grpc.initial_reconnect_backoff_ms": 200,
       "grpc.max_reconnect_backoff_ms": 2_000,
     }) as unknown as XdsClient["client"];
   }
 
   start(): void {
+    this.watchChannel();
+    const t = this.boot.initialFetchTimeoutMs;
+    if (t > 0) {
+      this.initialTimer = setTimeout(() => this.initialFetchTimedOut(), t);
+      this.initialTimer.unref();
+    }
     this.connect();
+  }
+
+  /** Why /ready is 503 because of xDS (the first fetch, Envoy's initialization), or null. */
+  notReady(): string | null {
+    if (this.initialFetch !== "waiting") return null;
+    const t = this.boot.initialFetchTimeoutMs;
+    return `xds: waiting for the initial fetch from the control plane at ${formatHostPort(this.boot.server)} (node id ${JSON.stringify(this.boot.node.id)}; ${t > 0 ? `at most ${t / 1000}s, initial_fetch_timeout` : "no initial_fetch_timeout"})`;
+  }
+
+  /** The channel's state, kept in channelState (what connected and the silence warning say). */
+  private watchChannel(): void {
+    const ch = this.client.getChannel();
+    const next = (): void => {
+      if (this.closed) return;
+      const st = ch.getConnectivityState(false);
+      this.channelState = st;
+      this.refreshConnected();
+      try {
+        ch.watchConnectivityState(st, Infinity, next);
+      } catch {
+        /* the channel is shut down (close()) */
+      }
+    };
+    next();
+  }
+
+  /**
+   * Connected: a stream is open and its channel is ready (the control plane has the stream,
+   * whether or not it has answered on it: go-control-plane answers nothing for a node id it has
+   * no snapshot for), or the control plane's response headers came. Envoy's
+   * control_plane.connected_state likewise turns 1 when the stream is established, not on its
+   * first response (envoy source/common/config/grpc_stream.h, establishNewStream).
+   */
+  private get isConnected(): boolean {
+    return this.stream !== undefined && (this.headers || this.channelState === grpc.connectivityState.READY);
+  }
+
+  private refreshConnected(): void {
+    this.connected.set(this.isConnected ? 1 : 0);
   }
 
   /** Stops the stream and every timer (the accepted config keeps serving). */
   close(): void {
     this.closed = true;
     if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
+    if (this.initialTimer !== undefined) clearTimeout(this.initialTimer);
     this.stopTimers();
     this.stream?.cancel();
     this.client.close();
@@ -187,7 +257,10 @@ export class XdsClient {
       node: this.boot.node.id,
       server: formatHostPort(this.boot.server),
       apiType: this.boot.apiType,
-      connected: this.up,
+      connected: this.isConnected,
+      channel: grpc.connectivityState[this.channelState],
+      initialFetch: this.initialFetch,
+      initialFetchTimeoutMs: this.boot.initialFetchTimeoutMs,
       streams: this.streams,
       types,
     };
@@ -257,34 +330,50 @@ export class XdsClient {
   private connect(): void {
     if (this.closed) return;
     this.sentNode = false;
+    this.headers = false;
+    this.answered = false;
     this.streams++;
-    const s = this.delta ? this.client.DeltaAggregatedResources() : this.client.StreamAggregatedResources();
+    // waitForReady is a grpc-js call *metadata* option (Metadata's options, read by its
+    // LoadBalancingCall and ResolvingCall), not a CallOptions field: without it, a stream opened
+    // while the channel is in TRANSIENT_FAILURE fails at once on the cached connection error.
+    const md = new grpc.Metadata({ waitForReady: true });
+    const s = this.delta ? this.client.DeltaAggregatedResources(md) : this.client.StreamAggregatedResources(md);
     this.stream = s;
+    this.refreshConnected();
+    this.armSilenceWarning(this.boot.initialFetchTimeoutMs > 0 ? this.boot.initialFetchTimeoutMs : INITIAL_FETCH_TIMEOUT_MS);
     let ended = false;
     const onEnd = (why: string): void => {
       if (ended || this.stream !== s) return;
       ended = true;
       this.stream = undefined;
-      this.up = false;
-      this.connected.set(0);
+      this.headers = false;
+      this.refreshConnected();
       this.stopTimers();
       if (this.closed) return;
       const wait = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** this.attempt) * (0.5 + Math.random() / 2);
       this.attempt = Math.min(this.attempt + 1, 16);
-      this.host.log.warn({ server: formatHostPort(this.boot.server), why, retryInMs: Math.round(wait) }, "xds: the ADS stream ended; the accepted config keeps serving");
+      this.host.log.warn(
+        { server: formatHostPort(this.boot.server), node: this.boot.node.id, why, retryInMs: Math.round(wait) },
+        this.accepted
+          ? "xds: the ADS stream ended; the config accepted from the control plane keeps serving"
+          : "xds: the ADS stream ended before anything from the control plane was accepted; the static config alone serves meanwhile",
+      );
       this.reconnectTimer = setTimeout(() => this.connect(), wait);
     };
     s.on("data", (m: Msg) => {
       if (this.stream !== s) return;
       this.attempt = 0;
+      this.answered = true;
+      this.clearSilenceWarning();
       this.chain = this.chain.then(() => this.onResponse(m)).catch((err: unknown) => this.host.log.error({ err }, "xds: handling a response failed"));
     });
-    s.on("error", (err: Error) => onEnd(err.message));
+    s.on("error", (err: Error & Partial<grpc.StatusObject>) => onEnd(describeEnd(err)));
     s.on("end", () => onEnd("the control plane closed the stream"));
     s.on("status", () => undefined);
     s.on("metadata", () => {
-      this.up = true;
-      this.connected.set(1);
+      if (this.stream !== s) return;
+      this.headers = true;
+      this.refreshConnected();
     });
     // every subscription again, with the versions accepted so far (a new stream has no nonce)
     for (const t of TYPES) {
@@ -299,7 +388,71 @@ export class XdsClient {
     }
   }
 
+  // === what the operator is told ===
+
+  /**
+   * A warning while the current stream has had no response, naming the node id, its cluster and
+   * the control plane (the usual causes: the control plane serves another node id, or cannot be
+   * reached); again after twice the time, up to every 5 min.
+   */
+  private armSilenceWarning(afterMs: number): void {
+    this.clearSilenceWarning();
+    const t = setTimeout(() => {
+      if (this.closed || this.stream === undefined || this.answered) return;
+      // a stream that is open after something was accepted may well be quiet: a control plane
+      // that has nothing newer than the versions dojang resumed with need not answer
+      if (this.accepted && this.channelState === grpc.connectivityState.READY) return;
+      const server = formatHostPort(this.boot.server);
+      const { id, cluster } = this.boot.node;
+      const waited = afterMs >= 1000 ? `${Math.round(afterMs / 1000)}s` : `${afterMs}ms`;
+      const serving = this.accepted ? "the config accepted before keeps serving" : "the static config alone serves";
+      const channel = grpc.connectivityState[this.channelState];
+      const msg =
+        this.channelState === grpc.connectivityState.READY
+          ? `xds: the control plane at ${server} has sent nothing in ${waited} for node id ${JSON.stringify(id)} (cluster ${JSON.stringify(cluster)}): does it serve this node id? The ADS stream is open; ${serving}`
+          : `xds: the control plane at ${server} has not been reachable in ${waited} (channel ${channel}) for node id ${JSON.stringify(id)} (cluster ${JSON.stringify(cluster)}); ${serving}`;
+      this.host.log.warn({ node: id, cluster, server, channel, afterMs }, msg);
+      this.armSilenceWarning(Math.min(SILENCE_WARN_MAX_MS, afterMs * 2));
+    }, afterMs);
+    t.unref();
+    this.silenceTimer = t;
+  }
+
+  private clearSilenceWarning(): void {
+    if (this.silenceTimer !== undefined) clearTimeout(this.silenceTimer);
+    this.silenceTimer = undefined;
+  }
+
+  /**
+   * The types the first fetch still waits for: a wildcard type (LDS, CDS) that has had no
+   * response, a named one (RDS, EDS) with a name neither arrived nor marked missing. A refused
+   * response completes its type (Envoy ends the initial fetch on a rejected update too).
+   */
+  private pendingTypes(): TypeUrl[] {
+    return TYPES.filter((t) => {
+      const sub = this.subs.get(t)!;
+      if (sub.last === "rejected") return false;
+      return sub.names === null ? sub.last === "none" : [...sub.names].some((n) => !sub.versions.has(n) && !sub.missing.has(n));
+    });
+  }
+
+  private checkInitialFetch(): void {
+    if (this.initialFetch !== "waiting" || this.pendingTypes().length > 0) return;
+    this.initialFetch = "complete";
+    if (this.initialTimer !== undefined) clearTimeout(this.initialTimer);
+    this.host.log.info({ listeners: [...this.listeners.keys()].sort(), clusters: [...this.clusters.keys()].sort() }, "xds: the initial fetch is complete");
+  }
+
+  /** initial_fetch_timeout passed: ready with what has arrived (Envoy moves on the same way). */
+  private initialFetchTimedOut(): void {
+    this.initialTimer = undefined;
+    if (this.initialFetch !== "waiting" || this.closed) return;
+    this.initialFetch = "timed out";
+    this.host.log.warn({ pending: this.pendingTypes().map((t) => SHORT[t]), afterMs: this.boot.initialFetchTimeoutMs }, "xds: the initial fetch did not complete within initial_fetch_timeout: ready with what has arrived");
+  }
+
   private stopTimers(): void {
+    this.clearSilenceWarning();
     for (const sub of this.subs.values()) {
       if (sub.nackTimer !== undefined) clearTimeout(sub.nackTimer);
       sub.nackTimer = undefined;
@@ -364,6 +517,7 @@ export class XdsClient {
     if (sub.versions.has(name) || !(sub.names?.has(name) ?? false)) return;
     sub.missing.add(name);
     this.host.log.warn({ type: SHORT[type], name, afterMs: this.missingAfterMs }, "xds: a resource asked for has not arrived: marked missing");
+    this.checkInitialFetch();
     // an EDS cluster is served without endpoints from now on (14 UNAVAILABLE, as Envoy's no healthy upstream)
     if (type === TYPE.endpoint) this.chain = this.chain.then(async () => void (await this.apply()));
   }
@@ -418,6 +572,8 @@ export class XdsClient {
       const error = issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ");
       const again = sub.lastRejected?.version === version && sub.lastRejected.error === error;
       sub.lastRejected = { version, error };
+      sub.last = "rejected";
+      this.checkInitialFetch();
       this.updates.labels(SHORT[type], "rejected").inc();
       if (!again) {
         sub.rejectStreak = 0;
@@ -439,6 +595,8 @@ export class XdsClient {
       return;
     }
     sub.rejectStreak = 0;
+    sub.last = "accepted";
+    this.accepted = true;
     sub.version = version;
     for (const n of removed) sub.versions.delete(n);
     for (const n of got.keys()) {
@@ -455,6 +613,7 @@ export class XdsClient {
     // what the accepted clusters and listeners refer to is asked for next
     if (type === TYPE.cluster) this.resubscribe(TYPE.endpoint, [...this.clusters.values()].map((c) => c.cluster.eds).filter((n): n is string => n !== null));
     if (type === TYPE.listener) this.resubscribe(TYPE.route, [...this.listeners.values()].map((l) => l.rds).filter((n): n is string => n !== null));
+    this.checkInitialFetch();
   }
 
   private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[] } {
@@ -542,6 +701,15 @@ export class XdsClient {
   }
 }
 
+/**
+ * Why a stream ended, for the log: the gRPC code's name and details, without the empty
+ * "Resolution note: " grpc-js appends when its resolver had nothing to say.
+ */
+export function describeEnd(err: Error & Partial<grpc.StatusObject>): string {
+  const details = (err.details ?? err.message).replace(/\.? ?Resolution note: ?$/, "");
+  return err.code === undefined ? details : `${grpc.status[err.code] ?? err.code}: ${details}`;
+}
+
 /** Stops a named resource's does-not-exist timer. */
 function clearTimer(sub: Sub, name: string): void {
   const t = sub.timers.get(name);
@@ -554,7 +722,7 @@ export function registerXdsMetrics(registry: Registry): { readonly updates: Coun
   const registers = [registry];
   return {
     updates: new Counter({ name: "dojang_xds_updates_total", help: "xDS responses by resource type (lds, rds, cds, eds) and result (accepted: ACKed; rejected: NACKed)", labelNames: ["type", "result"], registers }),
-    connected: new Gauge({ name: "dojang_xds_connected", help: "1 while the ADS stream to the control plane is up", registers }),
+    connected: new Gauge({ name: "dojang_xds_connected", help: "1 while the ADS stream to the control plane is established (open on a ready connection, whether or not a response has come)", registers }),
   };
 }
 

@@ -649,6 +649,16 @@ function http2Options(c: Ctx, cl: Msg): H2 {
   } else if (cl["http2_protocol_options"] !== undefined) {
     opts = obj(cl["http2_protocol_options"]);
     p = "http2_protocol_options";
+  } else {
+    // Envoy speaks HTTP/1.1 to a cluster that does not say HTTP/2 (envoy/config/cluster/v3/
+    // cluster.proto, http2_protocol_options: "Even if default HTTP2 protocol options are desired,
+    // this field must be set so that Envoy will assume that the upstream supports HTTP/2"), and a
+    // gRPC server does not answer HTTP/1.1: refused, so a control plane that serves Envoy and
+    // dojang alike sees one behaviour
+    c.bad(
+      "typed_extension_protocol_options",
+      'gRPC needs HTTP/2 to the upstream, and without it Envoy speaks HTTP/1.1: give typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"] with explicit_http_config.http2_protocol_options (or the deprecated http2_protocol_options)',
+    );
   }
   if (opts === undefined) return { maxConcurrentStreams: undefined, initialWindow: undefined, connectionWindow: undefined, keepalive: null };
   const ka = obj(opts["connection_keepalive"]);

@@ -11,6 +11,7 @@ export const DOC_PAGES = {
   cli: "docs/reference/cli.md",
   edgeGateway: "docs/guides/edge-gateway.md",
   testHarness: "docs/guides/test-harness.md",
+  xds: "docs/guides/xds.md",
 } as const;
 
 /** The text of a doc page, by its path in the repository (`DOC_PAGES.cli`, "README.md"). */

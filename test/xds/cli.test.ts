@@ -19,18 +19,19 @@ describe("dojang --xds-bootstrap (a process)", () => {
       "dojang.yaml",
       `admin: { address: 127.0.0.1:${admin} }\nlisteners: [{ name: own, address: 127.0.0.1:${own}, routes: [{ match: { prefix: / }, cluster: app }] }]\nclusters: [{ name: app, endpoints: ["${up.address}"] }]\n`,
     );
+    // what the control plane serves is in its file before dojang starts: /ready then means served
+    await cp.push("cli-node", "1", {
+      [T.listener]: [listener("from-xds", port, "r")],
+      [T.route]: [routeConfig("r", [route("/", "svc")])],
+      [T.cluster]: [edsCluster("svc")],
+      [T.endpoint]: [cla("svc", [up.address])],
+    });
     const d = spawnDojang(["--config", cfg, "--xds-bootstrap", boot]);
     const client = echoClient(`127.0.0.1:${port}`);
     try {
       await waitReady(d, `127.0.0.1:${admin}`, 30_000);
-      await cp.push("cli-node", "1", {
-        [T.listener]: [listener("from-xds", port, "r")],
-        [T.route]: [routeConfig("r", [route("/", "svc")])],
-        [T.cluster]: [edsCluster("svc")],
-        [T.endpoint]: [cla("svc", [up.address])],
-      });
       const call = () => new Promise<string>((r) => client.Unary(Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 5000 }, (e, res) => r(e === null ? res!.toString() : `error ${e.code}`)));
-      await waitFor("a call through the listener the control plane sent", async () => ((await call()) === "up" ? true : undefined), 30_000, 100);
+      expect(await call()).toBe("up");
       d.child.kill("SIGHUP");
       await waitFor("the reload", async () => (sample(await scrape(`127.0.0.1:${admin}`), "dojang_config_reloads_total", { result: "ok" }) === 1 ? true : undefined), 20_000, 100).catch((err: Error) => {
         throw new Error(`${err.message}\n${d.stdout()}\n${d.stderr()}`);
@@ -46,6 +47,7 @@ describe("dojang --xds-bootstrap (a process)", () => {
     } finally {
       client.close();
       await up.close();
+      await cp.close();
       tmp.remove();
     }
   }, 120_000);

@@ -52,7 +52,7 @@ describe("xDS: incremental (delta) ADS against go-control-plane", () => {
   afterAll(async () => {
     client?.close();
     await d?.close(0);
-    await cp?.stop();
+    await cp?.close();
     await Promise.all((ups ?? []).map((u) => u.close()));
     tmp.remove();
   });

@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeAny, lookupType } from "../../src/protos/load.js";
-import { parseBootstrap } from "../../src/xds/bootstrap.js";
+import { parseBootstrap, protoDurationMs } from "../../src/xds/bootstrap.js";
 import { compose, weightedName, type XdsState } from "../../src/xds/compose.js";
 import { mapCluster, mapClusterLoadAssignment, mapListener, mapRouteConfiguration, type Msg } from "../../src/xds/map.js";
 import { DEFAULT_CONFIG } from "../../src/config/default.js";
@@ -239,6 +239,28 @@ describe("mapCluster()", () => {
         'typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config',
       ]);
   });
+
+  // Envoy speaks HTTP/1.1 to a cluster that does not say HTTP/2, and a gRPC server does not
+  // answer HTTP/1.1: dojang refuses such a cluster rather than serve it differently than Envoy
+  it("refuses a cluster that does not say it speaks HTTP/2, naming the field Envoy reads; takes the deprecated field too", () => {
+    const none = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS" }), decode);
+    expect(none.ok).toBe(false);
+    if (!none.ok) {
+      expect(none.issues).toEqual([
+        {
+          path: "typed_extension_protocol_options",
+          message:
+            'gRPC needs HTTP/2 to the upstream, and without it Envoy speaks HTTP/1.1: give typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"] with explicit_http_config.http2_protocol_options (or the deprecated http2_protocol_options)',
+        },
+      ]);
+    }
+    const http1 = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", http_protocol_options: {} }), decode);
+    expect(!http1.ok && http1.issues.map((i) => i.path)).toEqual(["typed_extension_protocol_options"]);
+    const deprecated = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", http2_protocol_options: { max_concurrent_streams: { value: 7 } } }), decode);
+    expect(deprecated.ok && deprecated.value.config.maxConcurrentStreamsPerSession).toBe(7);
+    const modern = mapCluster(decoded(CLUSTER, { name: "svc", type: "EDS", typed_extension_protocol_options: h2 }), decode);
+    expect(modern.ok && modern.value.config.maxConcurrentStreamsPerSession).toBe(100);
+  });
 });
 
 describe("mapClusterLoadAssignment()", () => {
@@ -288,7 +310,55 @@ static_resources:
     - name: xds
       load_assignment: { endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 10.1.1.1, port_value: 15010 } } } }] }] }
 `);
-    expect(r).toEqual({ ok: true, bootstrap: { node: { id: "n1", cluster: "c1", metadata: { A: "b" } }, server: { host: "10.1.1.1", port: 15010 }, serverCluster: "xds", apiType: "GRPC", tls: null, lds: true, cds: true } });
+    expect(r).toEqual({
+      ok: true,
+      bootstrap: { node: { id: "n1", cluster: "c1", metadata: { A: "b" } }, server: { host: "10.1.1.1", port: 15010 }, serverCluster: "xds", apiType: "GRPC", tls: null, lds: true, cds: true, initialFetchTimeoutMs: 15_000 },
+    });
+  });
+
+  it("reads initial_fetch_timeout from lds_config and cds_config: Envoy's 15s by default, the longer of the two, 0s (no limit) wins; a bad one is named", () => {
+    const boot = (lds: string, cds: string) =>
+      parseBootstrap(`
+node: { id: n1 }
+dynamic_resources:
+  ads_config: { api_type: GRPC, grpc_services: [{ envoy_grpc: { cluster_name: xds } }] }
+  lds_config: { ads: {}${lds} }
+  cds_config: { ads: {}${cds} }
+static_resources:
+  clusters:
+    - name: xds
+      load_assignment: { endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: 10.1.1.1, port_value: 15010 } } } }] }] }
+`);
+    const ms = (lds: string, cds: string) => ((r) => (r.ok ? r.bootstrap.initialFetchTimeoutMs : r.issues))(boot(lds, cds));
+    expect(ms("", "")).toBe(15_000);
+    expect(ms(", initial_fetch_timeout: 2s", "")).toBe(15_000);
+    expect(ms(", initial_fetch_timeout: 20s", ", initial_fetch_timeout: 0.5s")).toBe(20_000);
+    expect(ms(", initial_fetch_timeout: 1.5s", ", initial_fetch_timeout: 0.25s")).toBe(1500);
+    expect(ms(", initial_fetch_timeout: 0s", ", initial_fetch_timeout: 30s")).toBe(0);
+    expect(ms(", initial_fetch_timeout: { seconds: 3, nanos: 500000000 }", ", initial_fetch_timeout: 1s")).toBe(3500);
+    expect(ms("", ", initial_fetch_timeout: 5000")).toEqual([{ path: "dynamic_resources.cds_config.initial_fetch_timeout", message: "expected a duration as Envoy writes it, like 15s or 0.5s (0s: wait without limit)" }]);
+  });
+
+  it("reads durations in the proto3 JSON form and the { seconds, nanos } form only", () => {
+    const cases: [unknown, number | undefined][] = [
+      ["15s", 15_000],
+      ["0s", 0],
+      ["0.5s", 500],
+      ["1.000340012s", 1000],
+      ["2147483.647s", 2_147_483_647],
+      ["2147483.648s", undefined],
+      [{ seconds: 1, nanos: 250_000_000 }, 1250],
+      [{ seconds: 2 }, 2000],
+      ["15", undefined],
+      ["15ms", undefined],
+      ["-1s", undefined],
+      ["1.5 s", undefined],
+      [15, undefined],
+      [{ seconds: -1 }, undefined],
+      [{ seconds: 1, nanos: 1_000_000_000 }, undefined],
+      [null, undefined],
+    ];
+    for (const [v, want] of cases) expect(protoDurationMs(v), JSON.stringify(v)).toBe(want);
   });
 
   it("names each missing field", () => {
@@ -310,8 +380,8 @@ describe("compose()", () => {
     }),
     decode,
   );
-  const ca = mapCluster(decoded(CLUSTER, { name: "a", type: "EDS" }), decode);
-  const cb = mapCluster(decoded(CLUSTER, { name: "b", type: "EDS" }), decode);
+  const ca = mapCluster(decoded(CLUSTER, { name: "a", type: "EDS", http2_protocol_options: {} }), decode);
+  const cb = mapCluster(decoded(CLUSTER, { name: "b", type: "EDS", http2_protocol_options: {} }), decode);
   if (!l.ok || !rt.ok || !ca.ok || !cb.ok) throw new Error("fixtures do not map");
   const state = (over: Partial<XdsState> = {}): XdsState => ({
     listeners: new Map([["in", l.value]]),

@@ -1,5 +1,5 @@
-// dojang configured by a real control plane (go-control-plane's SnapshotCache over ADS, the
-// test/engines/xds-control-plane fixture): listeners, routes, clusters and endpoints pushed as
+// dojang configured by a real control plane (go-control-plane's SnapshotCache over ADS: the
+// example docs/examples/xds-control-plane, driven through its snapshot file): listeners, routes, clusters and endpoints pushed as
 // snapshots while grpc-js clients call through dojang without pause; not one call may fail
 // across endpoint moves, a new cluster, a route change, a refused (NACKed) resource and a
 // restart of the control plane. Also: the NACK's error_detail names the field, the last good
@@ -139,7 +139,7 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
     client?.close();
     staticClient?.close();
     await d?.close(0);
-    await cp?.stop();
+    await cp?.close();
     await Promise.all([a, b, c].filter((u) => u !== undefined).map((u) => u.server.close()));
     tmp.remove();
     delete process.env["DOJANG_XDS_MISSING_MS"];
@@ -196,6 +196,15 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
       const cfg = await json(d.adminAddress!, "/config");
       expect(cfg.xds.types.cds.version).toBe(goodVersion);
       expect(cfg.xds.types.cds.lastRejected.error).toContain("lb_policy");
+
+      // a cluster that does not say HTTP/2 (Envoy would speak HTTP/1.1 to it): NACKed, naming the field
+      since = (await cp.events()).length;
+      const { typed_extension_protocol_options: _, ...http1 } = edsCluster("svc2");
+      await push({ ...good, [T.cluster]: [edsCluster("svc"), http1] }, false);
+      const h1 = await answer(T.cluster, since, true, /typed_extension_protocol_options/);
+      expect(h1.errorDetail!.message).toContain('Cluster "svc2" typed_extension_protocol_options: gRPC needs HTTP/2 to the upstream');
+      expect(h1.version).toBe(goodVersion);
+      expect(await whoAnswers(client)).toEqual(new Set(["c"]));
 
     } finally {
       await l.stop();
@@ -274,15 +283,15 @@ describe("xDS: dojang configured by go-control-plane over ADS", () => {
     await waitFor("c answers", async () => ((s) => (s.size === 1 && s.has("c") ? s : undefined))(await whoAnswers(client)), 20_000, 50);
     const l = load(client);
     try {
-      // same port, empty cache; started inside this test, so the test's cleanup stops it
-      const port = cp.adsPort;
+      // a crash, then the same program on the same port and file (started inside this test, so
+      // the test's cleanup stops it)
       await cp.stop();
       await sleep(1000);
-      cp = await startControlPlane(port);
+      await cp.start();
       const opened = await waitFor("dojang's new stream", async () => (await cp.events()).find((e) => e.kind === "request" && e.typeUrl === T.cluster), 30_000, 50);
       expect(opened.node).toBe(NODE);
       expect(opened.version).toBe(goodVersion);
-      // the same resources as a newer version: the new control plane answers, dojang ACKs
+      // the same resources as a newer version: the control plane answers, dojang ACKs
       since = (await cp.events()).length;
       await push(good);
       await answer(T.cluster, since, false);

@@ -115,11 +115,11 @@ function watchParent(parent: number): ParentWatch {
 }
 
 /** Once dojang serves (or is about to): `stop` now if the parent is gone already, else when it goes. */
-function followParent(w: ParentWatch, log: Logger, stop: () => void): void {
+function followParent(w: ParentWatch, log: Logger, stop: () => void, what = "draining"): void {
   const go = (): void => {
     log.warn(
       { parent: w.parent },
-      "the process that started dojang exited (--stop-with-parent): draining. npm passes no SIGHUP on to its script: reload with `dojang reload --pid-file FILE` or kill -HUP <dojang's pid>",
+      `the process that started dojang exited (--stop-with-parent): ${what}. npm passes no SIGHUP on to its script: reload with \`dojang reload --pid-file FILE\` or kill -HUP <dojang's pid>`,
     );
     stop();
   };
@@ -229,7 +229,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
   // gone before anything listens: nothing to drain
-  if (parentWatch?.gone === true) followParent(parentWatch, log, () => process.exit(0));
+  if (parentWatch?.gone === true) followParent(parentWatch, log, () => process.exit(0), "exiting before it serves");
   if (config.workers > 1) {
     if (isWorkerProcess()) {
       await runWorker(config, log, level !== undefined).catch((err: unknown) => {

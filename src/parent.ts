@@ -21,13 +21,15 @@ export const STARTED_BY_ENV = "DOJANG_STARTED_BY";
  * parent gave it, while init (systemd, tini, a container's first process) starts a program in its
  * own group or in init's. So: parent pid 1, and a group that is neither ours nor init's, means
  * orphaned. (Under a subreaper the orphan's new parent is not pid 1, and a parent gone that early
- * cannot be told apart from it; one that goes later always can.)
+ * cannot be told apart from it; one that goes later always can.) `pgrp` is read only when needed.
  */
-function firstParent(): number {
-  if (FIRST_PPID !== 1 || process.pid === 1) return FIRST_PPID;
-  const pgrp = processGroup();
-  return pgrp !== undefined && pgrp !== 1 && pgrp !== process.pid ? 0 : FIRST_PPID;
+export function parentAtStart(ppid: number, pid: number, pgrp: () => number | undefined): number {
+  if (ppid !== 1 || pid === 1) return ppid;
+  const g = pgrp();
+  return g !== undefined && g !== 1 && g !== pid ? 0 : ppid;
 }
+
+const firstParent = (): number => parentAtStart(FIRST_PPID, process.pid, processGroup);
 
 /** This process's group id, from /proc (Linux); undefined elsewhere. */
 function processGroup(): number | undefined {

@@ -25,10 +25,18 @@
 // DOJANG_MEMORY_REDUCER=on keeps V8's reducer (idle memory given back, at that CPU price); where
 // process.execve does not exist (Windows) dojang runs without the flags.
 //
-// First of all, the Node version (src/version.ts): on a node older than NODE_RANGE the proxy would
-// start and fail every call, so it refuses here, in one line, exit 2. The import is bundled into
+// First of all, who started dojang (src/parent.ts: its top level reads the parent pid before
+// anything else runs), for --stop-with-parent: a parent that exits while dojang starts must still
+// end it. Then the Node version (src/version.ts): on a node older than NODE_RANGE the proxy would
+// start and fail every call, so it refuses here, in one line, exit 2. The imports are bundled into
 // dist/cli.js (scripts/bundle.mjs), which stays one file.
+import { STARTED_BY_ENV, handParentOn } from "./parent.js";
 import { nodeVersionProblem } from "./version.js";
+
+// the served process reads it (process.execve keeps the pid, and so the parent); one left in the
+// environment by whatever started dojang is never taken
+if (process.argv.includes("--stop-with-parent")) handParentOn(process.env);
+else delete process.env[STARTED_BY_ENV];
 
 const tooOld = nodeVersionProblem();
 if (tooOld !== undefined) {

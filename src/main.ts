@@ -1,5 +1,7 @@
 // dojang's command line (after src/cli.ts, the launcher): argv and env, --check, and the signals that drain the proxy.
 // Exit codes: 0 clean stop, 1 runtime failure (e.g. cannot listen), 2 invalid config or usage.
+// src/parent.ts first: for --stop-with-parent its top level notes the parent before anything else runs.
+import { startedBy } from "./parent.js";
 import { parseArgs } from "node:util";
 import type { Config } from "./config/schema.js";
 import { takeConfigHandover } from "./config/handover.js";
@@ -84,24 +86,45 @@ async function adminMutations(env: NodeJS.ProcessEnv): Promise<(c: Config, sourc
   };
 }
 
+/** --stop-with-parent: whether the process that started dojang is gone, and what to do then. */
+interface ParentWatch {
+  readonly parent: number;
+  gone: boolean;
+  /** set once dojang serves (drain and exit); until then a parent gone is only noted */
+  onGone: (() => void) | undefined;
+}
+
 /**
- * --stop-with-parent: calls `stop` once the process that started dojang has exited (its parent
- * pid changes: the orphan is adopted by init or a subreaper). Checked once a second (one
- * getppid(2), on an unref'd timer). `npm start` needs it: npm passes SIGINT and SIGTERM to its
- * script, but not SIGHUP, which ends npm and would leave dojang running, orphaned.
+ * --stop-with-parent: watches, from the served process's first moments, whether the process that
+ * started dojang (src/parent.ts: seen at the launcher's first instruction; 0 = gone already) has
+ * exited: its parent pid changes when init or a subreaper adopts it. Checked at once, then once a
+ * second (one getppid(2), on an unref'd timer). `npm start` needs it: npm passes SIGINT and
+ * SIGTERM to its script, but not SIGHUP, which ends npm and would leave dojang running, orphaned.
  */
-function stopWithParent(log: Logger, stop: () => void): void {
-  const parent = process.ppid;
+function watchParent(parent: number): ParentWatch {
+  const w: ParentWatch = { parent, gone: parent === 0 || process.ppid !== parent, onGone: undefined };
+  if (w.gone) return w;
   const t = setInterval(() => {
     if (process.ppid === parent) return;
     clearInterval(t);
-    log.warn(
-      { parent },
-      "the process that started dojang exited (--stop-with-parent): draining. npm passes no SIGHUP on to its script: reload with `dojang reload --pid-file FILE` or kill -HUP <dojang's pid>",
-    );
-    stop();
+    w.gone = true;
+    w.onGone?.();
   }, 1000);
   t.unref();
+  return w;
+}
+
+/** Once dojang serves (or is about to): `stop` now if the parent is gone already, else when it goes. */
+function followParent(w: ParentWatch, log: Logger, stop: () => void, what = "draining"): void {
+  const go = (): void => {
+    log.warn(
+      { parent: w.parent },
+      `the process that started dojang exited (--stop-with-parent): ${what}. npm passes no SIGHUP on to its script: reload with \`dojang reload --pid-file FILE\` or kill -HUP <dojang's pid>`,
+    );
+    stop();
+  };
+  if (w.gone) go();
+  else w.onGone = go;
 }
 
 async function main(): Promise<void> {
@@ -127,6 +150,9 @@ async function main(): Promise<void> {
   }
   if (args.help) print(USAGE);
   if (args.version) print(VERSION);
+  // from here on: a parent that goes while the config loads or the listeners bind is noted, and
+  // dojang stops as soon as it can (a cluster worker follows its primary instead)
+  const parentWatch = args["stop-with-parent"] && !args.check && !isWorkerProcess() ? watchParent(startedBy(process.env)) : undefined;
   const level = args["log-level"];
   if (level !== undefined && !LEVELS.has(level)) fail(2, `dojang: --log-level: unknown level "${level}"\n${USAGE}`);
   const pidGiven = args["pid-file"] ?? process.env["DOJANG_PID_FILE"];
@@ -202,6 +228,8 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
+  // gone before anything listens: nothing to drain
+  if (parentWatch?.gone === true) followParent(parentWatch, log, () => process.exit(0), "exiting before it serves");
   if (config.workers > 1) {
     if (isWorkerProcess()) {
       await runWorker(config, log, level !== undefined).catch((err: unknown) => {
@@ -217,7 +245,7 @@ async function main(): Promise<void> {
       onStarted: () => {
         if (pidFile !== undefined) writePidFile(pidFile);
         // the primary drains its workers on SIGTERM (src/proxy/workers.ts)
-        if (args["stop-with-parent"]) stopWithParent(log, () => process.kill(process.pid, "SIGTERM"));
+        if (parentWatch !== undefined) followParent(parentWatch, log, () => process.kill(process.pid, "SIGTERM"));
       },
     });
     process.exit(code);
@@ -285,7 +313,7 @@ async function main(): Promise<void> {
     }
     process.on("exit", () => removePidFile(pidFile));
   }
-  if (args["stop-with-parent"]) stopWithParent(log, () => stop("parent exited"));
+  if (parentWatch !== undefined) followParent(parentWatch, log, () => stop("parent exited"));
   startHeapTuning(d, config, log);
   if (config.watchConfig && file !== undefined && !stopping) {
     watcher = watchConfigFile(

@@ -25,8 +25,11 @@ export function nodeSupported(version: string): boolean {
  */
 export function nodeVersionProblem(version: string = process.versions.node, execPath: string = process.execPath): string | undefined {
   if (nodeSupported(version)) return undefined;
+  // Two places dojang runs from, two remedies: a clone of dojang has Node 24 as a dev dependency
+  // already (npx runs node_modules/.bin/node), a project that installs dojang has to add one.
   return (
     `dojang needs Node.js ${NODE_RANGE} (node:http2 header lists); this is Node.js ${version} (${execPath}). ` +
+    `In a clone of dojang (after npm install): npx node dist/cli.js ... runs it on the clone's own Node 24, as npm start and npm test do. ` +
     `In a project: npm i -D node@24, and run the tests or dojang through an npm script (npm test, npm start), ` +
     `which puts node_modules/.bin/node first on PATH`
   );

@@ -13,7 +13,7 @@ export const DEFAULT_CONFIG_YAML: string = `# yaml-language-server: $schema=./do
 # Every other key and its default is in config/example-full.yaml; config/sidecar.yaml shows the
 # same shape driven by environment variables (\`\${VAR}\` / \`\${VAR:-default}\`).
 #
-# Units: durations "250ms", "5s", "1.5s", "1m", "1h" (a plain number is milliseconds);
+# Units: durations "250ms", "5s", "1.5s", "1m", "1h" (a number needs its unit: 30 is refused);
 # sizes in bytes or "64KiB", "4MiB", "1GiB" (binary) / "4MB" (decimal).
 
 # Admin listener: /metrics, /ready, /live, /config, GET /faults, GET /calls. Leave the key out for

@@ -28,8 +28,8 @@ export type JsonSchema = { [key: string]: unknown };
 const ENV_REF = ".*\\$\\{.*";
 const withEnv = (re: string) => `^(?:${re}|${ENV_REF})$`;
 const NUM = "\\d+(?:\\.\\d+)?";
-/** units.ts parseDuration: a plain number (ms), or h, m, s, ms parts, largest first ("1m30s"). */
-const DURATION_RE = `\\s*(?:${NUM}|(?=\\d)(?:${NUM}h)?(?:${NUM}m)?(?:${NUM}s)?(?:${NUM}ms)?)\\s*`;
+/** units.ts parseDuration: h, m, s, ms parts, largest first ("1m30s"); a number without a unit only as 0. */
+const DURATION_RE = `\\s*(?:0+(?:\\.0+)?|(?=\\d)(?:${NUM}h)?(?:${NUM}m)?(?:${NUM}s)?(?:${NUM}ms)?)\\s*`;
 /** units.ts parseSize: bytes, or a number with B, KB, MB, GB, KiB, MiB, GiB (any case). */
 const SIZE_RE = `\\s*${NUM}\\s*(?:[Bb]|[KkMmGg][Ii]?[Bb])?\\s*`;
 const WHOLE_RE = "\\s*\\d+\\s*";
@@ -40,12 +40,14 @@ const PERCENT_RE = `\\s*${NUM}\\s*%?\\s*`;
 
 // === value kinds ===
 
-const durationKind = (min = 0): JsonSchema => ({
-  type: ["string", "number"],
-  pattern: withEnv(DURATION_RE),
-  minimum: min,
-  maximum: 2 ** 31 - 1,
-});
+/**
+ * A duration: text with a unit (the pattern). A number is refused unless it is 0 (30 could be
+ * seconds or milliseconds: units.ts parseDuration), and then only where 0 is allowed (`min` 0).
+ */
+const durationKind = (min = 0, nullable = false): JsonSchema =>
+  min === 0
+    ? { type: ["string", "integer", ...(nullable ? ["null"] : [])], pattern: withEnv(DURATION_RE), minimum: 0, maximum: 0 }
+    : { type: nullable ? ["string", "null"] : "string", pattern: withEnv(DURATION_RE) };
 const sizeKind = (r: { min: number; max: number }): JsonSchema => ({
   type: ["string", "integer"],
   pattern: withEnv(SIZE_RE),
@@ -128,7 +130,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   "listeners[].routes[].cluster": { description: "The cluster (by name) the route's calls go to." },
   "listeners[].routes[].timeout": {
     description: 'Cap on the whole call: a duration like "30s", or "none"/null for no cap beyond the client\'s grpc-timeout.',
-    kind: { ...durationKind(1), type: ["string", "number", "null"], pattern: withEnv(`${DURATION_RE}|\\s*[Nn][Oo][Nn][Ee]\\s*`) },
+    kind: { ...durationKind(1, true), pattern: withEnv(`${DURATION_RE}|\\s*[Nn][Oo][Nn][Ee]\\s*`) },
     default: dur(DEFAULTS.route.timeoutMs),
   },
   "listeners[].routes[].maxRequestMessageBytes": {
@@ -242,7 +244,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   "listeners[].routes[].retry.maxAttempts": { description: "Attempts in all, the first included.", kind: countKind(LIMITS.maxAttempts), default: DEFAULTS.retry.maxAttempts },
   "listeners[].routes[].retry.perTryTimeout": {
     description: "Each attempt's own time limit (null = only the call's deadline); a timed-out attempt is retried.",
-    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    kind: durationKind(1, true),
     default: null,
   },
   "listeners[].routes[].retry.backoff": { description: "Retry n waits random(0, min(base × 2^(n−1), max)); grpc-retry-pushback-ms overrides it." },
@@ -260,7 +262,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "listeners[].routes[].streamIdleTimeout": {
     description: "A call on this route on which nothing moves for this long ends with 14 UNAVAILABLE (decided_by stream_idle); null = the listener's.",
-    kind: { ...durationKind(0), type: ["string", "number", "null"] },
+    kind: durationKind(0, true),
     default: null,
   },
   "listeners[].maxConcurrentStreams": {
@@ -307,7 +309,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "listeners[].maxConnectionAge": {
     description: "A client connection older than this gets GOAWAY, so clients behind an L4 balancer rebalance (grpc-go's MaxConnectionAge); null = never.",
-    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    kind: durationKind(1, true),
     default: null,
   },
   "listeners[].maxConnectionAgeGrace": {
@@ -317,7 +319,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "listeners[].idleTimeout": {
     description: "A client connection with no open stream for this long is closed (GOAWAY); null = never.",
-    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    kind: durationKind(1, true),
     default: null,
   },
   "listeners[].maxConnections": {
@@ -327,7 +329,7 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "listeners[].requestHeadersTimeout": {
     description: "A client connection that has not sent its first request (HEADERS) this long after it was accepted is closed (slowloris: TCP only, or the preface and nothing). null = never.",
-    kind: { ...durationKind(1), type: ["string", "number", "null"] },
+    kind: durationKind(1, true),
     default: dur(DEFAULTS.listener.requestHeadersTimeoutMs),
   },
   "listeners[].healthService": { description: "Answer grpc.health.v1 Check on this listener from the clusters' health.", kind: FLAG, default: false },

@@ -33,7 +33,7 @@ const DURATION_UNITS = [
   ["ms", 1n],
 ] as const;
 
-const DURATION_HINT = 'expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s", or a plain number of milliseconds';
+const DURATION_HINT = 'expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s"';
 
 // One "<number><unit>" component. `ms` is listed before `m` so the alternation prefers it.
 const DURATION_PART = /(\d+)(?:\.(\d+))?(ms|h|m|s)/y;
@@ -41,8 +41,12 @@ const PLAIN_NUMBER = /^(\d+)(?:\.(\d+))?$/;
 
 /**
  * Parses "250ms", "5s", "1.5s", "1m", "1h", compounds in descending order ("1h30m", "1m30.5s"),
- * a plain number of milliseconds (number 250 or string "250"), to whole milliseconds.
- * Exact decimal arithmetic (bigint), so "1.001s" is 1001 ms, not 1000.9999….
+ * to whole milliseconds. Exact decimal arithmetic (bigint), so "1.001s" is 1001 ms, not 1000.9999….
+ *
+ * A number without a unit is refused, as a number (YAML `timeout: 30`) or as text (`${CALL_TIMEOUT}`
+ * set to "30"): a reader cannot tell 30 ms from 30 s, and the two differ by a factor of 1000 (a
+ * header said "default 30s" while 30 meant 30 ms). The message writes the number with each unit.
+ * Only 0 needs none, as in Go's time.ParseDuration: it is the same in every unit.
  */
 export function parseDuration(input: string | number): DurationResult {
   if (typeof input === "number") return durationFromNumber(input);
@@ -84,16 +88,22 @@ export function parseDuration(input: string | number): DurationResult {
 function durationFromNumber(n: number): DurationResult {
   if (!Number.isFinite(n)) return { ok: false, error: `duration ${n} is not a finite number` };
   if (n < 0) return { ok: false, error: `duration ${n} must not be negative` };
-  if (!Number.isInteger(n)) return { ok: false, error: `duration ${n} must be a whole number of milliseconds` };
-  return durationFromMs(n, BigInt(n));
+  if (n === 0) return { ok: true, ms: 0 };
+  return { ok: false, error: noUnit(String(n), String(n)) };
 }
 
 function durationFromPlain(input: string, int: string, frac: string): DurationResult {
-  // A plain number string is milliseconds; a fraction of a millisecond cannot be honoured.
-  if (frac !== "" && /[1-9]/.test(frac)) {
-    return { ok: false, error: `duration "${input}" must be a whole number of milliseconds` };
-  }
-  return durationFromMs(input, BigInt(int));
+  if (/^0*$/.test(int) && /^0*$/.test(frac)) return { ok: true, ms: 0 };
+  return { ok: false, error: noUnit(`"${input}"`, frac === "" ? int : `${int}.${frac}`) };
+}
+
+/** `30 has no unit: write 30ms, 30s, 30m or 30h` (ms left out when it would be a fraction of one). */
+function noUnit(shown: string, n: string): string {
+  const units = DURATION_UNITS.map(([u]) => u)
+    .reverse()
+    .filter((u) => u !== "ms" || /^\d+(?:\.0*)?$/.test(n));
+  const forms = units.map((u) => n + u);
+  return `${shown} has no unit: write ${forms.slice(0, -1).join(", ")} or ${forms[forms.length - 1]}`;
 }
 
 function durationFromMs(input: string | number, ms: bigint): DurationResult {

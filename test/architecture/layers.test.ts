@@ -53,6 +53,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   // `dojang reload` (a CLI subcommand) and the pid file it and the CLI share
   ["reload-command.ts", "main"],
   ["pid-file.ts", "main"],
+  // --stop-with-parent's record of who started dojang, taken first in src/cli.ts and src/main.ts
+  ["parent.ts", "main"],
 ];
 
 function layerOf(rel: string): Layer | undefined {

@@ -228,6 +228,20 @@ describe("the /faults admin API", () => {
     expect((await api(px, "POST", "/faults", { id: "bad", action: { kind: "abort", code: 14 }, extra: true })).status).toBe(400);
     expect((await api(px, "POST", "/faults", { id: "bad", action: { kind: "reset", code: "CANCEL", at: "after_messages" } })).status).toBe(400);
 
+    // a duration without a unit (250 ms or 250 s?), in a rule and in a PATCH, names the units
+    for (const [body, path, shown] of [
+      [{ id: "bad", action: { kind: "delay", delay: 250 } }, "action.delay", "250"],
+      [{ id: "bad", action: { kind: "delay", delay: "250" } }, "action.delay", '"250"'],
+      [{ id: "bad", fire: { after: 250 }, action: { kind: "blackhole" } }, "fire.after", "250"],
+    ] as const) {
+      const r = await api(px, "POST", "/faults", body);
+      expect(r.status).toBe(400);
+      expect(r.body.issues).toEqual([{ path, message: `${shown} has no unit: write 250ms, 250s, 250m or 250h` }]);
+    }
+    const noUnitPatch = await api(px, "PATCH", "/faults/keep", { fire: { for: 30 } });
+    expect(noUnitPatch.status).toBe(400);
+    expect(noUnitPatch.body.issues).toEqual([{ path: "fire.for", message: "30 has no unit: write 30ms, 30s, 30m or 30h" }]);
+
     // a bad PATCH leaves the rule as it was
     const badPatch = await api(px, "PATCH", "/faults/keep", { action: { code: "NOPE" } });
     expect(badPatch.status).toBe(400);

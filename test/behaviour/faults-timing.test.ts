@@ -136,7 +136,7 @@ describe("delay", () => {
   it("at response_headers holds the response headers, after the upstream already answered", async () => {
     const up = await startUpstream();
     const px = await proxy(up.address);
-    px.faults.add({ id: "slow", action: { kind: "delay", at: "response_headers", delay: 300 } });
+    px.faults.add({ id: "slow", action: { kind: "delay", at: "response_headers", delay: "300ms" } });
 
     const r = await timedUnary(client(px), "x");
     expect(r.err).toBeNull();

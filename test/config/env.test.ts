@@ -144,7 +144,7 @@ describe("env expansion in a config", () => {
   it("reports a bad value that came from the environment at the key it landed in, naming the variable", () => {
     const r = parseConfigText(SIDE, { UPSTREAM: "x:1", T: "soon", WORKERS: "many" });
     expect(r.ok ? [] : r.issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
-      'listeners[0].routes[0].timeout: invalid duration "soon": expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s", or a plain number of milliseconds (from $T)',
+      'listeners[0].routes[0].timeout: invalid duration "soon": expected a number with a unit ms, s, m or h, e.g. "250ms", "1.5s", "1m30s" (from $T)',
       'workers: expected a whole number, got "many" (from $WORKERS)',
     ]);
   });

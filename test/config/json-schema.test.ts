@@ -110,7 +110,9 @@ describe("config/dojang.schema.json", () => {
     const listener = (s["properties"] as JsonSchema)["listeners"] as JsonSchema;
     const lp = (listener["items"] as JsonSchema)["properties"] as Record<string, JsonSchema>;
     const rp = ((lp["routes"]!["items"] as JsonSchema)["properties"]) as Record<string, JsonSchema>;
-    expect(rp["timeout"]).toMatchObject({ type: ["string", "number", "null"], description: expect.stringContaining("30s") });
+    expect(rp["timeout"]).toMatchObject({ type: ["string", "null"], description: expect.stringContaining("30s") });
+    // a number is a duration only as 0, and only where 0 is allowed
+    expect((s["properties"] as Record<string, JsonSchema>)["drainTimeout"]).toMatchObject({ type: ["string", "integer"], minimum: 0, maximum: 0 });
     expect(rp["maxRequestMessageBytes"]).toMatchObject({ default: "4MiB", maximum: 2 ** 32 - 1 });
     expect((s["properties"] as Record<string, JsonSchema>)["logLevel"]).toMatchObject({
       anyOf: [{ enum: ["fatal", "error", "warn", "info", "debug", "trace", "silent"] }, expect.anything()],
@@ -201,6 +203,10 @@ describe("the schema and dojang agree", () => {
     ["a missing cluster list", (d) => delete (d as Partial<Doc>).clusters, /^clusters: is required$/],
     ["a missing route cluster", (d) => delete (d.listeners[0]!.routes[0] as Partial<{ cluster: string }>).cluster, /routes\[0\]\.cluster: is required/],
     ["a duration with a made-up unit", (d) => (d.listeners[0]!.routes[0]!.timeout = "5 sec"), /routes\[0\]\.timeout/],
+    ["a duration without a unit (YAML number)", (d) => ((d.listeners[0]!.routes[0] as Record<string, unknown>)["timeout"] = 30), /routes\[0\]\.timeout: expected string or null, got integer/],
+    ["a duration without a unit (text)", (d) => (d.listeners[0]!.routes[0]!.timeout = "30"), /routes\[0\]\.timeout: "30" does not match/],
+    ["a duration without a unit where 0 is allowed", (d) => (d["drainTimeout"] = 30), /^drainTimeout: above 0$/],
+    ["a fault delay without a unit", (d) => ((d.listeners[0] as Record<string, unknown>)["faults"] = [{ action: { kind: "delay", delay: "250" } }]), /faults\[0\]\.action/],
     ["a size with a made-up unit", (d) => ((d.listeners[0]!.routes[0] as Record<string, unknown>)["maxRequestMessageBytes"] = "4 megs"), /maxRequestMessageBytes/],
     ["an unknown log level", (d) => (d["logLevel"] = "loud"), /^logLevel/],
     ["a flag that is not true or false", (d) => (d["accessLog"] = "yes"), /^accessLog/],

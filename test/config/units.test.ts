@@ -36,12 +36,9 @@ describe("parseDuration()", () => {
     ["1h2m3s4ms", 3_723_004],
     ["0", 0],
     ["0s", 0],
-    ["250", 250],
-    ["250.0", 250],
+    ["0.0", 0],
     [" 5s ", 5000],
-    [250, 250],
     [0, 0],
-    [MAX_DURATION_MS, MAX_DURATION_MS],
     [`${MAX_DURATION_MS}ms`, MAX_DURATION_MS],
   ])("parses %j as %d ms", (input, expected) => {
     expect(parseDuration(input)).toEqual({ ok: true, ms: expected });
@@ -67,14 +64,18 @@ describe("parseDuration()", () => {
     ["1s1s", "units must go from largest to smallest"],
     ["0.5ms", 'duration "0.5ms" must be a whole number of milliseconds'],
     ["1.0005s", "must be a whole number of milliseconds"],
-    ["1.5", 'duration "1.5" must be a whole number of milliseconds'],
+    ["1.5", '"1.5" has no unit: write 1.5s, 1.5m or 1.5h'],
+    ["250", '"250" has no unit: write 250ms, 250s, 250m or 250h'],
+    ["250.0", '"250.0" has no unit: write 250.0ms, 250.0s, 250.0m or 250.0h'],
     ["25d", 'invalid duration "25d"'],
     ["600h", 'duration "600h" is too long (at most 2147483647ms'],
     [-1, "duration -1 must not be negative"],
-    [1.5, "duration 1.5 must be a whole number of milliseconds"],
+    [1.5, "1.5 has no unit: write 1.5s, 1.5m or 1.5h"],
+    [250, "250 has no unit: write 250ms, 250s, 250m or 250h"],
+    [MAX_DURATION_MS, "2147483647 has no unit"],
     [Number.NaN, "duration NaN is not a finite number"],
     [Number.POSITIVE_INFINITY, "is not a finite number"],
-    [MAX_DURATION_MS + 1, "is too long"],
+    [`${MAX_DURATION_MS + 1}ms`, "is too long"],
   ])("rejects %j", (input, fragment) => {
     const r = parseDuration(input);
     expect(r.ok).toBe(false);

@@ -22,7 +22,8 @@ const good: FaultRuleInput[] = [
   { action: { kind: "shape", shape: "no_trailers" } },
   { action: { kind: "shape", shape: "wrong_content_type", contentType: "text/html" } },
   { action: { kind: "delay", delay: "200ms" } },
-  { action: { kind: "delay", at: "request", delay: 250 } },
+  { action: { kind: "delay", at: "request", delay: "250ms" } },
+  { action: { kind: "delay", at: "request", delay: 0 } },
   { action: { kind: "delay", at: "response_headers", delay: "1.5s" } },
   { action: { kind: "delay", at: "message", message: 2, direction: "response", delay: "1m30s" } },
   { action: { kind: "delay", at: "message", direction: "request", jitter: { uniform: ["100ms", "300ms"] } } },
@@ -75,6 +76,14 @@ const bad: unknown[] = [
   { action: { kind: "deadline", mode: "shrink" } } satisfies FaultRuleInput,
   // @ts-expect-error: a duration has a unit
   { action: { kind: "delay", delay: "5 sec" } } satisfies FaultRuleInput,
+  // @ts-expect-error: a number without a unit (250 ms? 250 s?) is refused, but for 0
+  { action: { kind: "delay", delay: 250 } } satisfies FaultRuleInput,
+  // @ts-expect-error: the same as text
+  { action: { kind: "delay", delay: "250" } } satisfies FaultRuleInput,
+  // @ts-expect-error: and in a jitter
+  { action: { kind: "delay", jitter: { uniform: [100, "300ms"] } } } satisfies FaultRuleInput,
+  // @ts-expect-error: and in fire
+  { fire: { after: 1000 }, action: { kind: "blackhole" } } satisfies FaultRuleInput,
 ];
 
 describe("FaultRuleInput matches parseFaultRule", () => {

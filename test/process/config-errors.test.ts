@@ -2,7 +2,7 @@
 // on stderr (exit 2), and the start-up line says where each cluster's calls will go, so a wrong
 // UPSTREAM shows before the first call fails. Real `node dist/cli.js` processes.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { assertDistBuilt, childEnv, freePort, killSpawned, runCli, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
+import { assertDistBuilt, canConnect, childEnv, freePort, killSpawned, runCli, spawnDojang, tempDir, waitReady } from "../helpers/process.js";
 
 const tmp = tempDir();
 beforeAll(() => assertDistBuilt());
@@ -31,6 +31,21 @@ describe("a bad value from the environment", () => {
     const r = await runCli(["--check", "--config", "config/sidecar.yaml"], sidecarEnv({ CALL_TIMEOUT: "abc" }));
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/listeners\[0\]\.routes\[0\]\.timeout: invalid duration "abc".* \(from \$CALL_TIMEOUT\)\n/);
+  });
+
+  it("CALL_TIMEOUT=30 (no unit: 30 s or 30 ms?): --check and a start exit 2, naming the units and $CALL_TIMEOUT, nothing listening", async () => {
+    const expected = 'listeners[0].routes[0].timeout: "30" has no unit: write 30ms, 30s, 30m or 30h (from $CALL_TIMEOUT)\n';
+    const check = await runCli(["--check", "--config", "config/sidecar.yaml"], sidecarEnv({ CALL_TIMEOUT: "30" }));
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain(expected);
+    const [listen, admin] = [await freePort(), await freePort()];
+    const start = await runCli(["--config", "config/sidecar.yaml"], sidecarEnv({ CALL_TIMEOUT: "30", LISTEN_ADDRESS: `127.0.0.1:${listen}`, ADMIN_ADDRESS: `127.0.0.1:${admin}` }));
+    expect(start.code).toBe(2);
+    expect(start.stderr).toContain(expected);
+    expect(await canConnect(listen)).toBe(false);
+    expect(await canConnect(admin)).toBe(false);
+    // with a unit, both readings are fine
+    for (const t of ["30s", "30ms"]) expect((await runCli(["--check", "--config", "config/sidecar.yaml"], sidecarEnv({ CALL_TIMEOUT: t }))).code).toBe(0);
   });
 
   it("the same file with the variable unset passes --check (the default is good)", async () => {

@@ -21,7 +21,7 @@ import {
   waitFor,
   waitReady,
 } from "../helpers/process.js";
-import { healthTarget } from "../../src/health.js";
+import { healthTarget, timeoutOption } from "../../src/health.js";
 import { configFromText } from "../../src/config/index.js";
 
 const tmp = tempDir();
@@ -140,6 +140,21 @@ describe("dojang health", () => {
     } finally {
       await taken.close();
     }
+  });
+});
+
+describe("--timeout (health and reload)", () => {
+  it("takes a duration with a unit, and refuses one without (5 s or 5 ms?) naming the units, as the config does", () => {
+    expect(timeoutOption(undefined, 2000)).toBe(2000);
+    expect(timeoutOption("300ms", 2000)).toBe(300);
+    expect(timeoutOption("5s", 2000)).toBe(5000);
+    expect(timeoutOption("5", 2000)).toBe('--timeout: "5" has no unit: write 5ms, 5s, 5m or 5h');
+  });
+
+  it("dojang health --timeout 5 exits 2 with that line", async () => {
+    const r = await runCli(["health", "--config", "config/dojang.yaml", "--timeout", "5"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('dojang health: --timeout: "5" has no unit: write 5ms, 5s, 5m or 5h\n');
   });
 });
 

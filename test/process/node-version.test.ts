@@ -5,10 +5,10 @@
 // on PATH outside node_modules (the machine's own), or $DOJANG_TEST_OLD_NODE.
 import { execFileSync } from "node:child_process";
 import { accessSync, constants, readFileSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { NODE_RANGE, nodeSupported, nodeVersionProblem } from "../../src/version.js";
+import { NODE_RANGE, VERSION, nodeSupported, nodeVersionProblem } from "../../src/version.js";
 import { CLI, REPO_ROOT, assertDistBuilt, canConnect, childEnv, configYaml, freePort, killSpawned, runGroup, tempDir, type GroupRun } from "../helpers/process.js";
 
 /** An executable `node` that is not the one running the tests and is too old for dojang, with its version. */
@@ -68,6 +68,8 @@ describe("which Node.js versions dojang accepts", () => {
     expect(line).toContain(`needs Node.js ${NODE_RANGE}`);
     expect(line).toContain("this is Node.js 20.20.2 (/x/node)");
     expect(line).toContain("npm i -D node@24");
+    // a clone has its own Node 24 (the `node` dev dependency): the advice for it is npx
+    expect(line).toContain("In a clone of dojang (after npm install): npx node dist/cli.js");
   });
 });
 
@@ -83,8 +85,22 @@ describe.runIf(old !== undefined)(`on an older node (${old?.path} ${old?.version
     expect(lines[0]).toContain(`dojang needs Node.js ${NODE_RANGE}`);
     expect(lines[0]).toContain(`this is Node.js ${old!.version}`);
     expect(lines[0]).toContain("npm i -D node@24");
+    expect(lines[0]).toContain("npx node dist/cli.js");
     expect(await canConnect(listenPort)).toBe(false);
     expect(await canConnect(adminPort)).toBe(false);
+  });
+
+  it("the advice for a clone works: with the old node first on PATH, npx node dist/cli.js runs dojang (--check passes, --version prints it)", async () => {
+    // the shell of someone in a clone: the old node's folder first, nothing of node_modules on PATH
+    const path = [dirname(old!.path), ...(process.env["PATH"] ?? "").split(delimiter).filter((d) => d !== "" && !d.includes("node_modules"))].join(delimiter);
+    const env = childEnv({ PATH: path });
+    const refused = await runGroup(old!.path, [CLI, "--version"], { cwd: REPO_ROOT, env }, 15_000);
+    expect(refused.stderr).toContain("npx node dist/cli.js");
+    const version = await runGroup("npx", ["node", "dist/cli.js", "--version"], { cwd: REPO_ROOT, env }, 60_000);
+    expect(version.stderr).toBe("");
+    expect(version.stdout).toBe(`${VERSION}\n`);
+    const check = await runGroup("npx", ["node", "dist/cli.js", "--check", "--config", "config/dojang.yaml"], { cwd: REPO_ROOT, env }, 60_000);
+    expect(check.code, check.stderr).toBe(0);
   });
 
   it("--check and --version refuse the same way (the check comes before anything else)", async () => {

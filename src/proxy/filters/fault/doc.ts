@@ -67,7 +67,7 @@ are not counted as \`fired\`.
 | \`x-envoy-fault-abort-request\` | HTTP status 200-599 | \`abort\` with the gRPC code mapped from that status (Envoy's gRPC local reply), message "fault filter abort" |
 | \`x-envoy-fault-abort-grpc-request\` | gRPC code, 0 to 2^32-1 | \`abort\`. It is ignored when the header above is also set (Envoy's rule) |
 | \`x-envoy-fault-abort-request-percentage\` | 0-100 | the percentage for either abort header |
-| \`x-envoy-fault-delay-request\` | milliseconds | \`delay\` at request |
+| \`x-envoy-fault-delay-request\` | milliseconds (Envoy defines the header so: a bare number here is ms) | \`delay\` at request |
 | \`x-envoy-fault-delay-request-percentage\` | 0-100 | its percentage |
 | \`x-envoy-fault-throughput-response\` | KiB/s, above 0 | \`bandwidth\` on the response, value × 1024 bytes per second |
 | \`x-envoy-fault-throughput-response-percentage\` | 0-100 | its percentage |
@@ -79,7 +79,8 @@ reason. Envoy would fall back to its configured percentage in that case.
 \`x-dojang-fault\` holds one or more faults separated by \`,\`. Each has the form
 \`kind[=arg][@point[:N]][;key=value]...\`. The keys are the config keys for that kind, and these
 short forms also work: \`pct\` (percentage), \`msg\` (message), \`type\` (contentType), \`dir\`
-(direction). Values can be percent-encoded. Examples:
+(direction). Values can be percent-encoded. A duration carries its unit, as in the config
+(\`delay=250\` is ignored: \`"250" has no unit: write 250ms, 250s, 250m or 250h\`). Examples:
 
 | value | meaning |
 | --- | --- |

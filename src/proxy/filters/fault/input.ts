@@ -8,8 +8,11 @@
 
 import type { DeadlineMode, DelayPoint, Direction, GoawayMode, ResetPoint, ShapeKind } from "../../../config/faults/model.js";
 
-/** Milliseconds as a number, or text: "250ms", "1.5s", "2m", "1h", compounds largest unit first ("1m30s"). */
-export type DurationInput = number | `${number}` | `${number}${"ms" | "s" | "m" | "h"}` | `${number}${"h" | "m"}${number}${string}`;
+/**
+ * Text with a unit: "250ms", "1.5s", "2m", "1h", compounds largest unit first ("1m30s"). A number
+ * without a unit is refused (250 ms or 250 s?), but for 0.
+ */
+export type DurationInput = 0 | `${number}${"ms" | "s" | "m" | "h"}` | `${number}${"h" | "m"}${number}${string}`;
 
 /** Bytes as a number, or text with a binary (KiB, MiB, GiB) or decimal (B, KB, MB, GB) unit: "64KiB". */
 export type SizeInput = number | `${number}` | `${number}${"B" | "KB" | "MB" | "GB" | "KiB" | "MiB" | "GiB"}`;

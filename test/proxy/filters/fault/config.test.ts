@@ -139,7 +139,7 @@ describe("parseFaultRule(): every kind's valid form normalizes to its FaultActio
       { kind: "delay", at: "message", direction: "request", delay: "1s" },
       { kind: "delay", at: "message", message: null, direction: "request", delay: { type: "fixed", ms: 1000 }, jitterSeed: 0 },
     ],
-    ["delay at trailers", { kind: "delay", at: "trailers", delay: 5 }, { kind: "delay", at: "trailers", message: null, direction: "response", delay: { type: "fixed", ms: 5 }, jitterSeed: 0 }],
+    ["delay at trailers", { kind: "delay", at: "trailers", delay: "5ms" }, { kind: "delay", at: "trailers", message: null, direction: "response", delay: { type: "fixed", ms: 5 }, jitterSeed: 0 }],
     ["bandwidth with its default direction", { kind: "bandwidth", bytesPerSecond: "64KiB" }, { kind: "bandwidth", bytesPerSecond: 65536, direction: "response" }],
     ["bandwidth on the request", { kind: "bandwidth", bytesPerSecond: 1000, direction: "request" }, { kind: "bandwidth", bytesPerSecond: 1000, direction: "request" }],
     ["blackhole", { kind: "blackhole" }, { kind: "blackhole" }],

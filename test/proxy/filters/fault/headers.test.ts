@@ -169,6 +169,18 @@ describe("faultsFromHeaders(): x-dojang-fault, kind[=arg][@point[:N]][;key=value
     expect(one("delay=200ms~50ms@trailers")).toMatchObject({ delay: { type: "normal", meanMs: 200, stddevMs: 50 } });
   });
 
+  it("ignores a delay without a unit (250 ms or 250 s?), naming the units, in every place a duration goes", () => {
+    const cases: [string, string][] = [
+      ["delay=250", 'x-dojang-fault "delay=250" ignored: delay: "250" has no unit: write 250ms, 250s, 250m or 250h'],
+      ["delay=100..300ms", 'x-dojang-fault "delay=100..300ms" ignored: jitter.uniform[0]: "100" has no unit: write 100ms, 100s, 100m or 100h'],
+      ["delay=200ms~50", 'x-dojang-fault "delay=200ms~50" ignored: jitter.normal.stddev: "50" has no unit: write 50ms, 50s, 50m or 50h'],
+      ["deadline=grow;by=2", 'x-dojang-fault "deadline=grow;by=2" ignored: by: "2" has no unit: write 2ms, 2s, 2m or 2h'],
+    ];
+    for (const [value, error] of cases) expect(fromHeaders({ "x-dojang-fault": value })).toEqual({ actions: [], errors: [error], draws: 0 });
+    // Envoy's own header is milliseconds by its definition (Envoy's fault filter docs): it stays so
+    expect(fromHeaders({ "x-envoy-fault-delay-request": "250" }).actions).toHaveLength(1);
+  });
+
   it("reads several faults, stacked as the rules stack: modifiers compose, the first terminal wins", () => {
     const r = fromHeaders({ "x-dojang-fault": "delay=10ms, abort=14, deadline=drop, reset=CANCEL" });
     expect(r.actions.map((a) => a.kind)).toEqual(["delay", "abort", "deadline"]);

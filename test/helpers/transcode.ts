@@ -27,13 +27,17 @@ export function googleapisDir(): string {
 
 /** .engines/shop.binpb, compiled when missing or older than shop.proto. */
 export function shopDescriptorSet(): string {
-  const out = join(ROOT, ".engines", "shop.binpb");
-  const src = join(PROTO_DIR, "shop.proto");
-  if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
-    mkdirSync(dirname(out), { recursive: true });
-    execFileSync(systemBinary("protoc"), ["-I", PROTO_DIR, "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${out}`, src], { stdio: "pipe" });
+  return descriptorSet(join(PROTO_DIR, "shop.proto"), "shop.binpb");
+}
+
+/** .engines/<out>, the descriptor set of the .proto file `src` (with googleapis' annotations), compiled when missing or older than it. */
+export function descriptorSet(src: string, out: string): string {
+  const file = join(ROOT, ".engines", out);
+  if (!existsSync(file) || statSync(file).mtimeMs < statSync(src).mtimeMs) {
+    mkdirSync(dirname(file), { recursive: true });
+    execFileSync(systemBinary("protoc"), ["-I", dirname(src), "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${file}`, src], { stdio: "pipe" });
   }
-  return out;
+  return file;
 }
 
 export function shopRegistry(): FileRegistry {

@@ -2,7 +2,7 @@
 // access log line and the journal behind GET /calls), built once when the client stream has
 // closed. Reads the call's facts; changes nothing on the call. No per-call object unless an
 // access record is wanted (the access log is on, or the journal keeps calls).
-import { codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, refusedBytes } from "../../translate/index.js";
+import { codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, redactTarget, refusedBytes } from "../../translate/index.js";
 import type { AccessRecord } from "../observe/log.js";
 import type { Call } from "./call.js";
 import type { CallFilter } from "./filter.js";
@@ -36,7 +36,8 @@ export function recordCall(c: Call): void {
     rec = {
       request_id: c.requestId,
       trace_id: c.trace?.traceId,
-      path: c.path,
+      // the canonical method name; a :path that is not one is shown with its query redacted
+      path: c.refusedTarget === undefined ? c.path : redactTarget(c.refusedTarget),
       authority: c.authority,
       client_address: peer?.address,
       client_port: peer?.port,

@@ -12,7 +12,7 @@
 //   - grpc: a grpc-go server with the same two methods (grpc-go splits :path at its last "/" and
 //     decodes nothing: an unknown name is 12 UNIMPLEMENTED).
 //   - admin (HTTP/1.1): GET /counts answers what reached each server: every request as it arrived
-//     (protocol, method, request URI, the decoded path) and how many times each method's handler
+//     (protocol, method, request URI, the decoded path, its x-attack-id) and how many times each method's handler
 //     ran; POST /reset forgets it.
 //
 // Both request and response are google.protobuf.StringValue: no generated code is needed. The
@@ -41,6 +41,8 @@ type seen struct {
 	Method string `json:"method"`
 	URI    string `json:"uri"`
 	Path   string `json:"path"`
+	// the request's x-attack-id header: which of the test's requests this was
+	ID string `json:"id"`
 }
 
 type counts struct {
@@ -86,7 +88,7 @@ func connectServer() http.Handler {
 		}
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		all.request(seen{Server: "connect", Proto: r.Proto, Method: r.Method, URI: r.RequestURI, Path: r.URL.Path})
+		all.request(seen{Server: "connect", Proto: r.Proto, Method: r.Method, URI: r.RequestURI, Path: r.URL.Path, ID: r.Header.Get("x-attack-id")})
 		mux.ServeHTTP(w, r)
 	})
 }
@@ -108,7 +110,11 @@ func grpcMethod(name string) grpc.MethodDesc {
 
 func grpcServer() *grpc.Server {
 	s := grpc.NewServer(grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
-		all.request(seen{Server: "grpc", Proto: "HTTP/2.0", Method: "POST", URI: info.FullMethodName, Path: info.FullMethodName})
+		id := ""
+		if v := info.Header.Get("x-attack-id"); len(v) > 0 {
+			id = v[0]
+		}
+		all.request(seen{Server: "grpc", Proto: "HTTP/2.0", Method: "POST", URI: info.FullMethodName, Path: info.FullMethodName, ID: id})
 		return ctx, nil
 	}))
 	s.RegisterService(&grpc.ServiceDesc{

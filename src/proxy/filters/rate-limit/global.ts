@@ -168,7 +168,7 @@ export function globalRateLimitFilterFactory(routes: readonly RouteConfig[], poo
     forCall(c: FilterCall, route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter | null {
       const g = byRoute[route.index];
       if (g === undefined || g === null) return null;
-      const descriptors = buildDescriptors(g.specs, { clientAddress: c.clientAddress, raw });
+      const descriptors = buildDescriptors(g.specs, { path: c.path, clientAddress: c.clientAddress, raw });
       if (descriptors.length === 0) return null;
       return new GlobalCheck(pool, g, descriptors);
     },

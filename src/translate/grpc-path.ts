@@ -164,8 +164,8 @@ export function methodPathFromUrl(target: string): string | null {
 
 /** The longest target a record shows of a call refused for its path. */
 export const MAX_SHOWN_TARGET = 256;
-/** What replaces a query (or fragment) a record would show: it may carry a credential (?access_token=). */
-export const REDACTED_QUERY = "<redacted>";
+/** What stands for a value no record, log line or /config may show (a query: it may carry ?access_token=). */
+export const REDACTED = "<redacted>";
 
 /**
  * What an access record, a log line or a status message may show of a request target that is not
@@ -182,5 +182,5 @@ export function redactTarget(target: string): string {
     }
   }
   const cut = end > MAX_SHOWN_TARGET ? `${target.slice(0, MAX_SHOWN_TARGET)}…` : target.slice(0, end);
-  return end < target.length ? `${cut}${target.charCodeAt(end) === 0x3f ? "?" : "#"}${REDACTED_QUERY}` : cut;
+  return end < target.length ? `${cut}${target.charCodeAt(end) === 0x3f ? "?" : "#"}${REDACTED}` : cut;
 }

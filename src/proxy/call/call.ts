@@ -194,7 +194,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.prevAttempts = typeof prev === "string" ? prev : undefined;
     this.requestId = rid ?? newRequestId();
     const tracing = this.ctx.tracing;
-    if (tracing !== null) this.trace = tracing.begin(headers, this.path, this.t0, this.peer?.address);
+    if (tracing !== null) {
+      const red = this.ctx.accessLogRedact;
+      this.trace = tracing.begin(headers, this.path, this.t0, red !== null && red.includes("client_address") ? undefined : this.peer?.address);
+    }
 
     // Early aborts mirror grpc-go's server (spec §11.7): these go out with their HTTP status.
     const checked = checkRequestHead(headers);

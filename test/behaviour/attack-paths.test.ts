@@ -21,62 +21,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
-import { engineBinary } from "../helpers/engines.js";
 import { frame } from "../helpers/peers.js";
-import { REPO_ROOT, spawnGroup } from "../helpers/process.js";
+import { REPO_ROOT } from "../helpers/process.js";
+import { startJudge, type Judge } from "../helpers/path-judge.js";
 import { memoryLogger } from "../helpers/auth.js";
 import { descriptorSet } from "../helpers/transcode.js";
 import { connectRawH2, grpcRequestFields } from "../helpers/raw-h2-client.js";
-import type { ChildProcess } from "node:child_process";
-
-// === the judge ===
-
-interface Seen {
-  readonly server: "connect" | "grpc";
-  readonly proto: string;
-  readonly method: string;
-  readonly uri: string;
-  readonly path: string;
-  readonly id: string;
-}
-interface Counts {
-  readonly requests: Seen[];
-  readonly handled: Record<string, number>;
-}
-interface Judge {
-  readonly connect: string;
-  readonly grpc: string;
-  counts(): Promise<Counts>;
-  reset(): Promise<void>;
-  readonly child: ChildProcess;
-}
-
-async function startJudge(): Promise<Judge> {
-  const child = spawnGroup(engineBinary("path-judge"), [], { stdio: ["pipe", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString("utf8")));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString("utf8")));
-  const line = await new Promise<RegExpExecArray>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`path-judge did not start: ${out}`)), 20_000);
-    const look = (): void => {
-      const m = /connect=(\S+) grpc=(\S+) admin=(\S+)/.exec(out);
-      if (m !== null) {
-        clearTimeout(t);
-        resolve(m);
-      }
-    };
-    child.stdout!.on("data", look);
-    child.on("exit", (code) => reject(new Error(`path-judge exited ${code}: ${out}`)));
-  });
-  const admin = line[3]!;
-  return {
-    connect: line[1]!,
-    grpc: line[2]!,
-    child,
-    counts: async () => (await (await fetch(`http://${admin}/counts`)).json()) as Counts,
-    reset: async () => void (await fetch(`http://${admin}/reset`, { method: "POST" })),
-  };
-}
 
 // === the attack ===
 

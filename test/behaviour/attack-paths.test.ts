@@ -340,7 +340,7 @@ describe("attack: a denied method's :path, dressed, through every entry protocol
     // 3. no client read the denied method's answer
     const leaked = [...replies.entries()].filter(([, r]) => r.reply.body.includes(DENIED_ANSWER)).map(([id, r]) => `${id} ${r.listener} ${r.entry} ${JSON.stringify(r.target)}`);
     expect(leaked).toEqual([]);
-    console.log(`attack-paths: ${replies.size} dressed requests; ${counts.requests.length} reached an upstream (each in the grammar, none ${DENIED})`);
+    console.log(`attack-paths: ${FORMS.length} forms (${JSON_FORMS.length} for JSON) × ${served.length} entries: ${replies.size} requests; ${counts.requests.length} reached an upstream (each in the grammar, none ${DENIED})`);
   });
 
   it("what each protocol answers: gRPC and gRPC-Web refuse a path outside the grammar with 12 (grpc-go's words), Connect normalises the URL and is denied 403, a plain call is served", { timeout: 60_000 }, async () => {

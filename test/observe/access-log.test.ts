@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
+import { configFromText } from "../../src/config/index.js";
 import { echoClient, frame, rawCall, sample, startGrpcServer, statusOf, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 
@@ -513,5 +514,17 @@ describe("access log: no credential in a record", () => {
     expect(calls[0]).toMatchObject({ request_id: "<redacted>", authority: "<redacted>", client_address: "<redacted>", grpc_message: "<redacted>" });
     // the request id still went upstream as the client sent it: redaction is of records only
     expect(seenIds).toEqual(["rid-S3CRET"]);
+    // a reload applies a new list to the calls that start after it
+    const next = {
+      admin: { address: "127.0.0.1:0" },
+      journal: 100,
+      accessLogRedact: ["authority"],
+      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s" }] }],
+      clusters: [{ name: "backend", endpoints: [up!.address] }],
+    };
+    expect((await s.px.instance.reload(configFromText(JSON.stringify(next), "<test>"))).ok).toBe(true);
+    expect((await unary(c, Buffer.from("fail"), md("rid-after-reload"), { deadline: Date.now() + 10_000 })).err?.code).toBe(grpc.status.NOT_FOUND);
+    const after = (await settle(s.lines, 2)).find((l) => l["request_id"] === "rid-after-reload");
+    expect(after).toMatchObject({ authority: "<redacted>", client_address: "127.0.0.1", grpc_message: "no such thing" });
   });
 });

@@ -369,6 +369,14 @@ describe("attack: a denied method's :path, dressed, through every entry protocol
     ]);
     expect(c.map((r) => r.status)).toEqual([403, 200, 403, 404]);
     expect(c[1]!.body.toString("latin1")).toBe("\n\u000f/pkg.Svc/Open:x");
+    // a fault rule on ":path" reads the same one name (a Connect URL's query is not part of it)
+    px.faults.add({ id: "open-by-path", match: { metadata: [{ name: ":path", equals: ALLOWED }] }, action: { kind: "abort", code: "UNAVAILABLE", message: "by path" } });
+    try {
+      const fr = await h2All(d.address("rbac"), [{ ...connectPost("h2").make(`${ALLOWED}?x=1`), id: "f1" }, { ...connectPost("h2").make("/pkg.Svc/Op%65n"), id: "f2" }]);
+      expect(fr.map((x) => x.status)).toEqual([503, 503]);
+    } finally {
+      px.faults.remove("open-by-path");
+    }
     // the same name through the per-method route: its rules deny it there
     const r = await h2All(d.address("route"), [{ ...connectPost("h2").make("/pkg.Svc/Un%61ry"), id: "r1" }, { ...grpcEntry.make(`${DENIED}?x=1`), id: "r2" }]);
     expect([r[0]!.status, r[1]!.fields["grpc-status"]]).toEqual([403, "12"]);

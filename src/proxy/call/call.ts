@@ -186,6 +186,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   // === request headers → upstream request ===
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    // A URL read as a method (a Connect call): the raw head the filters read (a fault rule's
+    // metadata, ext_authz's headers) carries that one name too, never the URL as it came. (A gRPC
+    // :path is the name itself: the same string, one reference test.)
+    if (headers[":path"] !== this.path && this.refusedTarget === undefined) setRawPath(raw as string[], this.path);
     // Read from node's parsed headers (a lookup, not another pass over rawHeaders; copyHeaders
     // below is the one pass, and it forwards every field as sent).
     const ridv = headers["x-request-id"];
@@ -594,6 +598,16 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
+  }
+}
+
+/** The `:path` field of a raw head list ([name, value, ...]) set to `path`. */
+function setRawPath(raw: string[], path: string): void {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i] === ":path") {
+      raw[i + 1] = path;
+      return;
+    }
   }
 }
 

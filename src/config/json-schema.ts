@@ -18,7 +18,7 @@ import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, S
 import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LB_POLICIES, LIMITS, LOG_LEVELS } from "./schema.js";
 import { formatDuration, formatSize } from "./units.js";
 import { EXT_AUTHZ_DEFAULTS, JWT_ALGORITHMS, JWT_DEFAULTS } from "./schema/auth.js";
-import { RBAC_ACTIONS } from "./types.js";
+import { RBAC_ACTIONS, REDACTABLE_FIELDS } from "./types.js";
 
 export type JsonSchema = { [key: string]: unknown };
 
@@ -460,6 +460,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   workers: { description: "Processes sharing the listeners (a core each).", kind: countKind(LIMITS.workers), default: DEFAULTS.config.workers },
   logLevel: { description: "Log level (case-insensitive).", kind: enumKind(LOG_LEVELS), default: DEFAULTS.config.logLevel },
   accessLog: { description: "One JSON log line per call.", kind: FLAG, default: DEFAULTS.config.accessLog },
+  accessLogRedact: { description: 'Access record fields shown as "<redacted>" in the access log, GET /calls and spans (a query is always redacted).', default: [] },
+  "accessLogRedact[]": { description: "An access record field.", kind: enumKind(REDACTABLE_FIELDS) },
   journal: {
     description: "Recent calls kept for GET /calls (0 = none; the library's startDojang keeps 1000).",
     kind: countKind({ min: 0, max: 100000 }),

@@ -5,7 +5,9 @@
 /** Key names whose values are never shown: `admin.token` now. */
 export const SECRET_KEYS: ReadonlySet<string> = new Set(["token"]);
 
-export const REDACTED = "<redacted>";
+import { REDACTED } from "../translate/grpc-path.js";
+
+export { REDACTED };
 
 /**
  * A copy of `value` in which every secret key's value is REDACTED, except null/undefined, which

@@ -8,8 +8,8 @@ import { z } from "zod";
 import { minimumLimitBytes } from "./memory.js";
 import type { FaultRule } from "./faults/model.js";
 import type { FaultSetSettings } from "./faults/parse.js";
-import { DEFAULTS, LIMITS, type Config } from "./types.js";
-import { concurrentMarking, count, durationMs, expected, flag, hostPort, logLevel, name, sizeBytes } from "./schema/scalars.js";
+import { DEFAULTS, LIMITS, REDACTABLE_FIELDS, type Config } from "./types.js";
+import { concurrentMarking, count, durationMs, expected, flag, hostPort, logLevel, name, oneOf, sizeBytes } from "./schema/scalars.js";
 import { listener } from "./schema/listener.js";
 import { cluster } from "./schema/cluster.js";
 import { tracing } from "./schema/tracing.js";
@@ -57,6 +57,7 @@ const document = z.strictObject(
     workers: count(LIMITS.workers).default(DEFAULTS.config.workers),
     logLevel: logLevel.default(DEFAULTS.config.logLevel),
     accessLog: flag.default(DEFAULTS.config.accessLog),
+    accessLogRedact: z.array(oneOf(REDACTABLE_FIELDS, "access record field"), { error: expected("a list of access record fields") }).default([...DEFAULTS.config.accessLogRedact]),
     journal: count({ min: 0, max: 100000 }).default(DEFAULTS.config.journal),
     shrinkHeapWhenIdle: durationMs(0).default(DEFAULTS.config.shrinkHeapWhenIdleMs),
     concurrentMarking: concurrentMarking.default(DEFAULTS.config.concurrentMarking),
@@ -178,6 +179,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
     workers: d.workers,
     logLevel: d.logLevel,
     accessLog: d.accessLog,
+    accessLogRedact: [...new Set(d.accessLogRedact)],
     journal: d.journal,
     shrinkHeapWhenIdleMs: d.shrinkHeapWhenIdle,
     concurrentMarking: d.concurrentMarking,

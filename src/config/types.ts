@@ -87,6 +87,16 @@ export interface JwtConfig {
   readonly forwardToken: boolean;
 }
 
+/**
+ * Access record fields an operator may have redacted (`accessLogRedact`): those that carry what a
+ * client sent or who it is (a credential in an authority or a request id, an address that is
+ * personal data, an upstream's message echoing a token). Their value becomes "<redacted>" in the
+ * access log, the journal behind GET /calls and the call's span. (A request target's query is
+ * always redacted: src/translate/grpc-path.ts.)
+ */
+export const REDACTABLE_FIELDS = ["authority", "request_id", "client_address", "tls_identity", "tls_sni", "grpc_message"] as const;
+export type RedactableField = (typeof REDACTABLE_FIELDS)[number];
+
 export const RBAC_ACTIONS = ["allow", "deny"] as const;
 export type RbacAction = (typeof RBAC_ACTIONS)[number];
 
@@ -391,6 +401,8 @@ export interface Config {
   readonly workers: number;
   readonly logLevel: LogLevel;
   readonly accessLog: boolean;
+  /** access record fields shown as "<redacted>" (access log, GET /calls, spans); empty: none */
+  readonly accessLogRedact: readonly RedactableField[];
   /** recent calls kept for GET /calls and the library's `calls` (0 = none, the CLI's default:
    * a kept record per call is old-generation garbage; startDojang defaults it to 1000) */
   readonly journal: number;
@@ -493,6 +505,7 @@ export const DEFAULTS = Object.freeze({
     workers: 1,
     logLevel: "info" as LogLevel,
     accessLog: true,
+    accessLogRedact: Object.freeze([]) as readonly RedactableField[],
     journal: 0,
     shrinkHeapWhenIdleMs: 0,
     concurrentMarking: "auto" as ConcurrentMarkingMode,

@@ -96,6 +96,11 @@ export interface ReloadOptions {
 /** How often a cluster a reload dropped is checked for its last call (then closed). */
 const RETIRE_POLL_MS = 250;
 
+/** config accessLogRedact as the calls read it: null when it names nothing (one test per record). */
+function redactedFields(cfg: Config): Config["accessLogRedact"] | null {
+  return cfg.accessLogRedact.length === 0 ? null : cfg.accessLogRedact;
+}
+
 function formatAddress(a: AddressInfo): string {
   return a.family === "IPv6" ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
 }
@@ -234,6 +239,7 @@ export class Dojang {
       log: this.log,
       access: this.access,
       accessLog: this.cfg.accessLog,
+      accessLogRedact: redactedFields(this.cfg),
       now: this.now,
       rand: Math.random,
       journal: this.journal,
@@ -500,7 +506,7 @@ export class Dojang {
       if (p.keep !== undefined) {
         const l = p.keep;
         if (l.cfg.name !== p.cfg.name) (l.ctx as { listener: string }).listener = p.cfg.name;
-        l.reconfigure(p.cfg, applied.accessLog);
+        l.reconfigure(p.cfg, applied.accessLog, redactedFields(applied));
         listeners.push(l);
       } else listeners.push(p.fresh!);
     }

@@ -279,7 +279,7 @@ export class Listener {
    * with), and the health service switch applies to the next stream. maxHeaderListPairs and
    * maxSessionMemoryMiB are node server options fixed at creation (the reload report says so).
    */
-  reconfigure(cfg: ListenerConfig, accessLog: boolean): void {
+  reconfigure(cfg: ListenerConfig, accessLog: boolean, accessLogRedact: CallContext["accessLogRedact"]): void {
     this.cfg = cfg;
     this.server.maxConnections = cfg.maxConnections ?? Infinity;
     if (this.http1 !== null) {
@@ -290,6 +290,7 @@ export class Listener {
     ctx.streamIdleTimeoutMs = cfg.streamIdleTimeoutMs;
     ctx.attemptsHeader = cfg.attemptsHeader;
     ctx.accessLog = accessLog;
+    ctx.accessLogRedact = accessLogRedact;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
     if (JSON.stringify(cfg.jsonTranscoding) !== JSON.stringify(this.json?.cfg ?? null)) this.useJson(cfg.jsonTranscoding, false);
     this.server.updateSettings({

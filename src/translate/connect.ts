@@ -12,6 +12,7 @@
 //
 // Pure: Uint8Array views only (no node: types), no clock, no I/O.
 import { frameMessage } from "./framing.js";
+import { Code } from "./codes.js";
 import { codeFromHttpStatus, httpStatusOfCode } from "./http-status.js";
 import { encodeTimeout } from "./timeout.js";
 
@@ -83,13 +84,17 @@ export function connectHttpStatus(code: number): number {
 }
 
 /**
- * The HTTP status of a unary error dojang answers: a path no route matches is 404, as a Connect
- * server answers a procedure it does not know (the code stays unimplemented); else the code's.
- * (An upstream gRPC server's UNIMPLEMENTED is 501: gRPC says "unknown method" and "not
- * implemented" with the same code, so dojang cannot tell them apart.)
+ * The HTTP status of a unary error: a path that names no method is 404, as a Connect server
+ * (connect-go: its ServeMux, or the generated handler's switch) answers an unknown procedure, and
+ * the code stays unimplemented. A path names no method when no route matched it or it is not a
+ * method path (`no_route`), or when the upstream said so with HTTP 404 (`upstream_http` with 12:
+ * grpc-go's HTTPStatusConvTab maps only 404 to 12), which is what a connect-go upstream behind a
+ * `prefix` route answers (issue 0.5.1 item 7). Else the code's status (an upstream's own
+ * grpc-status 12 is 501: gRPC says "unknown method" and "not implemented" with the same code).
  */
-export function connectLocalHttpStatus(code: number, noRoute: boolean): number {
-  return noRoute ? 404 : connectHttpStatus(code);
+export function connectLocalHttpStatus(code: number, decidedBy: string | undefined): number {
+  if (decidedBy === "no_route" || (decidedBy === "upstream_http" && code === Code.UNIMPLEMENTED)) return 404;
+  return connectHttpStatus(code);
 }
 
 /**

@@ -19,7 +19,7 @@ export const DECIDED_BY = {
   upstream_connection_lost: "the upstream connection closed or failed before the call ended",
   deadline: "the call's deadline (grpc-timeout or route timeout) passed in dojang",
   message_too_large: "a message's declared length exceeded the route's size limit",
-  no_route: "no route matched the request's :path or authority",
+  no_route: "no route matched the request's :path or authority, or its :path is not a gRPC method path (refused before routing: 12, as grpc-go refuses a malformed method name)",
   bad_request: "the request was not valid gRPC (content-type, grpc-timeout, method, headers or metadata, a message cut short by END_STREAM)",
   stream_idle: "nothing moved either way on the call for the listener's or route's streamIdleTimeout",
   upstream_reset_after_request: "the upstream reset the stream after the whole request was sent: it may have done the work, so it is not retried unless the route allows it",

@@ -3,6 +3,7 @@
 // from the call's facts, and what the service's answer means for the call: admitted, or refused
 // with x-ratelimit-* headers (Envoy's enable_x_ratelimit_headers: DRAFT_VERSION_03). No I/O, no
 // clock: the filter (src/proxy/filters/rate-limit/global.ts) carries the call over gRPC.
+import { splitMethodPath } from "./grpc-path.js";
 
 /** Where one descriptor entry's value comes from. */
 export type EntrySource =
@@ -24,6 +25,8 @@ export interface Descriptor {
 
 /** The call's facts a descriptor is built from. */
 export interface DescriptorInput {
+  /** the call's one canonical method path ("/pkg.Svc/Method", grpc-path.ts), the name routing and rbac read too */
+  readonly path: string;
   /** the client's address ("" when unknown) */
   readonly clientAddress: string;
   /**
@@ -40,14 +43,6 @@ function headField(head: DescriptorInput["head"], name: string): string | undefi
   return v === undefined ? undefined : typeof v === "object" ? v[0] : String(v);
 }
 
-/** "/pkg.Svc/Method" → ["pkg.Svc", "Method"]; anything else → undefined. */
-export function splitGrpcPath(path: string | undefined): readonly [string, string] | undefined {
-  if (path === undefined || path.charCodeAt(0) !== 47 /* / */) return undefined;
-  const slash = path.indexOf("/", 1);
-  if (slash <= 1 || slash === path.length - 1 || path.indexOf("/", slash + 1) !== -1) return undefined;
-  return [path.slice(1, slash), path.slice(slash + 1)];
-}
-
 /** One entry's value for this call; undefined when its source is absent (the descriptor is then not sent, as Envoy does). */
 function entryValue(s: EntrySource, input: DescriptorInput): string | undefined {
   switch (s.kind) {
@@ -59,10 +54,11 @@ function entryValue(s: EntrySource, input: DescriptorInput): string | undefined 
       const v = headField(input.head, s.name);
       return v === undefined || v === "" ? undefined : v;
     }
+    // (the call's canonical name, never the client's raw :path: issue 0.5.1 item 1)
     case "service":
-      return splitGrpcPath(headField(input.head, ":path"))?.[0];
+      return splitMethodPath(input.path)?.[0];
     case "method":
-      return splitGrpcPath(headField(input.head, ":path"))?.[1];
+      return splitMethodPath(input.path)?.[1];
   }
 }
 

@@ -2,7 +2,7 @@
 // it), pure: parsing what a client sent, writing what an attempt sends, the sampling decision for
 // a call, and the span status a gRPC code means under the OpenTelemetry RPC conventions. No I/O,
 // no clock, no randomness (ids and draws are passed in).
-import { splitGrpcPath } from "./rate-limit-global.js";
+import { splitMethodPath } from "./grpc-path.js";
 
 /** A parent's context as the client sent it: lower-case hex ids. */
 export interface TraceParent {
@@ -121,6 +121,6 @@ export function spanStatusFor(code: number, kind: "server" | "client"): "error" 
 
 /** `rpc.service` and `rpc.method` from a gRPC :path ("/pkg.Svc/Method"); undefined for another shape. */
 export function rpcNames(path: string): { service: string; method: string } | undefined {
-  const p = splitGrpcPath(path);
+  const p = splitMethodPath(path);
   return p === undefined ? undefined : { service: p[0], method: p[1] };
 }

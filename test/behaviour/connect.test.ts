@@ -14,6 +14,7 @@ import { waitFor } from "../helpers/fixtures.js";
 import { startGrpcServer, startProxy, type GrpcServer } from "../helpers/peers.js";
 import { NON_ASCII, echoImpl, readValue, writeValue } from "../helpers/connect-echo.js";
 import { echoClient, type EchoCalls } from "../helpers/connect-echo-schema.js";
+import { startJudge } from "../helpers/path-judge.js";
 
 let upstream: GrpcServer;
 let px: DojangHandle;
@@ -295,6 +296,61 @@ describe("an empty request that ends while its call waits for a new upstream ses
     } finally {
       session.close();
       await fresh.close(0);
+    }
+  });
+});
+
+// Issue 0.5.1 item 7: a Connect path that names no method is 404 whatever the route shape. Behind a
+// prefix route every path reaches the upstream, and connect-go answers one it does not serve with
+// HTTP 404 (its ServeMux, or the generated handler's default case), which gRPC reads as 12; Connect
+// writes 12 as 501, so the answer would have changed with the route. The judge is connect-go itself
+// (test/engines/path-judge): the same request sent to it directly.
+describe("Connect: an unknown path is 404 whatever the route shape, as connect-go answers it", () => {
+  async function unaryStatus(address: string, path: string): Promise<{ status: number; code: unknown }> {
+    const session = http2.connect(`http://${address}`);
+    try {
+      return await new Promise((resolve, reject) => {
+        const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/proto", "connect-protocol-version": "1" });
+        let status = 0;
+        const chunks: Buffer[] = [];
+        s.on("response", (h) => (status = Number(h[":status"])));
+        s.on("data", (c: Buffer) => chunks.push(c));
+        s.on("end", () => {
+          const body = Buffer.concat(chunks).toString();
+          let code: unknown;
+          try {
+            code = (JSON.parse(body) as { code?: unknown }).code;
+          } catch {
+            code = undefined; // (connect-go's own 404 is net/http's plain text)
+          }
+          resolve({ status, code });
+        });
+        s.on("error", reject);
+        s.end(Buffer.from([0x0a, 0x01, 0x78]));
+      });
+    } finally {
+      session.close();
+    }
+  }
+
+  it("prefix route: the upstream's 404 stays 404 (unimplemented); service route: dojang's no_route is 404 too", { timeout: 30_000 }, async () => {
+    const judge = await startJudge();
+    const prefix = await startProxy(judge.connect, { listener: { connect: true }, route: { match: { prefix: "/" } } });
+    const service = await startProxy(judge.connect, { listener: { connect: true }, route: { match: { service: "pkg.Svc" } } });
+    try {
+      for (const path of ["/pkg.Svc/Nope", "/pkg.Other/Unary"]) {
+        const direct = await unaryStatus(judge.connect, path);
+        expect(direct.status, `connect-go itself, ${path}`).toBe(404);
+        expect(await unaryStatus(prefix.address, path), `prefix route, ${path}`).toEqual({ status: 404, code: "unimplemented" });
+      }
+      expect(await unaryStatus(service.address, "/pkg.Other/Unary")).toEqual({ status: 404, code: "unimplemented" });
+      // and a method it serves still answers
+      expect(await unaryStatus(prefix.address, "/pkg.Svc/Open")).toEqual({ status: 200, code: undefined });
+      await waitFor("the access records", () => prefix.calls.length >= 3);
+      expect(prefix.calls.slice(0, 2).map((c) => [c.decided_by, c.grpc_code])).toEqual([["upstream_http", 12], ["upstream_http", 12]]);
+    } finally {
+      await prefix.close(0);
+      await service.close(0);
     }
   });
 });

@@ -16,7 +16,7 @@ import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { engineBinary } from "../helpers/engines.js";
 import { freePort, spawnGroup, waitFor } from "../helpers/process.js";
-import { echoClient, sample, scrape, startGrpcServer, startProxy, startRawUpstream, unary, type GrpcServer } from "../helpers/peers.js";
+import { echoClient, frame, rawCall, sample, scrape, startGrpcServer, startProxy, startRawUpstream, statusOf, unary, type GrpcServer } from "../helpers/peers.js";
 import type { DojangHandle } from "../../src/index.js";
 
 interface Sink {
@@ -362,6 +362,46 @@ describe("tracing: a fault on the call's span", () => {
       expect(spans[0]!.kind).toBe(OTLP_SERVER);
       expect(spans[0]!.attrs).toMatchObject({ "dojang.decided_by": "fault", "dojang.faults": ["down-for-tracing"], "dojang.fault_kinds": ["abort"], "rpc.grpc.status_code": 14 });
       expect(spans[0]!.status).toMatchObject({ code: OTLP_ERROR, message: "UNAVAILABLE: injected" });
+    },
+    60_000,
+  );
+});
+
+// Issue 0.5.1 items 1 and 3: a span is a record too. Its name is the call's method name (a :path
+// that is not one names no method: the span is "grpc", never the client's path with its query),
+// and what the operator names in accessLogRedact is not on it.
+describe("tracing: no credential on a span", () => {
+  it(
+    "a refused path's query is not in the span's name; accessLogRedact's request_id, client_address and grpc_message are not on the span",
+    async () => {
+      const sink = await startSink();
+      const up = await startRawUpstream((s) => {
+        s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "14", "grpc-message": "token S3CRET-message expired" }));
+        s.end();
+      });
+      cleanups.push(() => up.close());
+      const proxy = await startProxy(up.address, {
+        top: { tracing: { endpoint: sink.otlpHttp, sampleRatio: 1, exportInterval: "50ms" }, accessLogRedact: ["request_id", "client_address", "grpc_message"] },
+      });
+      cleanups.push(() => proxy.close(0));
+      const refused = await rawCall(proxy.address, { ":path": "/test.Echo/Unary?access_token=S3CRET-query" }, frame(Buffer.from("x")));
+      expect(statusOf(refused)).toBe("12");
+      const failed = await rawCall(proxy.address, { "x-request-id": "S3CRET-rid" }, frame(Buffer.from("x")));
+      expect(statusOf(failed)).toBe("14");
+      await waitFor("the access records", () => (proxy.calls.length >= 2 ? true : undefined), 5000);
+      const [a, b] = proxy.calls;
+      const spans = await waitFor("the spans", async () => {
+        const s = [...(await sink.spans(a!.trace_id!)), ...(await sink.spans(b!.trace_id!))];
+        return s.filter((x) => x.kind === OTLP_SERVER).length >= 2 ? s : undefined;
+      }, 20_000, 100);
+      expect(JSON.stringify(spans)).not.toContain("S3CRET");
+      const servers = spans.filter((x) => x.kind === OTLP_SERVER);
+      expect(servers.map((x) => x.name).sort()).toEqual(["grpc", "test.Echo/Unary"]);
+      const served = servers.find((x) => x.name === "test.Echo/Unary")!;
+      expect(served.attrs["dojang.request_id"]).toBe("<redacted>");
+      expect(served.attrs).not.toHaveProperty("client.address");
+      expect(served.status).toMatchObject({ code: OTLP_ERROR, message: "UNAVAILABLE: <redacted>" });
     },
     60_000,
   );

@@ -103,6 +103,7 @@ describe("parseConfigText(): a valid config", () => {
       workers: 1,
       logLevel: "info",
       accessLog: true,
+      accessLogRedact: [],
       journal: 0,
       shrinkHeapWhenIdleMs: 0,
       concurrentMarking: "auto",

@@ -5,10 +5,13 @@
 // dojang-in-front.mjs starts the reference server with the runner's request and dojang before it
 // (connect-conformance.yaml: HTTP/2 h2c, proto and JSON, identity and gzip, every stream type,
 // Connect GET; connect-conformance-tls.yaml: the same over TLS, where one port serves HTTP/1.1
-// too). Every case must pass (the Timeouts suite's may fail on a starved machine, see run());
-// there is no known-failing list.
+// too). Every case must pass (one of the Timeouts suite's five cases may fail once in a run on a
+// starved machine, see FLAKY_CASES); there is no known-failing list.
 //
-// Two runs (Connect and gRPC; gRPC-Web), so a failure names its protocol. The suite found one bug
+// Two runs (Connect and gRPC; gRPC-Web), so a failure names its protocol, with the route a gateway
+// has (the reference server's service); the TLS run has the route a sidecar has (`prefix: "/"`,
+// every path upstream: issue 0.5.1 item 7, a path the service does not know must still be
+// Connect's 404 when the reference server, not dojang, answers it). The suite found one bug
 // this way: an empty request whose END_STREAM node read before the first call to a new upstream
 // was connected never reached the upstream (gRPC-Web and Connect alike; behaviour/connect.test.ts).
 import { describe, expect, it } from "vitest";
@@ -31,17 +34,28 @@ interface Outcome {
   readonly output: string;
 }
 
-/** One connectconformance run over `protocols` (the config's features otherwise as they are). */
-async function run(protocols: readonly string[], config = CONFIG): Promise<Outcome> {
+/**
+ * The known-flaky allowance, named and capped (issue 0.4.1 item 8): the Timeouts suite's cases
+ * give the client 200 ms against a response 1.5 s away, and once in about ten runs beside five
+ * other busy test runs (load 14 on 2 cores) one of them missed. Only these five cases may fail
+ * as flaky, and at most MAX_FLAKY_PER_RUN times in one run: a second one, or a case of another
+ * suite, fails the test.
+ */
+const FLAKY_CASES = ["unary", "client-stream", "server-stream", "bidi-stream/full-duplex", "bidi-stream/half-duplex"] as const;
+const MAX_FLAKY_PER_RUN = 1;
+
+/** One connectconformance run over `protocols` (the config's features otherwise as they are); `prefixRoute`: dojang's one route is `prefix: "/"`. */
+async function run(protocols: readonly string[], config = CONFIG, prefixRoute = false): Promise<Outcome> {
   assertDistBuilt();
   const tmp = tempDir();
   try {
     const yaml = readFileSync(config, "utf8").replace(/^ {2}protocols: \[.*\]$/m, `  protocols: [${protocols.join(", ")}]`);
     const conf = tmp.write("conformance.yaml", yaml);
-    // One server at a time, two RPCs in flight: the CI machine has two cores. The Timeouts suite
-    // (budgets of a few hundred ms) may fail, not must: once in about ten runs beside five other
-    // busy test runs (load 14 on 2 cores) one of its cases missed; they run, and are counted.
-    const r = await runGroup(engineBinary("connectconformance"), ["--mode", "server", "--conf", conf, "--max-servers", "1", "-p", "2", "-v", "--known-flaky", "Timeouts/**", "--", process.execPath, FRONT, engineBinary("referenceserver")], { env: childEnv() }, 240_000);
+    // One server at a time, two RPCs in flight: the CI machine has two cores. The Timeouts cases
+    // may fail, not must (FLAKY_CASES); they run, and are counted.
+    const allowance = FLAKY_CASES.flatMap((c) => ["--known-flaky", `Timeouts/**/${c}`]);
+    const front = prefixRoute ? [FRONT, "--prefix-route"] : [FRONT];
+    const r = await runGroup(engineBinary("connectconformance"), ["--mode", "server", "--conf", conf, "--max-servers", "1", "-p", "2", "-v", ...allowance, "--", process.execPath, ...front, engineBinary("referenceserver")], { env: childEnv() }, 240_000);
     const out = `${r.stdout}\n${r.stderr}`;
     const total = Number(/Total cases: (\d+)/.exec(out)?.[1] ?? NaN);
     const m = /(\d+) passed, (\d+) failed/.exec(out);
@@ -54,12 +68,13 @@ async function run(protocols: readonly string[], config = CONFIG): Promise<Outco
 }
 
 /**
- * Every case passed, but for a known-flaky Timeouts case that missed its budget on a starved
- * machine (the runner reports it as "failed (as expected)" and counts it neither way): only those
- * may be missing from the passed count.
+ * Every case passed, but for at most MAX_FLAKY_PER_RUN of the named Timeouts cases that missed its
+ * budget on a starved machine (the runner reports it as "failed (as expected)" and counts it
+ * neither way): only that one may be missing from the passed count.
  */
 function expectAllPassed(r: Outcome): void {
-  expect(r.flaky.filter((name) => !name.startsWith("Timeouts/")), r.output).toEqual([]);
+  expect(r.flaky.filter((name) => !FLAKY_CASES.some((c) => name.startsWith("Timeouts/") && name.endsWith(`/${c}`))), r.output).toEqual([]);
+  expect(r.flaky.length, `known-flaky cases that failed this run: ${r.flaky.join(", ")}`).toBeLessThanOrEqual(MAX_FLAKY_PER_RUN);
   expect(r.passed + r.flaky.length).toBe(r.total);
 }
 
@@ -83,8 +98,8 @@ describe("Connect conformance suite, server mode, dojang in front of the referen
     expectAllPassed(r);
   }, 280_000);
 
-  it("over TLS, HTTP/1.1 and HTTP/2 on one port (ALPN), all three protocols: every case passes", async () => {
-    const r = await run(["PROTOCOL_CONNECT", "PROTOCOL_GRPC", "PROTOCOL_GRPC_WEB"], CONFIG_TLS);
+  it("over TLS, HTTP/1.1 and HTTP/2 on one port (ALPN), all three protocols, with a prefix route: every case passes", async () => {
+    const r = await run(["PROTOCOL_CONNECT", "PROTOCOL_GRPC", "PROTOCOL_GRPC_WEB"], CONFIG_TLS, true);
     expect(r.output).toContain("{HTTP_VERSION_1, PROTOCOL_CONNECT, TLS:true}");
     expect(r.output).toContain("{HTTP_VERSION_1, PROTOCOL_GRPC_WEB, TLS:true}");
     expect(r.output).not.toContain("TLS:false}");

@@ -7,7 +7,9 @@
 // cluster pointing at the reference server, and answers with dojang's address. The suite's client
 // then talks only to dojang; dojang talks gRPC to the reference server.
 //
-// Usage: node dojang-in-front.mjs <referenceserver binary> [referenceserver args...]
+// Usage: node dojang-in-front.mjs [--prefix-route] <referenceserver binary> [referenceserver args...]
+// --prefix-route: one `prefix: "/"` route instead of the service route (every path goes upstream,
+// and a path the reference server does not serve gets its own answer).
 // Nothing but the response goes to stdout; the reference server's stderr is passed on.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -15,9 +17,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [refBin, ...refArgs] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const prefixRoute = argv[0] === "--prefix-route";
+const [refBin, ...refArgs] = prefixRoute ? argv.slice(1) : argv;
 if (!refBin) {
-  process.stderr.write("usage: dojang-in-front.mjs <referenceserver> [args...]\n");
+  process.stderr.write("usage: dojang-in-front.mjs [--prefix-route] <referenceserver> [args...]\n");
   process.exit(2);
 }
 
@@ -169,9 +173,11 @@ px = await startDojang({
         ...(listenerTls ? { tls: listenerTls } : {}),
         // One route, for the service the reference server implements, as a gateway routes the
         // services it knows: a path outside it is dojang's no_route (Connect: HTTP 404, as the
-        // suite's unexpected-uri case wants). The suite's large-message cases go up to a few MiB:
-        // dojang's limits stay out of the way.
-        routes: [{ match: { service: "connectrpc.conformance.v1.ConformanceService" }, cluster: "reference", maxRequestMessageBytes: 64 * MiB, maxResponseMessageBytes: 64 * MiB }],
+        // suite's unexpected-uri case wants). Or (--prefix-route) one route for every path, as a
+        // sidecar routes: such a path reaches the reference server, which answers HTTP 404, and
+        // Connect's answer must still be 404. The suite's large-message cases go up to a few
+        // MiB: dojang's limits stay out of the way.
+        routes: [{ match: prefixRoute ? { prefix: "/" } : { service: "connectrpc.conformance.v1.ConformanceService" }, cluster: "reference", maxRequestMessageBytes: 64 * MiB, maxResponseMessageBytes: 64 * MiB }],
       },
     ],
     clusters: [{ name: "reference", endpoints: [`${up.host || "127.0.0.1"}:${up.port}`] }],

@@ -24,28 +24,27 @@ export function googleapisDir(): string {
   return join(ROOT, "protos");
 }
 
-/** .engines/<name>.binpb from test/fixtures/transcode/<name>.proto, compiled when missing or older than the .proto. */
-function descriptorSet(name: string): string {
-  const out = join(ROOT, ".engines", `${name}.binpb`);
-  const src = join(PROTO_DIR, `${name}.proto`);
-  if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
-    mkdirSync(dirname(out), { recursive: true });
+/** .engines/<out>, the descriptor set of the .proto file `src` (with the google/api files dojang ships), compiled when missing or older than it. */
+export function descriptorSet(src: string, out: string): string {
+  const file = join(ROOT, ".engines", out);
+  if (!existsSync(file) || statSync(file).mtimeMs < statSync(src).mtimeMs) {
+    mkdirSync(dirname(file), { recursive: true });
     // (written beside, then renamed: test files that compile it at once never read half a file)
-    const tmp = `${out}.${process.pid}`;
-    execFileSync(systemBinary("protoc"), ["-I", PROTO_DIR, "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${tmp}`, src], { stdio: "pipe" });
-    renameSync(tmp, out);
+    const tmp = `${file}.${process.pid}`;
+    execFileSync(systemBinary("protoc"), ["-I", dirname(src), "-I", googleapisDir(), "--include_imports", `--descriptor_set_out=${tmp}`, src], { stdio: "pipe" });
+    renameSync(tmp, file);
   }
-  return out;
+  return file;
 }
 
 /** .engines/shop.binpb (test/fixtures/transcode/shop.proto). */
 export function shopDescriptorSet(): string {
-  return descriptorSet("shop");
+  return descriptorSet(join(PROTO_DIR, "shop.proto"), "shop.binpb");
 }
 
 /** .engines/judge.binpb (test/fixtures/transcode/judge.proto, the corpus the real grpc-gateway judges). */
 export function judgeDescriptorSet(): string {
-  return descriptorSet("judge");
+  return descriptorSet(join(PROTO_DIR, "judge.proto"), "judge.binpb");
 }
 
 export function shopRegistry(): FileRegistry {

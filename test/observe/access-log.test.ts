@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
+import { configFromText } from "../../src/config/index.js";
 import { echoClient, frame, rawCall, sample, startGrpcServer, statusOf, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import { CertDir, type Ca, type CertFiles } from "../helpers/certs.js";
 
@@ -68,7 +69,7 @@ async function upstream(): Promise<GrpcServer> {
   });
 }
 
-async function start(o: { accessLog?: boolean; level?: string; route?: Record<string, unknown>; listener?: Record<string, unknown> } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
+async function start(o: { accessLog?: boolean; level?: string; route?: Record<string, unknown>; listener?: Record<string, unknown>; top?: Record<string, unknown> } = {}): Promise<{ px: DojangHandle; lines: Line[]; raw: string[] }> {
   up = await upstream();
   const s = sink();
   const logger = pino({ level: o.level ?? "info" }, s.stream);
@@ -78,6 +79,7 @@ async function start(o: { accessLog?: boolean; level?: string; route?: Record<st
       listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s", ...o.route }], ...o.listener }],
       clusters: [{ name: "backend", endpoints: [up.address] }],
       accessLog: o.accessLog ?? true,
+      ...o.top,
     },
   });
   return { px, lines: s.lines, raw: s.raw };
@@ -451,5 +453,78 @@ describe("access log: who the client was", () => {
     expect(noRoute).not.toHaveProperty("budget_out_ms");
     // the budget-out histogram counts only what went upstream, as the line does
     expect(sample(await s.px.instance.metrics.registry.metrics(), "dojang_budget_out_seconds_count")).toBe(1);
+  });
+});
+
+// Issue 0.5.1 item 3: a token in a query string (?access_token=…) reached the access log and
+// GET /calls, since the record's path was the client's raw :path. Now the record's path is the
+// call's canonical method name (src/translate/grpc-path.ts); a :path that is not one is shown with
+// its query redacted; and the operator may name more fields to redact (accessLogRedact).
+describe("access log: no credential in a record", () => {
+  /** One HTTP/1.1 request (connection: close) with the target as given; the whole answer. */
+  function h1(address: string, head: string, body: Buffer): Promise<string> {
+    const [host, port] = address.split(":") as [string, string];
+    return new Promise((resolve, reject) => {
+      const sock = net.connect(Number(port), host);
+      let got = "";
+      sock.on("connect", () => sock.write(Buffer.concat([Buffer.from(`${head}\r\nhost: localhost\r\nconnection: close\r\ncontent-length: ${body.length}\r\n\r\n`), body])));
+      sock.on("data", (d: Buffer) => (got += d.toString("latin1")));
+      sock.on("error", reject);
+      sock.on("close", () => resolve(got));
+    });
+  }
+
+  it("a query string's token reaches neither the access log, GET /calls nor a status message, whatever the protocol", async () => {
+    const s = await start({ listener: { grpcWeb: true, connect: true, http1Address: "127.0.0.1:0" }, top: { admin: { address: "127.0.0.1:0" }, journal: 100 } });
+    const h1addr = s.px.instance.http1Address();
+    // native gRPC and gRPC-Web over HTTP/1.1: refused (not a method path), the query not echoed;
+    // Connect takes a URL: served, the query dropped (never sent upstream either); a fragment:
+    // refused, and not shown either
+    const g = await rawCall(s.px.address, { ":path": "/test.Echo/Unary?access_token=S3CRET-grpc", "x-request-id": "q-grpc" }, frame(Buffer.from("hi")));
+    const w = await h1(h1addr, "POST /test.Echo/Unary?access_token=S3CRET-web HTTP/1.1\r\ncontent-type: application/grpc-web+proto\r\nx-request-id: q-web", frame(Buffer.from("hi")));
+    const c = await h1(h1addr, "POST /test.Echo/Unary?access_token=S3CRET-connect HTTP/1.1\r\ncontent-type: application/proto\r\nx-request-id: q-connect", Buffer.from("hi"));
+    const f = await rawCall(s.px.address, { ":path": "/test.Echo/Unary#S3CRET-fragment", "x-request-id": "q-fragment" }, frame(Buffer.from("hi")));
+    await settle(s.lines, 4);
+    expect(s.raw.filter((l) => l.includes("S3CRET"))).toEqual([]);
+    const calls = await (await fetch(`http://${s.px.adminAddress}/calls`)).text();
+    expect(calls).not.toContain("S3CRET");
+    expect([g.headers?.["grpc-message"], g.trailers?.["grpc-message"]].join(" ")).not.toContain("S3CRET");
+    expect([statusOf(g), /grpc-status: (\d+)/.exec(w)?.[1], statusOf(f)]).toEqual(["12", "12", "12"]);
+    expect(c).toMatch(/^HTTP\/1\.1 200/);
+    expect(c).toContain("echo:hi");
+    const byId = (id: string): Line => accessLines(s.lines).find((l) => l["request_id"] === id)!;
+    expect(byId("q-grpc")).toMatchObject({ path: "/test.Echo/Unary?<redacted>", grpc_code: 12, decided_by: "no_route", grpc_message: 'malformed method name: "/test.Echo/Unary?<redacted>"' });
+    expect(byId("q-web")).toMatchObject({ path: "/test.Echo/Unary?<redacted>", grpc_code: 12, protocol: "grpc-web" });
+    expect(byId("q-connect")).toMatchObject({ path: "/test.Echo/Unary", grpc_code: 0, protocol: "connect" });
+    expect(byId("q-fragment")).toMatchObject({ path: "/test.Echo/Unary#<redacted>", grpc_code: 12 });
+  });
+
+  it("accessLogRedact: the fields the operator names are <redacted> in the access log and GET /calls; the others are shown", async () => {
+    const s = await start({ top: { admin: { address: "127.0.0.1:0" }, journal: 100, accessLogRedact: ["request_id", "authority", "client_address", "grpc_message"] } });
+    const c = client(s.px.address);
+    const bad = await unary(c, Buffer.from("fail"), md("rid-S3CRET"), { deadline: Date.now() + 10_000 });
+    // (the client itself still gets the upstream's message: only records are redacted)
+    expect(bad.err?.details).toBe("no such thing");
+    const [line] = await settle(s.lines, 1);
+    expect(line).toMatchObject({ request_id: "<redacted>", authority: "<redacted>", client_address: "<redacted>", grpc_message: "<redacted>", path: "/test.Echo/Unary", grpc_code: 5, decided_by: "upstream" });
+    expect(typeof line!["client_port"]).toBe("number");
+    expect(s.raw.join("\n")).not.toContain("rid-S3CRET");
+    expect(s.raw.join("\n")).not.toContain("no such thing");
+    const calls = JSON.parse(await (await fetch(`http://${s.px.adminAddress}/calls`)).text()) as Line[];
+    expect(calls[0]).toMatchObject({ request_id: "<redacted>", authority: "<redacted>", client_address: "<redacted>", grpc_message: "<redacted>" });
+    // the request id still went upstream as the client sent it: redaction is of records only
+    expect(seenIds).toEqual(["rid-S3CRET"]);
+    // a reload applies a new list to the calls that start after it
+    const next = {
+      admin: { address: "127.0.0.1:0" },
+      journal: 100,
+      accessLogRedact: ["authority"],
+      listeners: [{ name: "main", address: "127.0.0.1:0", routes: [{ match: { service: "test.Echo" }, cluster: "backend", timeout: "30s" }] }],
+      clusters: [{ name: "backend", endpoints: [up!.address] }],
+    };
+    expect((await s.px.instance.reload(configFromText(JSON.stringify(next), "<test>"))).ok).toBe(true);
+    expect((await unary(c, Buffer.from("fail"), md("rid-after-reload"), { deadline: Date.now() + 10_000 })).err?.code).toBe(grpc.status.NOT_FOUND);
+    const after = (await settle(s.lines, 2)).find((l) => l["request_id"] === "rid-after-reload");
+    expect(after).toMatchObject({ authority: "<redacted>", client_address: "127.0.0.1", grpc_message: "no such thing" });
   });
 });

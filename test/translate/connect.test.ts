@@ -73,10 +73,12 @@ describe("codes", () => {
     expect(codeFromConnectName("CANCELLED")).toBeUndefined();
   });
 
-  it("dojang's own no-route answer is 404, as a Connect server's unknown procedure", () => {
-    expect(connectLocalHttpStatus(12, true)).toBe(404);
-    expect(connectLocalHttpStatus(12, false)).toBe(501);
-    expect(connectLocalHttpStatus(14, false)).toBe(503);
+  it("a path that names no method is 404 (no route, or the upstream's HTTP 404), as a Connect server's unknown procedure; the upstream's own 12 is 501", () => {
+    expect(connectLocalHttpStatus(12, "no_route")).toBe(404);
+    expect(connectLocalHttpStatus(12, "upstream_http")).toBe(404);
+    expect(connectLocalHttpStatus(12, "upstream")).toBe(501);
+    expect(connectLocalHttpStatus(14, "upstream_http")).toBe(503);
+    expect(connectLocalHttpStatus(14, undefined)).toBe(503);
   });
 
   it("an HTTP status without Connect's error JSON: the protocol's table", () => {

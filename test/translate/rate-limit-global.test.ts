@@ -6,11 +6,11 @@ import {
   buildDescriptors,
   globalVerdict,
   rateLimitHeaders,
-  splitGrpcPath,
   UNIT_SECONDS,
   type EntrySpec,
   type RlsDescriptorStatus,
 } from "../../src/translate/rate-limit-global.js";
+import { splitMethodPath } from "../../src/translate/grpc-path.js";
 
 const head = { ":method": "POST", ":path": "/pkg.Greeter/SayHello", "content-type": "application/grpc", "x-tenant": ["acme", "other"], "x-empty": "" };
 
@@ -25,7 +25,7 @@ describe("buildDescriptors", () => {
         { key: "method", source: { kind: "method" } },
       ],
     ];
-    expect(buildDescriptors(specs, { clientAddress: "10.1.2.3", head })).toEqual([
+    expect(buildDescriptors(specs, { path: "/pkg.Greeter/SayHello", clientAddress: "10.1.2.3", head })).toEqual([
       { entries: [{ key: "remote_address", value: "10.1.2.3" }] },
       {
         entries: [
@@ -48,14 +48,15 @@ describe("buildDescriptors", () => {
       [{ key: "remote_address", source: { kind: "client_address" } }],
       [{ key: "tenant", source: { kind: "header", name: "x-tenant" } }],
     ];
-    expect(buildDescriptors(specs, { clientAddress: "", head })).toEqual([{ entries: [{ key: "tenant", value: "acme" }] }]);
+    expect(buildDescriptors(specs, { path: "/pkg.Greeter/SayHello", clientAddress: "", head })).toEqual([{ entries: [{ key: "tenant", value: "acme" }] }]);
   });
 
-  it("service and method need a /service/method path", () => {
-    expect(splitGrpcPath("/a.B/C")).toEqual(["a.B", "C"]);
-    for (const p of ["/", "//C", "/a.B/", "/a/b/c", "a.B/C", "", undefined]) expect(splitGrpcPath(p)).toBeUndefined();
+  it("service and method need a /service/method path, read from the call's canonical name, never the raw :path", () => {
+    expect(splitMethodPath("/a.B/C")).toEqual(["a.B", "C"]);
+    for (const p of ["/", "//C", "/a.B/", "/a/b/c", "a.B/C", "", undefined]) expect(splitMethodPath(p)).toBeUndefined();
     const specs: EntrySpec[][] = [[{ key: "m", source: { kind: "method" } }]];
-    expect(buildDescriptors(specs, { clientAddress: "", head: { ":path": "/only" } })).toEqual([]);
+    expect(buildDescriptors(specs, { path: "/only", clientAddress: "", head: { ":path": "/a.B/C" } })).toEqual([]);
+    expect(buildDescriptors(specs, { path: "/a.B/C", clientAddress: "", head: { ":path": "/a.B/C?x=1" } })).toEqual([{ entries: [{ key: "m", value: "C" }] }]);
   });
 
   it("property: every descriptor sent has all its configured entries, in order, and a literal-only descriptor is always sent", () => {
@@ -76,7 +77,7 @@ describe("buildDescriptors", () => {
         (specs, addr, hs, path) => {
           const h: Record<string, string> = { ":path": path };
           for (const [k, v] of Object.entries(hs)) if (v !== undefined) h[k] = v;
-          const out = buildDescriptors(specs, { clientAddress: addr, head: h });
+          const out = buildDescriptors(specs, { path, clientAddress: addr, head: h });
           // each sent descriptor is one of the configured ones, in configured order, its keys intact
           let j = 0;
           for (const d of out) {

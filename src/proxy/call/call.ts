@@ -13,7 +13,8 @@
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, newScanner, outcome, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, methodPathFromUrl, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
+import { goQuote } from "../../translate/go-text.js";
 import type { CompiledRoute } from "../router.js";
 import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
@@ -51,7 +52,15 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   readonly down: Downstream;
   readonly t0: number;
   readonly series: MethodSeries;
+  /**
+   * The call's one canonical method name, "/pkg.Svc/Method" (src/translate/grpc-path.ts), derived
+   * once, here: routing, rbac and the other filters, rate-limit descriptors, fault matching, metric
+   * labels, the access record, span names and the :path sent upstream all read it, never the
+   * client's :path (issue 0.5.1 item 1). "" when the call's :path is not a method path.
+   */
   readonly path: string;
+  /** the client's :path when it is not a method path (the call is refused before routing); else undefined */
+  readonly refusedTarget: string | undefined;
   readonly authority: string | undefined;
   /** who the client is (its connection's facts, read once per connection: headers.ts kPeer) */
   readonly peer: ClientPeer | undefined;
@@ -137,19 +146,35 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** the content-type of a status dojang writes itself: the request's own gRPC subtype (respond.ts) */
   replyType = GRPC_CONTENT_TYPE;
 
-  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
+  /**
+   * `url`: the client's :path is a URL (a Connect call: connect-go reads its decoded path without
+   * the query), normalised as Envoy normalises one before it is read as a method; otherwise (gRPC,
+   * gRPC-Web, a JSON rule's method) it must be a method path as it is.
+   */
+  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string, url = false) {
     this.ctx = ctx;
     this.routes = ctx.routes.current;
     this.down = down;
     this.clientProtocol = clientProtocol;
     this.t0 = ctx.now();
+    // The one canonical name, once. A method path (the common case) is validated in one pass and
+    // kept as the same string: no allocation.
     const p = headers[":path"];
-    this.path = typeof p === "string" ? p : "";
+    const target = typeof p === "string" ? p : "";
+    const path = url ? methodPathFromUrl(target) : isMethodPath(target) ? target : null;
+    if (path !== null) {
+      this.path = path;
+      this.refusedTarget = undefined;
+      this.series = ctx.metrics.seriesFor(path);
+    } else {
+      this.path = "";
+      this.refusedTarget = target;
+      this.series = ctx.metrics.malformed;
+    }
     const a = headers[":authority"] ?? headers["host"];
     this.authority = typeof a === "string" ? a : undefined;
     // (a reference: node has let go of down.session by the time the access record is made)
     this.peer = (down.session as PeerSession | undefined)?.[kPeer];
-    this.series = ctx.metrics.seriesFor(this.path);
     (down as CallCarrier)[kCall] = this;
     down.on("close", onDownClose);
     down.on("error", onDownError);
@@ -163,6 +188,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   // === request headers → upstream request ===
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    // A URL read as a method (a Connect call): the raw head the filters read (a fault rule's
+    // metadata, ext_authz's headers) carries that one name too, never the URL as it came. (A gRPC
+    // :path is the name itself: the same string, one reference test.)
+    if (headers[":path"] !== this.path && this.refusedTarget === undefined) setRawPath(raw as string[], this.path);
     // Read from node's parsed headers (a lookup, not another pass over rawHeaders; copyHeaders
     // below is the one pass, and it forwards every field as sent).
     const ridv = headers["x-request-id"];
@@ -171,7 +200,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.prevAttempts = typeof prev === "string" ? prev : undefined;
     this.requestId = rid ?? newRequestId();
     const tracing = this.ctx.tracing;
-    if (tracing !== null) this.trace = tracing.begin(headers, this.path, this.t0, this.peer?.address);
+    if (tracing !== null) {
+      const red = this.ctx.accessLogRedact;
+      this.trace = tracing.begin(headers, this.path, this.t0, red !== null && red.includes("client_address") ? undefined : this.peer?.address);
+    }
 
     const ct = headers["content-type"];
     if (ct !== GRPC_CONTENT_TYPE) this.replyType = grpcReplyContentType(ct);
@@ -184,6 +216,11 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       this.ctx.metrics.budgetInNoLabels.observe(clientMs / 1000);
     }
 
+    // A :path outside the gRPC grammar names no method: refused before any rule reads it, 12 as
+    // grpc-go's server answers a malformed method name (spec sheet §1.1); the record and the
+    // message show it with its query redacted.
+    const refused = this.refusedTarget;
+    if (refused !== undefined) return this.finish(outcome(Code.UNIMPLEMENTED, `malformed method name: ${goQuote(redactTarget(refused))}`, "no_route"));
     const route = this.routes.router.match(this.path, this.authority);
     if (route === undefined) {
       return this.finish(outcome(Code.UNIMPLEMENTED, `no route for ${this.path} on listener ${this.ctx.listener}`, "no_route"));
@@ -192,8 +229,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // maxCalls is asked here, at the call (upstream/breaker.ts): overflow answers 14 at once,
     // before anything goes upstream.
     const cluster = route.cluster;
-    const refused = cluster.breaker.admitCall();
-    if (refused !== undefined) return this.finish(outcome(Code.UNAVAILABLE, refused, "overflow"));
+    const overflow = cluster.breaker.admitCall();
+    if (overflow !== undefined) return this.finish(outcome(Code.UNAVAILABLE, overflow, "overflow"));
     this.countedCall = true;
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
@@ -565,6 +602,16 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
+  }
+}
+
+/** The `:path` field of a raw head list ([name, value, ...]) set to `path`. */
+function setRawPath(raw: string[], path: string): void {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i] === ":path") {
+      raw[i + 1] = path;
+      return;
+    }
   }
 }
 

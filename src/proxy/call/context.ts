@@ -2,6 +2,7 @@
 // filters (a reload stores a new one; a call keeps the one it started with), and the listener's
 // metrics, loggers, clock, journal and drain bookkeeping. Types only.
 import type { Logger } from "pino";
+import type { RedactableField } from "../../config/index.js";
 import type { Journal } from "../observe/log.js";
 import type { Metrics } from "../observe/metrics.js";
 import type { Tracing } from "../observe/tracing.js";
@@ -37,6 +38,8 @@ export interface CallContext {
   /** where access lines go (asynchronous) */
   readonly access: Logger;
   readonly accessLog: boolean;
+  /** config accessLogRedact: the record fields shown as "<redacted>" (access log, journal, span); null when none */
+  readonly accessLogRedact: readonly RedactableField[] | null;
   /** monotonic milliseconds */
   readonly now: () => number;
   /** draws in [0, 1): the retry decision's jitter (translate/retry.ts `draw`) */

@@ -23,7 +23,10 @@ export interface FilterCall {
   readonly done: boolean;
   readonly requestId: string;
   readonly series: { readonly service: string; readonly method: string };
-  /** the request's :path ("/pkg.Svc/Method") */
+  /**
+   * the call's one canonical method name ("/pkg.Svc/Method", src/translate/grpc-path.ts): what a
+   * rule compares, never the client's raw :path (a filter runs only for a call that has one)
+   */
   readonly path: string;
   /** who the client is (its connection's facts: address, verified certificate); undefined when unknown */
   readonly peer: ClientPeer | undefined;

@@ -2,8 +2,8 @@
 // access log line and the journal behind GET /calls), built once when the client stream has
 // closed. Reads the call's facts; changes nothing on the call. No per-call object unless an
 // access record is wanted (the access log is on, or the journal keeps calls).
-import { codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, refusedBytes } from "../../translate/index.js";
-import type { AccessRecord } from "../observe/log.js";
+import { REDACTED, codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, redactTarget, refusedBytes } from "../../translate/index.js";
+import { redactRecord, type AccessRecord } from "../observe/log.js";
 import type { Call } from "./call.js";
 import type { CallFilter } from "./filter.js";
 
@@ -36,7 +36,8 @@ export function recordCall(c: Call): void {
     rec = {
       request_id: c.requestId,
       trace_id: c.trace?.traceId,
-      path: c.path,
+      // the canonical method name; a :path that is not one is shown with its query redacted
+      path: c.refusedTarget === undefined ? c.path : redactTarget(c.refusedTarget),
       authority: c.authority,
       client_address: peer?.address,
       client_port: peer?.port,
@@ -67,6 +68,8 @@ export function recordCall(c: Call): void {
       protocol: c.clientProtocol,
     };
     if (fs !== null) for (let i = 0; i < fs.length; i++) fs[i]!.annotate?.(rec);
+    // what the operator named (accessLogRedact) never reaches the log or the journal
+    if (ctx.accessLogRedact !== null) redactRecord(rec, ctx.accessLogRedact);
     ctx.journal.push(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
@@ -85,13 +88,16 @@ function endTrace(c: Call, rec: AccessRecord | undefined): void {
     faults = scratch.faults;
     kinds = scratch.fault_kinds;
   }
+  // (what the operator named in accessLogRedact is not on the span either; the access record has
+  // the message decoded, and redacted, already)
+  const red = c.ctx.accessLogRedact;
+  const message = rec !== undefined ? rec.grpc_message : c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message;
   c.ctx.tracing!.end(c.trace!, {
     code: c.code,
-    // (the access record has the message decoded already)
-    message: rec !== undefined ? rec.grpc_message : c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message,
+    message: red !== null && message !== undefined && red.includes("grpc_message") ? REDACTED : message,
     decidedBy: c.decidedBy,
     route: c.route?.label,
-    requestId: c.requestId,
+    requestId: red !== null && red.includes("request_id") ? REDACTED : c.requestId,
     attempts: c.attempts,
     budgetInMs: c.budgetInMs,
     budgetOutMs: c.attempts > 0 ? c.budgetOutMs : undefined,

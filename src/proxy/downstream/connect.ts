@@ -220,7 +220,7 @@ export class ConnectDownstream extends BridgeDownstream {
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
-    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy === "no_route"), out);
+    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy), out);
     this.endSink(Buffer.from(JSON.stringify(err)));
   }
 
@@ -401,7 +401,8 @@ function start(ctx: CallContext, c: Classified, w: () => ConnectDownstream, auth
   const n = nativeHead(c.path, authority, c.req, raw);
   if (typeof n === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, n, send, cors);
   const d = w();
-  const call = new Call(ctx, d, n.headers, d.protocol);
+  // (a Connect path is a URL: the Call normalises it before it reads it as a method)
+  const call = new Call(ctx, d, n.headers, d.protocol, true);
   d.call = call;
   call.start(n.headers, 0, n.raw);
 }

@@ -24,7 +24,7 @@ import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:ht
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
-import { Code, decodeGrpcMessage, frameMessage, outcome } from "../../translate/index.js";
+import { Code, decodeGrpcMessage, frameMessage, normalizeTarget, outcome, type NormalizedTarget } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
@@ -314,17 +314,17 @@ export class JsonDownstream extends BridgeDownstream {
   }
 }
 
+/** What a request no rule takes is told (its query never shown: it may carry a credential). */
+function noRule(method: string, t: NormalizedTarget): string {
+  return t.ok ? `no google.api.http rule matches ${method} ${t.path}` : `the request target: ${t.error}`;
+}
+
 function deliver(d: JsonDownstream): void {
   d.deliverNow();
 }
 
 // === entry points: the listener hands a request here ===
 
-/** The request's path split from its query. */
-function splitTarget(target: string): [string, string] {
-  const q = target.indexOf("?");
-  return q < 0 ? [target, ""] : [target.slice(0, q), target.slice(q + 1)];
-}
 
 /** The upstream head: the rule's gRPC path, the gRPC content type, the forwardable fields as flat raw pairs. */
 function nativeHead(rule: TranscodeRule, authority: string | undefined, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } {
@@ -427,8 +427,13 @@ function transcode(
 export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], handOn = false): boolean {
   const target = h[":path"];
   if (typeof target !== "string") return false;
-  const [path, query] = splitTarget(target);
-  const m = tc.transcoder.match(String(h[":method"] ?? ""), path);
+  // The URL as the rules read it: normalised as Envoy normalises a path before its route and RBAC
+  // matchers see it (src/translate/grpc-path.ts normalizeTarget: percent-encoded unreserved
+  // characters decoded, dot segments removed, slashes merged, the query split off, a fragment
+  // refused), so "/v1/./secret" or "/v1/%73ecret" is the rule "/v1/secret" and meets that
+  // method's rules (issue 0.5.1 item 1). The call's method is the rule's: a method path.
+  const t = normalizeTarget(target);
+  const m = t.ok ? tc.transcoder.match(String(h[":method"] ?? ""), t.path) : null;
   const answer: Answer = (status, body) => {
     if (stream.destroyed || stream.headersSent) return;
     stream.respond({ ":status": status, "content-type": JSON_TYPE });
@@ -438,34 +443,34 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
       if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
     });
   };
-  if (m === null) {
+  if (!t.ok || m === null) {
     // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
     if (handOn || tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
     stream.on("error", ignore);
-    answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${String(h[":method"])} ${path}`));
+    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(String(h[":method"]), t)));
     return true;
   }
   stream.on("error", ignore);
   const a = h[":authority"] ?? h["host"];
-  transcode(ctx, tc, m, query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, stream, undefined, stream));
+  transcode(ctx, tc, m, t.query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, stream, undefined, stream));
   return true;
 }
 
 /** A request on the HTTP/1.1 socket that is not gRPC-Web: as serveJsonHttp2. */
 export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse, handOn = false): boolean {
-  const [path, query] = splitTarget(req.url ?? "");
-  const m = tc.transcoder.match(req.method ?? "", path);
+  const t = normalizeTarget(req.url ?? ""); // (as serveJsonHttp2 reads it)
+  const m = t.ok ? tc.transcoder.match(req.method ?? "", t.path) : null;
   const answer: Answer = (status, body) => {
     if (res.headersSent) return;
     // a request still being sent is not read to its end: the connection closes after the answer
     res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
     res.end(body);
   };
-  if (m === null) {
+  if (!t.ok || m === null) {
     if (handOn || tc.cfg.unknownPaths === "passthrough") return false;
-    answer(404, statusBody(tc, Code.NOT_FOUND, `no google.api.http rule matches ${req.method} ${path}`));
+    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(req.method ?? "", t)));
     return true;
   }
-  transcode(ctx, tc, m, query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, req, res, undefined));
+  transcode(ctx, tc, m, t.query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, req, res, undefined));
   return true;
 }

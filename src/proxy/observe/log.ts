@@ -1,6 +1,8 @@
 // The process logger and the per-call access log. Logs never block the hot path: pino writes
 // through an asynchronous sonic-boom destination, and the access line is one object per call.
 import pino, { type Logger, type DestinationStream } from "pino";
+import { REDACTED } from "../../translate/index.js";
+import type { RedactableField } from "../../config/index.js";
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
@@ -92,6 +94,17 @@ export interface AccessRecord {
   start_ms: number;
   /** the client side when it is not native gRPC: "grpc-web" or "grpc-web-text" (absent for gRPC) */
   protocol?: string | undefined;
+}
+
+/**
+ * The fields the operator named (config `accessLogRedact`) replaced with "<redacted>", before the
+ * record reaches the access log or the journal; a field that is absent stays absent.
+ */
+export function redactRecord(rec: AccessRecord, fields: readonly RedactableField[]): void {
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!;
+    if (rec[f] !== undefined) rec[f] = REDACTED;
+  }
 }
 
 /** The most recent calls, for GET /calls and the library's `calls`: a fixed-size ring. */

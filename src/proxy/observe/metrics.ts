@@ -10,12 +10,14 @@
 // and two objects per call): bucket counts in a Float64Array per label set, exposed in the
 // shape prom-client's own histograms have.
 import client from "prom-client";
-import { CODE_NAMES, DECIDED_BY, codeLabel, type DecidedBy } from "../../translate/index.js";
+import { CODE_NAMES, DECIDED_BY, codeLabel, splitMethodPath, type DecidedBy } from "../../translate/index.js";
 import { RETRY_REASONS, type RetryReason } from "../../translate/retry.js";
 
 /** Distinct (service, method) label pairs before new ones are folded into "other". */
 export const MAX_METHOD_SERIES = 500;
 const OTHER = "other";
+/** The labels of a call whose :path is not a method path (src/translate/grpc-path.ts): refused before routing. */
+const MALFORMED = "malformed";
 const REASONS = Object.keys(DECIDED_BY) as DecidedBy[];
 const REASON_INDEX: Readonly<Record<string, number>> = Object.fromEntries(REASONS.map((r, i) => [r, i]));
 const N_CODES = CODE_NAMES.length + 1; // 0..16 plus "OTHER"
@@ -274,6 +276,7 @@ export class Metrics {
   readonly budgetOutNoLabels: HistogramCell;
   private readonly methods = new Map<string, MethodSeries>();
   private readonly other: MethodSeries;
+  private malformedSeries: MethodSeries | undefined = undefined;
 
   constructor() {
     this.registry = new client.Registry();
@@ -448,15 +451,28 @@ export class Metrics {
     this.other = new MethodSeries(this, OTHER, OTHER);
   }
 
-  /** The label set for a :path; the path string itself is the cache key (no string building per call). */
+  /**
+   * The label set for a call's canonical method path (the Call derives it once; a path outside the
+   * gRPC grammar never gets here, see `malformed`); the path string itself is the cache key (no
+   * string building per call).
+   */
   seriesFor(path: string): MethodSeries {
     let s = this.methods.get(path);
     if (s !== undefined) return s;
     if (this.methods.size >= MAX_METHOD_SERIES) return this.other;
-    const { service, method } = splitMethod(path);
-    s = new MethodSeries(this, service, method);
+    const names = splitMethodPath(path);
+    if (names === undefined) return this.malformed;
+    s = new MethodSeries(this, names[0], names[1]);
     this.methods.set(path, s);
     return s;
+  }
+
+  /**
+   * The one label set of every call whose :path is not a method path (refused before routing): a
+   * client sending junk paths never makes a series per path. Made at the first such call.
+   */
+  get malformed(): MethodSeries {
+    return (this.malformedSeries ??= new MethodSeries(this, MALFORMED, MALFORMED));
   }
 
   /** dojang_rate_limit_service_calls_total's children for one service, bound once (by its client). */
@@ -505,14 +521,8 @@ export class Metrics {
     yield* this.methods.values();
     // (undefined only while the constructor builds the metrics, before `other` exists)
     if (this.other !== undefined) yield this.other;
+    if (this.malformedSeries !== undefined) yield this.malformedSeries;
   }
-}
-
-/** "/pkg.Svc/Method" → service "pkg.Svc", method "Method" (grpc-go splits at the last "/"). */
-export function splitMethod(path: string): { service: string; method: string } {
-  const i = path.lastIndexOf("/");
-  if (path.charCodeAt(0) !== 47 /* / */ || i <= 0) return { service: "malformed", method: "malformed" };
-  return { service: path.slice(1, i), method: path.slice(i + 1) };
 }
 
 /**

@@ -131,7 +131,7 @@ class GlobalCheck implements CallFilter {
   onRequestHead(c: FilterCall): boolean {
     const h = c.upHeaders;
     if (h === undefined || this.pool.closed) return true;
-    this.descriptors = buildDescriptors(this.g.specs, { clientAddress: c.clientAddress, head: h });
+    this.descriptors = buildDescriptors(this.g.specs, { path: c.path, clientAddress: c.clientAddress, head: h });
     // every descriptor needed a header the call lacks: nothing to ask
     if (this.descriptors.length === 0) return true;
     const g = this.g;

@@ -100,11 +100,16 @@ const HEX = "0123456789ABCDEF";
  *   digits is refused (Go's url parser refuses it too);
  * - escaped slashes ("%2F", "%5C") are kept as they are (Envoy's KEEP_UNCHANGED: they are not
  *   separators; a gRPC name never holds one, so Connect's method check refuses them);
- * - dot segments are removed (RFC 3986 §5.2.4, on the decoded path, so "%2E%2E" is one), then
- *   runs of "/" merged into one.
+ * - dot segments are removed (RFC 3986 §5.2.4, on the decoded path, so "%2E%2E" is one), then,
+ *   with `merge` (the default), runs of "/" merged into one.
  * A target that is already a method path is returned as it is, with no allocation.
+ *
+ * `merge: false` is for JSON transcoding: there the method is the matched rule's, so no rule reads
+ * the URL as a method and merging buys no safety, while it would change a path variable's value
+ * ("a//b" bound by `{name=**}` became "a/b") and match a rule the real grpc-gateway does not
+ * ("/v1//query" is its 404): the judge of that bridge keeps the empty segment.
  */
-export function normalizeTarget(target: string): NormalizedTarget {
+export function normalizeTarget(target: string, merge = true): NormalizedTarget {
   if (isMethodPath(target)) return { ok: true, path: target, query: "" };
   if (target.charCodeAt(0) !== SLASH) return { ok: false, error: "not a path (absolute or asterisk form)" };
   if (target.includes("#")) return { ok: false, error: "a fragment in the request target" };
@@ -122,7 +127,8 @@ export function normalizeTarget(target: string): NormalizedTarget {
     decoded += raw.slice(from, i) + (unreserved(c) ? String.fromCharCode(c) : `%${HEX[h]}${HEX[l]}`);
     from = i += 3;
   }
-  const path = mergeSlashes(removeDotSegments(from === 0 ? raw : decoded + raw.slice(from)));
+  const dotless = removeDotSegments(from === 0 ? raw : decoded + raw.slice(from));
+  const path = merge ? mergeSlashes(dotless) : dotless;
   return { ok: true, path, query };
 }
 

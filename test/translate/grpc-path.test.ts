@@ -44,6 +44,12 @@ describe("isMethodPath: the gRPC grammar", () => {
 });
 
 describe("normalizeTarget: a URL as Envoy's normalize_path and merge_slashes read it", () => {
+  it("keeps runs of slashes without `merge` (JSON transcoding: a path variable keeps its empty segment, as grpc-gateway's)", () => {
+    expect(normalizeTarget("/v1/files/a//b", false)).toEqual({ ok: true, path: "/v1/files/a//b", query: "" });
+    expect(normalizeTarget("/v1//query?x=1", false)).toEqual({ ok: true, path: "/v1//query", query: "x=1" });
+    expect(normalizeTarget("/v1/./files/%61//b/../c", false)).toEqual({ ok: true, path: "/v1/files/a//c", query: "" });
+    expect(normalizeTarget("/v1//query")).toEqual({ ok: true, path: "/v1/query", query: "" });
+  });
   it("splits the query, decodes unreserved escapes, removes dot segments, merges slashes", () => {
     const cases: [string, string, string][] = [
       ["/pkg.Svc/Unary?x=1", "/pkg.Svc/Unary", "x=1"],

@@ -429,10 +429,11 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
   if (typeof target !== "string") return false;
   // The URL as the rules read it: normalised as Envoy normalises a path before its route and RBAC
   // matchers see it (src/translate/grpc-path.ts normalizeTarget: percent-encoded unreserved
-  // characters decoded, dot segments removed, slashes merged, the query split off, a fragment
-  // refused), so "/v1/./secret" or "/v1/%73ecret" is the rule "/v1/secret" and meets that
-  // method's rules (issue 0.5.1 item 1). The call's method is the rule's: a method path.
-  const t = normalizeTarget(target);
+  // characters decoded, dot segments removed, the query split off, a fragment refused), so
+  // "/v1/./secret" or "/v1/%73ecret" is the rule "/v1/secret" and meets that method's rules
+  // (issue 0.5.1 item 1). The call's method is the rule's: a method path. Slashes are not merged
+  // (normalizeTarget's `merge`): a path variable keeps its empty segments, as grpc-gateway's.
+  const t = normalizeTarget(target, false);
   const m = t.ok ? tc.transcoder.match(String(h[":method"] ?? ""), t.path) : null;
   const answer: Answer = (status, body) => {
     if (stream.destroyed || stream.headersSent) return;
@@ -458,7 +459,7 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
 
 /** A request on the HTTP/1.1 socket that is not gRPC-Web: as serveJsonHttp2. */
 export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse, handOn = false): boolean {
-  const t = normalizeTarget(req.url ?? ""); // (as serveJsonHttp2 reads it)
+  const t = normalizeTarget(req.url ?? "", false); // (as serveJsonHttp2 reads it)
   const m = t.ok ? tc.transcoder.match(req.method ?? "", t.path) : null;
   const answer: Answer = (status, body) => {
     if (res.headersSent) return;

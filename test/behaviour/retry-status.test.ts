@@ -90,26 +90,39 @@ describe("a status in retryOn is retried, however it came", () => {
     expect(lastRecord(px).attempts).toBe(2);
   });
 
+  // retryOn [RESOURCE_EXHAUSTED] and an UNAVAILABLE answer: the default retryOn ([UNAVAILABLE])
+  // would retry it, so one attempt shows the key at work
   it("makes exactly one attempt for a status not in retryOn, and forwards headers and trailers as the upstream sent them", async () => {
-    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 3)));
+    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 14)), { retry: { ...RETRY, retryOn: ["RESOURCE_EXHAUSTED"] } });
     const raw = await rawCall(px.address, {}, frame(REQUEST));
     expect(raw.headers?.["x-head"]).toBe("kept");
     expect(raw.headers?.["grpc-status"]).toBeUndefined();
-    expect(raw.trailers?.["grpc-status"]).toBe("3");
+    expect(raw.trailers?.["grpc-status"]).toBe("14");
     expect(up.seen.length).toBe(1);
     await records(px, 1);
-    expect(lastRecord(px)).toMatchObject({ grpc_code: 3, attempts: 1 });
+    expect(lastRecord(px)).toMatchObject({ grpc_code: 14, attempts: 1 });
   });
 
+  it("retries a status retryOn names that the default does not (RESOURCE_EXHAUSTED) to success", async () => {
+    const { up, px } = await setup((s, n) => afterRequest(s, () => (n === 1 ? trailersOnly(s, 8) : replyGrpc(s, [Buffer.from("ok")]))), {
+      retry: { ...RETRY, retryOn: ["RESOURCE_EXHAUSTED"] },
+    });
+    const c = cleanup.add(echoClient(px.address), (x) => x.close());
+    const r = await unary(c, REQUEST);
+    expect(r.err).toBeNull();
+    expect(up.seen.length).toBe(2);
+  });
+
+  // 4, not the default 3, so the count is the key's
   it("stops at maxAttempts and forwards the last attempt's own status", async () => {
-    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 14)));
+    const { up, px } = await setup((s) => afterRequest(s, () => headersThenTrailers(s, 14)), { retry: { ...RETRY, maxAttempts: 4 } });
     const raw = await rawCall(px.address, {}, frame(REQUEST));
     expect(raw.trailers?.["grpc-status"]).toBe("14");
     expect(raw.trailers?.["grpc-message"]).toBe("try again");
     expect(raw.headers?.["x-head"]).toBe("kept");
-    expect(up.seen.length).toBe(3);
+    expect(up.seen.length).toBe(4);
     await records(px, 1);
-    expect(lastRecord(px)).toMatchObject({ grpc_code: 14, decided_by: "upstream", attempts: 3 });
+    expect(lastRecord(px)).toMatchObject({ grpc_code: 14, decided_by: "upstream", attempts: 4 });
   });
 
   it("does not retry at all without a policy (the status is forwarded, one attempt)", async () => {

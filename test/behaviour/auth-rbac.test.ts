@@ -4,6 +4,7 @@
 // (decided_by rbac) before the upstream and is counted; shadow mode only counts and logs.
 import { writeFileSync } from "node:fs";
 import http2 from "node:http2";
+import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
@@ -63,7 +64,9 @@ function client(address: string, cert?: CertFiles): EchoClient {
 /** One h2c call to /shop.Cart/Get from a socket bound to `local`; the socket's own source address and the status. */
 function fromAddress(local: string, address: string): Promise<{ local: string | undefined; status: string | undefined; message: string | undefined }> {
   return new Promise((resolve) => {
-    const s = http2.connect(`http://${address}`, { localAddress: local });
+    const at = address.lastIndexOf(":");
+    const [host, port] = [address.slice(0, at).replace(/^\[|\]$/g, ""), Number(address.slice(at + 1))];
+    const s = http2.connect(`http://${address}`, { createConnection: () => net.connect({ host, port, localAddress: local }) });
     s.on("error", () => {});
     let src: string | undefined;
     s.on("connect", () => (src = s.socket.localAddress));

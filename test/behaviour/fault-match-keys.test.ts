@@ -48,8 +48,8 @@ describe("<faultRule>.match: which calls a rule faults", () => {
   });
 
   it("match.route: a rule for route prefix:/ (by its label, and by its index 1) leaves the service route's calls alone", async () => {
-    for (const route of ["prefix:/", 1]) {
-      px.faults.add({ id: "on-prefix", match: { listener: "a", route }, action: ABORT });
+    for (const which of ["prefix:/", 1]) {
+      px.faults.add({ id: "on-prefix", match: { listener: "a", route: which }, action: ABORT });
       try {
         expect(await call("a", "/test.Echo/Unary")).toEqual({ status: "0", reached: true });
         expect(await call("a", "/other.Svc/Get")).toEqual({ status: "14", reached: false });

@@ -1,13 +1,25 @@
-// Issue 23, "the habit": a config key can be documented, parsed, shown on /config and /clusters and
-// still do nothing. This test walks every key of the config's JSON Schema (config/dojang.schema.json,
-// generated from src/config/schema.ts: it IS the list of keys) and fails for any key that no
-// behaviour test names, unless the key is in ALLOW (pure plumbing, one reviewed reason each).
+// Issue 23, "the habit", and issue 0.4.1 item 9, "a key counts only where a test asserts its
+// effect": a config key can be documented, parsed, shown on /config and /clusters, set by a dozen
+// tests, and still do nothing. This test walks every key of the config's JSON Schema
+// (config/dojang.schema.json, generated from src/config/schema.ts: it IS the list of keys) and
+// fails for any key that has no entry in the registry of effects (key-effects.ts: the behaviour
+// tests that assert what the key does, by file and title), unless the key is in ALLOW (pure
+// plumbing) or UNJUDGED (no outside observer can tell), one reviewed reason each.
 //
-// Which tests count: files under test/behaviour, test/process, test/observe, test/proxy and
-// test/browser. Not test/config (a parsing test shows the key is read, not that it does anything),
-// not test/docs or test/examples.
+// Setting a key no longer counts by itself (it used to: jwks.timeout and tracing.exportTimeout
+// passed with no test showing either doing anything). An entry is a claim a reviewer checks;
+// what a machine can check of it, it does here:
+//   - the named test exists in the named file, exactly once (found in the file's syntax tree: a
+//     call of it/test whose title is that string), and is not skipped (.skip, .todo, .fails);
+//   - its body asserts (an expect or assert call in it);
+//   - its file sets the key, by the naming rule below (so an entry cannot point at a test of a
+//     file that never configures the key).
 //
-// What "names the key" means (designed to be hard to satisfy by accident):
+// Which tests count: files under test/behaviour, test/process, test/observe, test/proxy,
+// test/browser and test/xds. Not test/config (a parsing test shows the key is read, not that it
+// does anything), not test/docs or test/examples.
+//
+// What "sets the key" means (designed to be hard to satisfy by accident):
 //   - A MENTION of a name N is `N:` in a config position: a TS object key or a YAML key, optionally
 //     quoted (`"N":`, JSON), not preceded by a letter, digit, `_`, `$`, `.` or `-`, and with the
 //     colon right after the name (so `x ? timeout : 0` is not one).
@@ -37,6 +49,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseAst } from "vitest/node";
+import { EFFECTS, UNJUDGED } from "./key-effects.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const TEST_DIRS = ["test/behaviour", "test/process", "test/observe", "test/proxy", "test/browser", "test/xds"];
@@ -53,13 +67,6 @@ const ALLOW: Readonly<Record<string, string>> = {
   "<faultRule>.id": "the rule's handle for the admin API; every fault API test uses it to address the rule",
   "<faultRule>.description": "free text shown on GET /faults, no behaviour",
 };
-
-/**
- * Keys the walk found untested and still waiting for their behaviour test. Empty: every key found
- * untested when this test was written (issue 23) now has one. Keep it empty: a new key comes with
- * its behaviour test, not with a line here.
- */
-const NOT_YET_TESTED: readonly string[] = [];
 
 // === the keys ===
 
@@ -235,19 +242,97 @@ function testFiles(): { path: string; text: string }[] {
   return out;
 }
 
-/** key → the test files that name it */
-function coverage(): { leaves: string[]; by: Map<string, string[]>; rule: KeyRule } {
+// === the tests of a file, from its syntax tree ===
+
+interface TestCase {
+  /** the title as written: a string's value, or a template's source between its backticks */
+  readonly title: string;
+  /** .skip, .only, .each, ... on the way to the call */
+  readonly modifiers: readonly string[];
+  /** the source of the test function */
+  readonly body: string;
+}
+
+type AstNode = { type: string; start: number; end: number; [k: string]: unknown };
+
+/** Every it()/test() call of a TS file whose title is a literal (a string or a template). */
+function testCases(text: string, file: string): TestCase[] {
+  const out: TestCase[] = [];
+  const rootOf = (callee: AstNode, mods: string[]): string | undefined => {
+    if (callee.type === "Identifier") return callee["name"] as string;
+    if (callee.type === "MemberExpression") {
+      mods.push(((callee["property"] as AstNode)["name"] as string | undefined) ?? "");
+      return rootOf(callee["object"] as AstNode, mods);
+    }
+    if (callee.type === "CallExpression") return rootOf(callee["callee"] as AstNode, mods);
+    return undefined;
+  };
+  const walk = (n: unknown): void => {
+    if (n === null || typeof n !== "object") return;
+    if (Array.isArray(n)) {
+      for (const x of n) walk(x);
+      return;
+    }
+    const node = n as AstNode;
+    if (node.type === "CallExpression") {
+      const args = node["arguments"] as AstNode[];
+      const mods: string[] = [];
+      const root = rootOf(node["callee"] as AstNode, mods);
+      if ((root === "it" || root === "test") && args.length >= 2) {
+        const a = args[0]!;
+        const title = a.type === "Literal" && typeof a["value"] === "string" ? (a["value"] as string) : a.type === "TemplateLiteral" ? text.slice(a.start + 1, a.end - 1) : undefined;
+        // the function: an options object or a timeout may come before or after it
+        const fn = args.slice(1).find((x) => x.type === "ArrowFunctionExpression" || x.type === "FunctionExpression");
+        if (title !== undefined && fn !== undefined) out.push({ title, modifiers: mods, body: text.slice(fn.start, fn.end) });
+      }
+    }
+    for (const [k, v] of Object.entries(node)) if (k !== "type" && typeof v === "object") walk(v);
+  };
+  walk(parseAst(text, { lang: "ts" }, file).body);
+  return out;
+}
+
+const SKIPPED = new Set(["skip", "todo", "fails", "skipIf"]);
+const ASSERTS = /\bexpect\s*(?:\.\s*\w+\s*)?\(|\bassert\w*\s*\(/;
+
+/** What is wrong with one registry claim "<file> > <title>" for `key` (empty: nothing). */
+function claimProblems(key: string, claim: string, rule: KeyRule, read: (path: string) => { index: FileIndex; tests: TestCase[] } | undefined): string[] {
+  const at = claim.indexOf(" > ");
+  if (at < 0) return [`${key}: "${claim}" is not "<file> > <test title>"`];
+  const [path, title] = [claim.slice(0, at), claim.slice(at + 3)];
+  const f = read(path);
+  if (f === undefined) return [`${key}: ${path} is not a behaviour test file`];
+  const found = f.tests.filter((t) => t.title === title);
+  if (found.length !== 1) return [`${key}: ${found.length === 0 ? "no" : found.length} test titled "${title}" in ${path}`];
+  const t = found[0]!;
+  const problems: string[] = [];
+  if (t.modifiers.some((m) => SKIPPED.has(m))) problems.push(`${key}: "${title}" is ${t.modifiers.join(".")} (a skipped test shows nothing)`);
+  if (!ASSERTS.test(t.body)) problems.push(`${key}: "${title}" asserts nothing in its body`);
+  if (!rule.names(f.index, key)) problems.push(`${key}: ${path} never sets the key (the naming rule above)`);
+  return problems;
+}
+
+/** the schema's keys, the naming rule, and each behaviour test file's index and tests, by path */
+function coverage(): { leaves: string[]; rule: KeyRule; read: (path: string) => { index: FileIndex; tests: TestCase[] } | undefined } {
   const schema = JSON.parse(readFileSync(join(ROOT, "config/dojang.schema.json"), "utf8")) as Node;
   const { leaves, all } = schemaKeys(schema);
   const rule = new KeyRule(all);
-  const files = testFiles().map((f) => ({ path: f.path, index: new FileIndex(f.text) }));
-  const by = new Map<string, string[]>();
-  for (const k of leaves) by.set(k, files.filter((f) => rule.names(f.index, k)).map((f) => f.path));
-  return { leaves, by, rule };
+  const files = testFiles().map((f) => ({ path: f.path, text: f.text, index: new FileIndex(f.text) }));
+  const parsed = new Map<string, { index: FileIndex; tests: TestCase[] }>();
+  const read = (path: string) => {
+    let p = parsed.get(path);
+    if (p === undefined) {
+      const f = files.find((x) => x.path === path);
+      if (f === undefined) return undefined;
+      parsed.set(path, (p = { index: f.index, tests: testCases(f.text, f.path) }));
+    }
+    return p;
+  };
+  return { leaves, rule, read };
 }
 
-describe("every config key is named by a behaviour test (issue 23)", () => {
-  const { leaves, by, rule } = coverage();
+describe("every config key has a behaviour test of its effect (issues 23 and 0.4.1 item 9)", () => {
+  const { leaves, rule, read } = coverage();
 
   it("the walk finds the schema's keys (sanity: the list is not empty and has the deep ones)", () => {
     expect(leaves.length).toBeGreaterThan(100);
@@ -257,16 +342,21 @@ describe("every config key is named by a behaviour test (issue 23)", () => {
     expect(leaves).toContain("listeners[].routes[].retry.backoff.max");
   });
 
-  it("no key is untested unless allow-listed (or, for now, in NOT_YET_TESTED)", () => {
-    const untested = leaves.filter((k) => by.get(k)!.length === 0 && ALLOW[k] === undefined && !NOT_YET_TESTED.includes(k));
-    expect(untested, `keys no behaviour test names (write one, or add a reviewed reason to ALLOW):\n  ${untested.join("\n  ")}\n`).toEqual([]);
+  it("every key has a behaviour test of its effect in the registry, or a reviewed reason in ALLOW or UNJUDGED", () => {
+    const none = leaves.filter((k) => EFFECTS[k] === undefined && ALLOW[k] === undefined && UNJUDGED[k] === undefined);
+    expect(none, `keys no registered test shows doing anything (write one and add it to key-effects.ts):\n  ${none.join("\n  ")}\n`).toEqual([]);
+    const twice = leaves.filter((k) => [EFFECTS[k], ALLOW[k], UNJUDGED[k]].filter((x) => x !== undefined).length > 1);
+    expect(twice, "in more than one of EFFECTS, ALLOW and UNJUDGED").toEqual([]);
   });
 
-  it("the allow-list and NOT_YET_TESTED name only keys that exist and are still untested", () => {
-    const stale = [...Object.keys(ALLOW), ...NOT_YET_TESTED].filter((k) => !leaves.includes(k));
+  it("each registered test exists once, is not skipped, asserts, and sits in a file that sets its key", () => {
+    const problems = Object.entries(EFFECTS).flatMap(([k, claims]) => (claims.length === 0 ? [`${k}: no test`] : claims.flatMap((c) => claimProblems(k, c, rule, read))));
+    expect(problems, `registry claims that do not hold:\n  ${problems.join("\n  ")}\n`).toEqual([]);
+  });
+
+  it("the registry, ALLOW and UNJUDGED name only keys of the schema", () => {
+    const stale = [...Object.keys(EFFECTS), ...Object.keys(ALLOW), ...Object.keys(UNJUDGED)].filter((k) => !leaves.includes(k));
     expect(stale, "not keys of the schema").toEqual([]);
-    const nowTested = NOT_YET_TESTED.filter((k) => by.get(k)!.length > 0);
-    expect(nowTested, "tested now: take them off NOT_YET_TESTED").toEqual([]);
   });
 
   it("the rule tells keys with the same leaf apart, and is not fooled by look-alikes (self-test on made-up text)", () => {
@@ -291,5 +381,28 @@ describe("every config key is named by a behaviour test (issue 23)", () => {
     expect(named(`distribution(bs, { endpoints, lb: "random" })`, "clusters[].lb")).toBe(true);
     expect(named(`// key: clusters[].tls.caFile`, "clusters[].tls.caFile")).toBe(true);
     expect(named(`// key: clusters[].tls.caFileX`, "clusters[].tls.caFile")).toBe(false);
+  });
+  it("a claim counts only for a test that exists, runs, asserts and sits in a file setting the key (self-test on made-up files)", () => {
+    const files: Record<string, string> = {
+      "sets.ts": `proxyFor(a, { cluster: { keepalive: { interval: "100ms", timeout: "200ms" } } });
+it("drops the session after interval + timeout", async () => { expect(took).toBeLessThan(2500); });
+it("only sets it", async () => { await call(); });
+it.skip("skipped", async () => { expect(1).toBe(1); });
+it.fails("known to fail", async () => { expect(1).toBe(2); });
+it(\`\${N} calls\`, async () => { await expect(p).resolves.toBe(1); }, 60_000);`,
+      "elsewhere.ts": `it("asserts, but the file never sets a keepalive", async () => { expect(x).toBe(1); });`,
+    };
+    const fake = (path: string) => (files[path] === undefined ? undefined : { index: new FileIndex(files[path]!), tests: testCases(files[path]!, path) });
+    const k = "clusters[].keepalive.timeout";
+    const of = (claim: string) => claimProblems(k, claim, rule, fake);
+    expect(of("sets.ts > drops the session after interval + timeout")).toEqual([]);
+    expect(of("sets.ts > ${N} calls")).toEqual([]);
+    expect(of("sets.ts > only sets it")).toEqual([`${k}: "only sets it" asserts nothing in its body`]);
+    expect(of("sets.ts > skipped")).toEqual([`${k}: "skipped" is skip (a skipped test shows nothing)`]);
+    expect(of("sets.ts > known to fail")).toEqual([`${k}: "known to fail" is fails (a skipped test shows nothing)`]);
+    expect(of("sets.ts > no such test")).toEqual([`${k}: no test titled "no such test" in sets.ts`]);
+    expect(of("elsewhere.ts > asserts, but the file never sets a keepalive")).toEqual([`${k}: elsewhere.ts never sets the key (the naming rule above)`]);
+    expect(of("nowhere.ts > x")).toEqual([`${k}: nowhere.ts is not a behaviour test file`]);
+    expect(of("sets.ts drops the session")).toEqual([`${k}: "sets.ts drops the session" is not "<file> > <test title>"`]);
   });
 });

@@ -110,15 +110,23 @@ describe("route extAuthz against Istio's ext_authz server", () => {
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
     const silentAddr = `127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
     const down = await proxy({ extAuthz: { address: closed, timeout: "2s" } });
-    const slow = await proxy({ extAuthz: { address: silentAddr, timeout: "300ms" } });
+    const slow = await proxy({ extAuthz: { address: silentAddr, timeout: "1s" } });
     const open = await proxy({ extAuthz: { address: closed, timeout: "2s", failOpen: true } });
     try {
       const a = await h2Call(down.address, "/shop.Cart/Get");
       expect(a.status).toBe("7");
       expect(a.message).toMatch(/^external authorization failed \(/);
+      // the silent peer holds the check: the call waits the timeout (1s; its timer starts after
+      // the call reached dojang) and not much longer (1.5 s for a loaded machine's timers). 1s,
+      // far from the default 200ms, so that a dojang ignoring the key fails the lower bound
+      // even with a loaded machine's connection time added to 200 ms.
+      const asked = performance.now();
       const b = await h2Call(slow.address, "/shop.Cart/Get");
+      const took = performance.now() - asked;
       expect(b.status).toBe("7");
-      expect(b.message).toBe("external authorization failed (no answer in 300 ms)");
+      expect(b.message).toBe("external authorization failed (no answer in 1000 ms)");
+      expect(took).toBeGreaterThanOrEqual(1000);
+      expect(took).toBeLessThan(1000 + 1500);
       expect(slow.calls.at(-1)?.decided_by).toBe("ext_authz");
       expect((await h2Call(open.address, "/shop.Cart/Get")).status).toBe("0");
       expect(sample(await scrape(open.adminAddress), "dojang_auth_decisions_total", { stage: "ext_authz", result: "error_allow" })).toBe(1);

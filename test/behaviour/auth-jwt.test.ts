@@ -133,9 +133,29 @@ describe("route jwt with a JWKS URL over HTTPS", () => {
     for (const k of [rs, es, ed]) expect(logged).not.toContain(String(k.jwk.x ?? k.jwk.n).slice(0, 24));
   });
 
-  it("clockSkew: a token expired 10 s ago passes with 30s of skew; one expired 60 s ago does not", { timeout: 30_000 }, async () => {
+  // 45 s, not 60 s: a token 60 s past its exp is refused by the default skew (60s) too, so it
+  // could not tell the configured 30s from the key being ignored; 45 s is within the default.
+  it("clockSkew: a token expired 10 s ago passes with 30s of skew; one expired 45 s ago does not (the default 60s would pass it)", { timeout: 30_000 }, async () => {
     expect((await unary(env.c, Buffer.from("a"), bearer(await token(rs, { iss: ISS, aud: "shop", expIn: -10 })))).err).toBeNull();
-    expect((await unary(env.c, Buffer.from("b"), bearer(await token(rs, { iss: ISS, aud: "shop", expIn: -60 })))).err?.code).toBe(16);
+    const late = await unary(env.c, Buffer.from("b"), bearer(await token(rs, { iss: ISS, aud: "shop", expIn: -45 })));
+    expect(late.err?.code).toBe(16);
+    expect(late.err?.details).toBe("jwt: token expired");
+  });
+
+  it("algorithms: a key the JWKS publishes signs a token the route refuses when its algorithm is not listed", { timeout: 30_000 }, async () => {
+    // the JWKS has the ES256 and EdDSA keys; ES256 is in the default list, so only the key
+    // `algorithms: [EdDSA]` refuses the ES256 token
+    const server = await startJwksServer(certs, ca, jwks(es, ed));
+    const only = await proxyWith({ jwt: { issuer: ISS, algorithms: ["EdDSA"], jwks: { url: server.url, caFile: ca.certFile } } });
+    try {
+      expect((await unary(only.c, Buffer.from("a"), bearer(await token(ed, { iss: ISS })))).err).toBeNull();
+      const r = await unary(only.c, Buffer.from("b"), bearer(await token(es, { iss: ISS })));
+      expect(r.err?.code).toBe(16);
+      expect(r.err?.details).toBe("jwt: signing algorithm not allowed");
+    } finally {
+      await only.close();
+      await server.close();
+    }
   });
 });
 
@@ -185,6 +205,50 @@ describe("JWKS refresh: key rotation and the server going down", () => {
     } finally {
       await env.close();
       await server.close();
+    }
+  });
+});
+
+describe("jwks.timeout: one fetch's limit", () => {
+  // The judge is the JWKS server: it takes the request and never answers, and sees when dojang
+  // gives the connection up. The control is the same server with a 10s timeout: still held when
+  // the 400ms one is long gone, so the closing is the key's doing, not a default's.
+  it("a JWKS server that never answers is given up after the timeout (the server sees the connection closed), and a call waiting for the keys ends 16 then", { timeout: 60_000 }, async () => {
+    const TIMEOUT_MS = 400;
+    /** a loaded 2-core machine: timers fire late and the process may wait for a CPU */
+    const LATE_MS = 1500;
+    const hung = await startJwksServer(certs, ca, jwks(es));
+    const held = await startJwksServer(certs, ca, jwks(es));
+    hung.hanging = true;
+    held.hanging = true;
+    const startedAt = performance.now(); // the first fetch starts with the proxy, not before
+    const env = await proxyWith({ jwt: { issuer: ISS, jwks: { url: hung.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h", timeout: `${TIMEOUT_MS}ms` } } });
+    const control = await proxyWith({ jwt: { issuer: ISS, jwks: { url: held.url, caFile: ca.certFile, refreshInterval: "1h", staleWhileError: "1h", timeout: "10s" } } });
+    try {
+      // a call while the first fetch hangs waits for it, and ends when it is given up
+      const callAt = performance.now();
+      const r = await unary(env.c, Buffer.from("a"), bearer(await token(es, { iss: ISS })));
+      const callEnd = performance.now();
+      expect(r.err?.code).toBe(16);
+      expect(r.err?.details).toBe("jwt: verification keys unavailable");
+      expect(callEnd - callAt).toBeLessThan(TIMEOUT_MS + LATE_MS);
+
+      await waitFor("the hanging fetch to be given up", () => (hung.held[0]?.closedAt !== undefined ? true : undefined), 10_000, 10);
+      const h = hung.held[0]!;
+      // not before the timeout (its timer started after startedAt), and not long after the request came
+      expect(h.closedAt! - startedAt).toBeGreaterThanOrEqual(TIMEOUT_MS);
+      expect(h.closedAt! - h.at).toBeLessThan(TIMEOUT_MS + LATE_MS);
+      // the control, asked at the same time with a 10s timeout, still holds its fetch open
+      await waitFor("the control's fetch", () => (held.held.length > 0 ? true : undefined), 10_000, 10);
+      const waitUntil = held.held[0]!.at + TIMEOUT_MS + LATE_MS + 100;
+      await sleep(Math.max(0, waitUntil - performance.now()));
+      expect(held.held[0]!.closedAt).toBeUndefined();
+      expect(env.lines.join("\n")).toContain(`no answer in ${TIMEOUT_MS} ms`);
+    } finally {
+      await env.close();
+      await control.close();
+      await hung.close();
+      await held.close();
     }
   });
 });

@@ -3,6 +3,8 @@
 // address; the first matching rule decides, else `default`. A denial ends 7 PERMISSION_DENIED
 // (decided_by rbac) before the upstream and is counted; shadow mode only counts and logs.
 import { writeFileSync } from "node:fs";
+import http2 from "node:http2";
+import net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
@@ -59,6 +61,31 @@ function client(address: string, cert?: CertFiles): EchoClient {
   const creds = cert === undefined ? grpc.credentials.createSsl(serverCa.cert) : grpc.credentials.createSsl(serverCa.cert, cert.key, cert.cert);
   return new ECHO(address, creds, { "grpc.ssl_target_name_override": "dojang.test", "grpc.default_authority": "dojang.test", "grpc.enable_retries": 0 }) as unknown as EchoClient;
 }
+/** One h2c call to /shop.Cart/Get from a socket bound to `local`; the socket's own source address and the status. */
+function fromAddress(local: string, address: string): Promise<{ local: string | undefined; status: string | undefined; message: string | undefined }> {
+  return new Promise((resolve) => {
+    const at = address.lastIndexOf(":");
+    const [host, port] = [address.slice(0, at).replace(/^\[|\]$/g, ""), Number(address.slice(at + 1))];
+    const s = http2.connect(`http://${address}`, { createConnection: () => net.connect({ host, port, localAddress: local }) });
+    s.on("error", () => {});
+    let src: string | undefined;
+    s.on("connect", () => (src = s.socket.localAddress));
+    const req = s.request({ ":method": "POST", ":path": "/shop.Cart/Get", "content-type": "application/grpc", te: "trailers" });
+    let all: http2.IncomingHttpHeaders = {};
+    req.on("response", (h) => (all = { ...all, ...h }));
+    req.on("trailers", (t) => (all = { ...all, ...t }));
+    req.on("data", () => {});
+    req.on("error", () => {});
+    req.on("close", () => {
+      s.close();
+      const st = all["grpc-status"];
+      const msg = all["grpc-message"];
+      resolve({ local: src, status: typeof st === "string" ? st : undefined, message: typeof msg === "string" ? decodeURIComponent(msg) : undefined });
+    });
+    req.end(Buffer.from([0, 0, 0, 0, 0]));
+  });
+}
+
 const code = async (c: EchoClient, method: string, md = new grpc.Metadata()): Promise<number> => {
   const r = await unary(c, Buffer.from("x"), md, {}, method);
   return r.err === null ? 0 : r.err.code;
@@ -121,19 +148,31 @@ describe("route rbac", () => {
     }
   });
 
+  // Each client is a real socket whose source address the test checks (the rule's input), on a
+  // listener that takes that family: 127.0.0.1 on an IPv4 listener, ::1 on [::1], and 127.0.0.1
+  // on a dual-stack [::] listener, where node reports the client as ::ffff:127.0.0.1.
   it("by client address (CIDR), IPv4 and IPv6 loopback", { timeout: 30_000 }, async () => {
-    const px = await proxy({
-      rbac: { rules: [{ name: "outside", action: "deny", clientAddresses: ["10.0.0.0/8"] }, { name: "loopback", action: "allow", clientAddresses: ["127.0.0.0/8", "::1/128"] }], default: "deny" },
-    });
+    const rules = { rules: [{ name: "outside", action: "deny", clientAddresses: ["10.0.0.0/8"] }, { name: "loopback", action: "allow", clientAddresses: ["127.0.0.0/8", "::1/128"] }], default: "deny" };
+    const v4 = await proxy({ rbac: rules });
+    const v6 = await proxy({ rbac: rules }, { address: "[::1]:0" });
+    // IPv4 blocks only: ::1 is not 127.0.0.1
+    const v6only4 = await proxy({ rbac: { rules: [{ name: "v4-loopback", action: "allow", clientAddresses: ["127.0.0.0/8"] }] } }, { address: "[::1]:0" });
+    // a deny rule on ::1 ahead of an allow-everything default
+    const v6deny = await proxy({ rbac: { rules: [{ name: "no-v6-loopback", action: "deny", clientAddresses: ["::1/128"] }], default: "allow" } }, { address: "[::1]:0" });
+    // dual stack: the IPv4 client arrives as ::ffff:127.0.0.1, which the IPv4 block still matches
+    const dual = await proxy({ rbac: { rules: [{ name: "v4-loopback", action: "allow", clientAddresses: ["127.0.0.0/8"] }] } }, { address: "[::]:0" });
     const px2 = await proxy({ rbac: { rules: [{ name: "lan-only", action: "allow", clientAddresses: ["10.0.0.0/8"] }] } });
+    const port = (px: DojangHandle) => Number(/:(\d+)$/.exec(px.address)![1]);
     try {
-      expect((await h2Call(px.address, "/shop.Cart/Get")).status).toBe("0");
-      const r = await h2Call(px2.address, "/shop.Cart/Get");
-      expect(r.status).toBe("7");
-      expect(r.message).toBe("rbac: /shop.Cart/Get denied: no rule allows it");
+      expect(await fromAddress("127.0.0.1", `127.0.0.1:${port(v4)}`)).toEqual({ local: "127.0.0.1", status: "0", message: undefined });
+      expect(await fromAddress("::1", `[::1]:${port(v6)}`)).toEqual({ local: "::1", status: "0", message: undefined });
+      expect(await fromAddress("::1", `[::1]:${port(v6only4)}`)).toEqual({ local: "::1", status: "7", message: "rbac: /shop.Cart/Get denied: no rule allows it" });
+      expect(await fromAddress("::1", `[::1]:${port(v6deny)}`)).toEqual({ local: "::1", status: "7", message: "rbac: /shop.Cart/Get denied: rule no-v6-loopback denies it" });
+      expect(await fromAddress("127.0.0.1", `127.0.0.1:${port(dual)}`)).toEqual({ local: "127.0.0.1", status: "0", message: undefined });
+      expect(await fromAddress("127.0.0.1", `127.0.0.1:${port(px2)}`)).toEqual({ local: "127.0.0.1", status: "7", message: "rbac: /shop.Cart/Get denied: no rule allows it" });
+      expect(sample(await scrape(v6.adminAddress), "dojang_auth_decisions_total", { stage: "rbac", result: "allow" })).toBe(1);
     } finally {
-      await px.close(0);
-      await px2.close(0);
+      await Promise.all([v4, v6, v6only4, v6deny, dual, px2].map((p) => p.close(0)));
     }
   });
 

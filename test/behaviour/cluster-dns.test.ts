@@ -38,6 +38,28 @@ async function setup(records: string[]) {
   return { v4, v6, dns, px, cluster, c, labels };
 }
 
+describe("clusters[].refreshInterval: how often dns is resolved again", () => {
+  // The judge is the DNS server: when dojang asks it. One lookup asks for A and AAAA at once, and
+  // the next is timed from the end of the last one, so the A queries are one interval apart at least.
+  it("300ms: the resolver is asked again every 300 ms (never sooner); 5s (the control, the default) not at all within 2.5 s", async () => {
+    const [v4] = await pair();
+    const dns = fx.track(await startDnsServer({ "backend.test": ["127.0.0.1"] }), (d) => d.close());
+    const other = fx.track(await startDnsServer({ "backend.test": ["127.0.0.1"] }), (d) => d.close());
+    process.env["DOJANG_DNS_SERVERS"] = dns.address;
+    await fx.proxyFor(v4.address, { cluster: { endpoints: undefined, dns: `backend.test:${v4.port}`, refreshInterval: "300ms" } });
+    process.env["DOJANG_DNS_SERVERS"] = other.address;
+    await fx.proxyFor(v4.address, { cluster: { endpoints: undefined, dns: `backend.test:${v4.port}`, refreshInterval: "5s" } });
+    await waitFor("both first lookups", () => dns.aQueries.length >= 1 && other.aQueries.length >= 1);
+    const from = performance.now();
+    await new Promise((r) => setTimeout(r, 2500));
+    const t = dns.aQueries;
+    for (let i = 1; i < t.length; i++) expect(t[i]! - t[i - 1]!).toBeGreaterThanOrEqual(300 - 1);
+    // 2.5 s at one lookup per 300 ms and a little: 8 on a quiet machine; 4 leaves room for a loaded one
+    expect(t.filter((x) => x > from).length).toBeGreaterThanOrEqual(4);
+    expect(other.aQueries.filter((x) => x > from)).toEqual([]);
+  });
+});
+
 describe('"DNS endpoints … added and removed without dropping calls on the ones that stay"', () => {
   it("resolves the name into endpoints and follows records added and removed", async () => {
     const { v4, v6, dns, cluster, c, labels } = await setup(["127.0.0.1"]);

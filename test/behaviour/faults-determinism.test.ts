@@ -19,6 +19,7 @@ async function upstream(): Promise<GrpcServer> {
 }
 
 /** A fresh dojang with `faults` as the listener's config list and `seed` as the set's seed. */
+// key: faultInjection.seed
 async function instance(up: GrpcServer, faults: unknown[], seed?: number): Promise<DojangHandle> {
   const top = seed === undefined ? {} : { faultInjection: { seed } };
   return cleanup.add(await startProxy(up.address, { listener: { faults }, top }), (p) => p.close(0));

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { loadConfigFile } from "../../src/config/load.js";
 import { configFromText, parseConfigText } from "../../src/config/parse.js";
 import type { DojangHandle } from "../../src/index.js";
-import { parseTrailerBlock } from "../../src/translate/grpc-web.js";
+import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { frame } from "../helpers/peers.js";
 
@@ -61,7 +61,7 @@ function parseBody(body: Buffer): { messages: string[]; trailers: Record<string,
     const len = body.readUInt32BE(i + 1);
     if (i + 5 + len > body.length) break;
     const payload = body.subarray(i + 5, i + 5 + len);
-    if ((flag & 0x80) !== 0) trailers = Object.fromEntries(parseTrailerBlock(payload));
+    if ((flag & 0x80) !== 0) trailers = Object.fromEntries(trailerParse(payload));
     else messages.push(payload.toString());
     i += 5 + len;
   }

@@ -7,7 +7,7 @@ import http2 from "node:http2";
 import { Agent, request } from "undici";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
-import { parseTrailerBlock } from "../../src/translate/grpc-web.js";
+import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { frame, type RawUpstream } from "../helpers/peers.js";
 
@@ -45,7 +45,7 @@ async function webCall(h1: string, headers: Record<string, string> = {}): Promis
   let trailers: Record<string, string> | undefined;
   for (let i = 0; i + 5 <= body.length; ) {
     const len = body.readUInt32BE(i + 1);
-    if ((body[i]! & 0x80) !== 0) trailers = Object.fromEntries(parseTrailerBlock(body.subarray(i + 5, i + 5 + len)));
+    if ((body[i]! & 0x80) !== 0) trailers = Object.fromEntries(trailerParse(body.subarray(i + 5, i + 5 + len)));
     else messages++;
     i += 5 + len;
   }

@@ -4,7 +4,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { Agent, request } from "undici";
 import { describe, expect, it } from "vitest";
-import { parseTrailerBlock } from "../../src/translate/grpc-web.js";
+import { trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { CertDir } from "../helpers/certs.js";
 import { useFixtures } from "../helpers/fixtures.js";
 import { frame } from "../helpers/peers.js";
@@ -24,7 +24,7 @@ function parseBody(body: Buffer): { messages: string[]; trailers: Record<string,
   for (let i = 0; i + 5 <= body.length; ) {
     const len = body.readUInt32BE(i + 1);
     const payload = body.subarray(i + 5, i + 5 + len);
-    if ((body[i]! & 0x80) !== 0) trailers = Object.fromEntries(parseTrailerBlock(payload));
+    if ((body[i]! & 0x80) !== 0) trailers = Object.fromEntries(trailerParse(payload));
     else messages.push(payload.toString());
     i += 5 + len;
   }

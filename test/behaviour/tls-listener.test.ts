@@ -178,7 +178,7 @@ describe("client certificates (mTLS)", () => {
     const px = await f.proxyFor(up.address, { listener: { tls: mtls(), requestHeadersTimeout: "1s", grpcWeb: true, http1Address: "127.0.0.1:0" } });
     const h1 = px.instance.listeners[0]!.http1Address!;
     const [host, port] = [px.address.slice(0, px.address.lastIndexOf(":")), Number(px.address.slice(px.address.lastIndexOf(":") + 1))];
-    /** ms from connect to the server's close; 20 s (a generous bound, well under 120 s) means never */
+    /** ms from connect to the server's close; 20 s means never (the test's own bound) */
     const silent = (h: string, p: number): Promise<number> =>
       new Promise((resolve) => {
         const t0 = performance.now();
@@ -191,9 +191,13 @@ describe("client certificates (mTLS)", () => {
         });
       });
     const [h2Ms, h1Ms] = await Promise.all([silent(host, port), silent(h1.address, h1.port)]);
+    // Near the 1 s configured: not before it (the timer starts at accept, after the client's
+    // connect began), and at most 1.5 s late, which is what a loaded 2-core machine adds to a
+    // timer and a close (the default, 10 s, and node's own 120 s are far outside; this bound
+    // used to be 20 s, which any of them would have met).
     for (const ms of [h2Ms, h1Ms]) {
       expect(ms).toBeGreaterThanOrEqual(900);
-      expect(ms).toBeLessThan(20_000);
+      expect(ms).toBeLessThan(1000 + 1500);
     }
     // and counted as what it is
     await waitFor("the timeouts on /metrics", async () => sample(await scrape(px.adminAddress), "dojang_tls_handshake_errors_total", { listener: "main", reason: "timeout" }) === 2 ? true : undefined);

@@ -408,11 +408,17 @@ describe("tracing: no credential on a span", () => {
 });
 
 describe("tracing: propagation without a backend in the way", () => {
+  // "Nothing is exported" is judged by a real backend, after an export has provably happened:
+  // the same proxy then carries a call whose client's parent is sampled (followed whatever the
+  // ratio), and once that call's spans are in the backend, the exporter has run after the five
+  // unsampled calls (spans leave in the order they ended). The backend must then hold exactly
+  // that call's two spans. (It used to check dojang's drop counters against a closed port at
+  // once, before a 20 ms export interval could pass: nothing could have been exported yet.)
   it("sampleRatio 0: a new trace is not sampled, the decision goes upstream (flags 00), and nothing is exported", async () => {
-    const closed = await freePort();
+    const sink = await startSink();
     const up = await startRawUpstream((s) => okWithMessage(s));
     cleanups.push(() => up.close());
-    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}/v1/traces`, sampleRatio: 0, exportInterval: "20ms" } } });
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpHttp, sampleRatio: 0, exportInterval: "100ms" } } });
     cleanups.push(() => proxy.close(0));
     const client = echoClient(proxy.address);
     cleanups.push(async () => client.close());
@@ -420,10 +426,17 @@ describe("tracing: propagation without a backend in the way", () => {
     const tps = up.seen.map((s) => String(s.headers["traceparent"]));
     for (const tp of tps) expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(new Set(tps.map((t) => t.slice(3, 35))).size).toBe(5);
+    // the control: a sampled parent, on the same proxy, after the five
+    const md = new grpc.Metadata();
+    md.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    expect((await unary(client, Buffer.from("x"), md)).err).toBeNull();
+    await waitFor("the sampled call's spans in the backend", async () => ((await sink.spans("0af7651916cd43dd8448eb211c80319c")).length >= 2 ? true : undefined), 20_000, 50);
+    for (const tp of tps) expect(await sink.spans(tp.slice(3, 35))).toEqual([]);
+    expect(await sink.total()).toBe(2);
     const m = await scrape(proxy.adminAddress);
     expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "queue_full" })).toBe(0);
     expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "export_failed" })).toBe(0);
-  });
+  }, 60_000);
 
   it("a client's unsampled parent is followed and its headers pass as they came; tracestate is kept", async () => {
     const up = await startRawUpstream((s) => okWithMessage(s));

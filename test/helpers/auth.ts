@@ -1,6 +1,6 @@
 // Peers for the auth tests (issue 21): signing keys and tokens (jose), a JWKS served over HTTPS by
 // a node https server with a certificate from certs.ts (switchable keys, and a switch that makes it
-// fail), Istio's sample ext_authz server (the ext-authz engine) started on free ports, an upstream
+// fail, one that makes it hang), Istio's sample ext_authz server (the ext-authz engine) started on free ports, an upstream
 // that echoes every method, and a logger whose lines a test can read.
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -44,6 +44,10 @@ export interface JwksServer {
   body: unknown;
   /** answer 503 instead */
   failing: boolean;
+  /** take the request and never answer (a JWKS server that hangs) */
+  hanging: boolean;
+  /** the requests held while hanging: when each arrived, and when its connection closed (performance.now()) */
+  readonly held: { at: number; closedAt?: number }[];
   fetches: number;
   close(): Promise<void>;
 }
@@ -55,6 +59,8 @@ export async function startJwksServer(certs: CertDir, ca: Ca, body: unknown): Pr
     url: "",
     body,
     failing: false,
+    hanging: false,
+    held: [],
     fetches: 0,
     close: () => new Promise<void>((r) => {
       s.server!.closeAllConnections();
@@ -63,6 +69,12 @@ export async function startJwksServer(certs: CertDir, ca: Ca, body: unknown): Pr
   };
   const server = createServer({ cert: leaf.cert, key: leaf.key }, (req, res) => {
     s.fetches++;
+    if (s.hanging) {
+      const h: { at: number; closedAt?: number } = { at: performance.now() };
+      s.held.push(h);
+      req.socket.once("close", () => (h.closedAt = performance.now()));
+      return;
+    }
     if (s.failing || req.url !== "/jwks.json") {
       res.writeHead(s.failing ? 503 : 404).end();
       return;

@@ -1,6 +1,7 @@
 // Upstreams for the cluster tests: a grpc-js server with the Echo service (Unary answers with
 // its own name, after an optional delay, or with a chosen error status) and grpc.health.v1 Check
-// (its answer can be flipped), counting the calls it served. Reuses peers.ts's Echo definition.
+// (its answer can be flipped, or held unanswered), counting the calls it served and logging the
+// checks. Reuses peers.ts's Echo definition.
 import * as grpc from "@grpc/grpc-js";
 import { ECHO_SERVICE } from "./peers.js";
 import { encodeHealthResponse, ServingStatus } from "../../src/translate/health.js";
@@ -20,6 +21,11 @@ export interface Backend {
   checks: number;
   /** the health answer */
   serving: boolean;
+  /** take health checks and never answer them */
+  hangChecks: boolean;
+  /** every health check: when it came (performance.now()), what it was answered (none while
+   * hangChecks), and when the caller cancelled it (a held check given up) */
+  readonly checkLog: { at: number; serving?: boolean; cancelledAt?: number }[];
   /** Unary waits this long before answering */
   delayMs: number;
   /** Unary answers with this status instead of its name (undefined: OK) */
@@ -36,6 +42,8 @@ export async function startBackend(name: string, port = 0, host = "127.0.0.1"): 
     calls: 0,
     checks: 0,
     serving: true,
+    hangChecks: false,
+    checkLog: [],
     delayMs: 0,
     failWith: undefined,
     close: () => new Promise<void>((r) => server.tryShutdown(() => r())).then(() => server.forceShutdown()),
@@ -48,8 +56,15 @@ export async function startBackend(name: string, port = 0, host = "127.0.0.1"): 
   };
   server.addService(ECHO_SERVICE, { Unary: unary });
   server.addService(HEALTH, {
-    Check: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+    Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      const entry: { at: number; serving?: boolean; cancelledAt?: number } = { at: performance.now() };
+      b.checkLog.push(entry);
+      if (b.hangChecks) {
+        call.on("cancelled", () => (entry.cancelledAt = performance.now()));
+        return;
+      }
       b.checks++;
+      entry.serving = b.serving;
       cb(null, Buffer.from(encodeHealthResponse(b.serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING)));
     },
   });

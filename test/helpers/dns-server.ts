@@ -10,6 +10,8 @@ export interface DnsServer {
   readonly records: Map<string, string[]>;
   /** queries answered so far */
   queries: number;
+  /** when each A query came (performance.now()): one per lookup of a name's IPv4 addresses */
+  readonly aQueries: number[];
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export async function startDnsServer(records: Record<string, string[]> = {}): Pr
     address: "",
     records: new Map(Object.entries(records)),
     queries: 0,
+    aQueries: [],
     close: () => (closed ??= new Promise<void>((r) => sock.close(() => r()))),
   };
   sock.on("message", (msg, rinfo) => {
@@ -52,6 +55,7 @@ export async function startDnsServer(records: Record<string, string[]> = {}): Pr
     const qtype = msg.readUInt16BE(q.next);
     const question = msg.subarray(12, q.next + 4);
     state.queries++;
+    if (qtype === 1) state.aQueries.push(performance.now());
     const addrs = state.records.get(q.name);
     const wanted = (addrs ?? []).filter((a) => (qtype === 1 ? isIPv4(a) : qtype === 28 ? isIPv6(a) : false));
     const header = Buffer.alloc(12);

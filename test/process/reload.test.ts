@@ -4,6 +4,8 @@
 // old cluster. An invalid file changes nothing and says so in the log, the metric and the admin
 // answer (with key paths). Config `faults:` are reloaded too (API rules stay). POST /drain is
 // SIGTERM's twin.
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -88,7 +90,18 @@ describe("whole-config reload under load (SIGHUP, POST /reload, a watched file w
     dirs.push(dir);
     const admin = `127.0.0.1:${adminPort}`;
     const cfg = (route: string, clusters: string[]) => config({ listenPort, adminPort, route, clusters });
-    const file = dir.write("dojang.yaml", cfg("backend", [`{ name: backend, endpoints: ["${a.address}"] }`]));
+    // The watched directory holds only a symlink to the config, in another directory (as a
+    // Kubernetes ConfigMap volume does): steps 1 and 2 edit the file behind the link, which
+    // SIGHUP and POST /reload read but the watcher (fs.watch on the link's directory) does not
+    // see; step 3 swaps the link, which it does. With one plain file, each edit also armed the
+    // watcher's 200 ms debounce, and on a loaded machine the watcher won the race against the
+    // SIGHUP or the POST and made the reload itself (a fourth reload, step 3's log line found early).
+    const data = join(dir.dir, "data");
+    mkdirSync(data);
+    const target = join(data, "dojang.yaml");
+    writeFileSync(target, cfg("backend", [`{ name: backend, endpoints: ["${a.address}"] }`]));
+    const file = join(dir.dir, "dojang.yaml");
+    symlinkSync(target, file);
     const p = spawnDojang(["--config", file]);
     await waitReady(p, admin);
     const client = echoClient(`127.0.0.1:${listenPort}`);
@@ -99,48 +112,59 @@ describe("whole-config reload under load (SIGHUP, POST /reload, a watched file w
     await waitFor("the long call at a", () => (a.calls === 1 ? true : undefined), 5000, 10);
     a.delayMs = 0;
 
-    // Calls running continuously, 4 at a time, each remembering when it started.
-    const results: { t: number; name?: string; code?: number }[] = [];
+    // Calls running continuously, 4 at a time, each remembering when it started and ended.
+    const results: { t: number; end: number; name?: string; code?: number }[] = [];
     let running = true;
     const loops = Array.from({ length: 4 }, async () => {
       while (running) {
         const t = performance.now();
         const r = await unary(client, Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 5000 });
-        results.push(r.err === null ? { t, name: r.res!.toString() } : { t, code: r.err.code });
+        const end = performance.now();
+        results.push(r.err === null ? { t, end, name: r.res!.toString() } : { t, end, code: r.err.code });
       }
     });
-    const settle = () => new Promise((r) => setTimeout(r, 300));
-    await settle();
+    // Each phase lasts until PER_PHASE calls that started in it have finished: a wait on observed
+    // progress, not a fixed sleep (a fixed 300 ms made "more than 40 calls" depend on how fast a
+    // loaded machine runs them). A phase where calls stop flowing fails the test after 20 s.
+    const PER_PHASE = 12;
+    const settle = (since: number) => waitFor(`${PER_PHASE} calls started after ${since.toFixed(0)} ms to finish`, () => (results.filter((r) => r.t > since).length >= PER_PHASE ? true : undefined), 20_000, 10);
+    await settle(performance.now());
 
     // 1. SIGHUP: the same cluster, endpoints a → b (kept, setEndpoints).
-    dir.write("dojang.yaml", cfg("backend", [`{ name: backend, endpoints: ["${b.address}"] }`]));
+    const w1 = performance.now();
+    writeFileSync(target, cfg("backend", [`{ name: backend, endpoints: ["${b.address}"] }`]));
     process.kill(p.pid, "SIGHUP");
     await waitFor("the SIGHUP reload", () => logLines(p).find((l) => l["trigger"] === "SIGHUP" && l["msg"] === "config reloaded"), 5000);
     const t1 = performance.now();
-    await settle();
+    await settle(t1);
 
     // 2. POST /reload: the route moves to a new cluster (c).
     const w2 = performance.now();
-    dir.write("dojang.yaml", cfg("two", [`{ name: backend, endpoints: ["${b.address}"] }`, `{ name: two, endpoints: ["${c.address}"] }`]));
+    writeFileSync(target, cfg("two", [`{ name: backend, endpoints: ["${b.address}"] }`, `{ name: two, endpoints: ["${c.address}"] }`]));
     const r2 = await post(admin, "/reload");
     expect(r2.status).toBe(200);
     expect(r2.body.result).toBe("ok");
     const t2 = performance.now();
-    await settle();
+    await settle(t2);
 
     // 3. The file alone (watchConfig): cluster two changes lb and endpoint (a new Cluster).
     const w3 = performance.now();
-    dir.write("dojang.yaml", cfg("two", [`{ name: two, endpoints: ["${d.address}"], lb: random }`]));
+    const next = join(data, "dojang-3.yaml");
+    writeFileSync(next, cfg("two", [`{ name: two, endpoints: ["${d.address}"], lb: random }`]));
+    symlinkSync(next, `${file}.new`);
+    renameSync(`${file}.new`, file);
     const watched = await waitFor("the watched reload", () => logLines(p).find((l) => l["trigger"] === "watchConfig"), 5000);
     expect(watched["applied"]).toEqual(["clusters[0].endpoints", "clusters[0].lb", 'clusters["backend"]']);
     const t3 = performance.now();
-    await settle();
+    await settle(t3);
     running = false;
     await Promise.all(loops);
 
     const failed = results.filter((r) => r.code !== undefined);
     expect(failed).toEqual([]);
-    expect(results.length).toBeGreaterThan(40);
+    // "while calls run continuously": each reload had calls in flight across it (started before it
+    // was triggered, finished after), and they succeeded (failed is empty)
+    for (const w of [w1, w2, w3]) expect(results.filter((r) => r.t < w && r.end > w).length, `calls in flight across the reload at ${w.toFixed(0)} ms`).toBeGreaterThan(0);
     const after = (t: number, until: number) => results.filter((r) => r.t > t && r.t < until).map((r) => r.name);
     // each window: from the end of one reload to the start of the next
     expect(new Set(after(t1, w2))).toEqual(new Set(["b"]));

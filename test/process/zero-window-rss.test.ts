@@ -18,7 +18,6 @@ import { BYSTANDER_PATH, echoOr, runBystander } from "../helpers/bystander.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { FRAME, SETTING, encodeFrame, settingsFrame } from "../helpers/h2-frames.js";
 import { rssMiB, startTarget } from "../helpers/attacks.js";
-import { DEFAULT_UNREAD_BUDGETS, UNREAD_CALL_BYTES } from "../../src/proxy/observe/overload.js";
 import { assertDistBuilt, killSpawned, sleep, tempDir } from "../helpers/process.js";
 
 const tmp = tempDir();
@@ -83,8 +82,14 @@ afterAll(async () => {
 });
 
 const ENHANCE_YOUR_CALM = 0xb;
-/** the streams a window-0 connection may have open: the default unread budget's calls */
-const UNREAD_STREAMS = Math.floor(DEFAULT_UNREAD_BUDGETS.perConnectionBytes / UNREAD_CALL_BYTES);
+const REFUSED_STREAM = 0x7;
+/**
+ * The streams a window-0 connection may have open, and the unread calls the process keeps: 12
+ * and 51 (docs/concepts/protections.md: 80 KiB a call against 1 MiB per connection and 4 MiB
+ * per process). Written out, not read from dojang's constants: the test says what the docs promise.
+ */
+const UNREAD_STREAMS = 12;
+const UNREAD_PROCESS_CALLS = 51;
 /**
  * RSS growth of the dojang process over its warmed-up figure: the issue's 32 MiB. A connection
  * whose client advertises a window under one frame may open only as many streams as its unread
@@ -114,14 +119,22 @@ const SENT_PER_CALL = 64 * 1024 + 64 * 1024 + 64 * 1024;
  * window-0 connections (downstream/guards.ts, onClientSettings) does not refuse them and the
  * unread budget's cuts are what bounds it.
  */
+/**
+ * refused: the streams past each window-0 connection's 12 (RST_STREAM REFUSED_STREAM before any
+ * upstream call). minCut: the attacker's calls the unread budget must cut (RST_STREAM
+ * ENHANCE_YOUR_CALM, or a Trailers-Only 8 when cut at its head): none of one connection's 12
+ * (they fit its 1 MiB); of ten connections' 120, all but the process's 51; of 1,000 taken before
+ * the window closed, all but the connection's 12 (less those that got a frame first: a slow
+ * reader's, which the idle rule governs).
+ */
 const CASES = [
-  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000, late: false },
-  { name: "10 connections × 100 streams", connections: 10, streams: 100, late: false },
-  { name: "1 connection × 1,000 streams, window 0 sent after them", connections: 1, streams: 1000, late: true },
+  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000, late: false, refused: 988, minCut: 0 },
+  { name: "10 connections × 100 streams", connections: 10, streams: 100, late: false, refused: 880, minCut: 120 - UNREAD_PROCESS_CALLS },
+  { name: "1 connection × 1,000 streams, window 0 sent after them", connections: 1, streams: 1000, late: true, refused: 0, minCut: 1000 - UNREAD_STREAMS },
 ] as const;
 
 describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (real dojang process)", () => {
-  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams, late }) => {
+  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams, late, refused, minCut }) => {
     const { p, address } = await startTarget(tmp, upstream.address);
     const by = echoClient(address);
     clients.push(by);
@@ -178,10 +191,15 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     const r = await bystander;
     peak = Math.max(peak, rssMiB(p.pid));
     const growth = peak - before;
-    const cut = atks.reduce((n, atk, i) => n + ids[i]!.filter((id) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === ENHANCE_YOUR_CALM)).length, 0);
-    const answered = atks.reduce((n, atk, i) => n + ids[i]!.filter((id) => atk.on(id).some((f) => f.type === FRAME.HEADERS)).length, 0);
+    const count = (pred: (atk: RawH2Client, id: number) => boolean): number => atks.reduce((n, atk, i) => n + ids[i]!.filter((id) => pred(atk, id)).length, 0);
+    const rst = (atk: RawH2Client, id: number, code: number) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === code);
+    // cut: RST_STREAM ENHANCE_YOUR_CALM, or cut at its head (a Trailers-Only 8; grpc-status's value is sent raw)
+    const cut = count((atk, id) => rst(atk, id, ENHANCE_YOUR_CALM) || atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));
+    const refusedN = count((atk, id) => rst(atk, id, REFUSED_STREAM));
+    const readOne = count((atk, id) => atk.on(id).some((f) => f.type === FRAME.DATA));
+    const answered = count((atk, id) => atk.on(id).some((f) => f.type === FRAME.HEADERS));
     console.log(
-      `zero-window ${connections}×${streams}: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}); upstream saw ${upstream.big} calls and sent ${(upstream.sent / 2 ** 20).toFixed(1)} MiB; attacker streams answered ${answered}, cut ${cut}; bystander ${r.ok}/200`,
+      `zero-window ${connections}×${streams}: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}); upstream saw ${upstream.big} calls and sent ${(upstream.sent / 2 ** 20).toFixed(1)} MiB; attacker streams answered ${answered}, refused ${refusedN}, cut ${cut}, given a frame ${readOne}; bystander ${r.ok}/200`,
     );
     const readerBytes = reader.on(1).reduce((n, f) => n + (f.type === FRAME.DATA ? f.length : 0), 0);
     // the trailers: node sends grpc-status's name Huffman-coded (decodeHeaderBlock shows it so), its value raw
@@ -197,6 +215,10 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     // admission: a window-0 connection's streams past its unread budget's 12 never reach the
     // upstream (the reader's one call aside)
     if (!late) expect(upstream.big).toBeLessThanOrEqual(connections * UNREAD_STREAMS + 1);
+    expect(refusedN).toBe(refused);
+    expect(answered).toBeLessThanOrEqual(connections * streams - refused);
+    if (minCut === 0) expect(cut).toBe(0);
+    else expect(cut).toBeGreaterThanOrEqual(minCut - readOne);
     expect(growth).toBeLessThan(BOUND_MIB);
   });
 });

@@ -64,6 +64,7 @@ export const EFFECTS: Readonly<Record<string, readonly string[]>> = {
   "<faultRule>.match.service": ["test/behaviour/fault-match-keys.test.ts > match.service: a rule for other.Svc aborts its calls, not test.Echo's on the same route"],
   "<faultRule>.seed": ["test/behaviour/faults-determinism.test.ts > follow the seed: another set seed draws another sequence, and a rule's own seed overrides the set's"],
   "accessLog": ["test/observe/access-log.test.ts > writes no access lines when accessLog is false"],
+  "accessLogRedact": ["test/observe/access-log.test.ts > accessLogRedact: the fields the operator names are <redacted> in the access log and GET /calls; the others are shown"],
   "admin.address": ["test/observe/admin-security.test.ts > answers 401 with WWW-Authenticate: Bearer without the token or with a wrong one, and accepts the right one"],
   "admin.mutations": [
     "test/behaviour/listener-reload.test.ts > POST /reload and POST /drain are mutations: 403 while admin.mutations is off, 405 for GET",

@@ -12,6 +12,7 @@
 import client from "prom-client";
 import { CODE_NAMES, DECIDED_BY, codeLabel, type DecidedBy } from "../../translate/index.js";
 import { RETRY_REASONS, type RetryReason } from "../../translate/retry.js";
+import type { StatsRow, StatsSlot } from "./windows.js";
 
 /** Distinct (service, method) label pairs before new ones are folded into "other". */
 export const MAX_METHOD_SERIES = 500;
@@ -161,9 +162,11 @@ export const RLS_RESULTS = ["ok", "over_limit", "timeout", "unavailable", "error
 export type RlsResult = (typeof RLS_RESULTS)[number];
 
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
-export class MethodSeries {
+export class MethodSeries implements StatsSlot {
   readonly service: string;
   readonly method: string;
+  /** this method's row of the windowed stats (windows.ts), once a call has ended on it */
+  statsRow: StatsRow | undefined = undefined;
   /**
    * Finished calls without a fault rule, index code * REASONS.length + reason: counted here per
    * call, added to dojang_calls_total at scrape time (flushCalls). What was added so far is in

@@ -54,7 +54,10 @@ describe("MutationLog", () => {
     const reload: WorkerOp = { op: "reload", text: "x", source: "f.yaml" };
     log.record(reload);
     log.record(post("a"));
-    log.record({ op: "calls", last: undefined });
+    log.record({ op: "calls", last: undefined, failed: false, sinceMs: undefined });
+    log.record({ op: "stats", window: "1m", state: true });
+    log.record({ op: "tap", id: 1, query: "" });
+    log.record({ op: "untap", id: 1 });
     log.record({ op: "faults", method: "DELETE", path: "/faults/a", body: "" });
     expect(log.ops.map((o) => o.op)).toEqual(["reload", "faults", "faults"]);
     log.record({ op: "faults", method: "POST", path: "/faults/reset", body: "" });

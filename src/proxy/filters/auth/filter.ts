@@ -20,6 +20,7 @@ import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/ind
 import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome } from "../../../translate/index.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
+import type { AccessRecord } from "../../observe/log.js";
 import { rawGet, type OutgoingHeaders } from "../../call/headers.js";
 import type { Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
@@ -120,6 +121,8 @@ export function authFilterFactory(routes: readonly RouteConfig[], deps: AuthDeps
 /** One call's way through the stages; holds the request head while a stage waits. */
 class AuthCall implements CallFilter {
   private claims: Record<string, unknown> | null = null;
+  /** the rbac rule that decided ("(default)": none matched); undefined until the rules ran */
+  private rule: string | undefined = undefined;
   constructor(
     private readonly p: Plan,
     private readonly raw: readonly string[],
@@ -197,6 +200,7 @@ class AuthCall implements CallFilter {
     if (rbac === null) return true;
     const peer = c.peer;
     const d = decideRbac(rbac, { path: c.path, identities: peer?.tlsSans ?? [], claims: this.claims, address: c.clientAddress });
+    this.rule = d.rule ?? "(default)";
     if (d.action === "allow") {
       this.p.counters.rbac.allow.inc();
       return true;
@@ -209,6 +213,13 @@ class AuthCall implements CallFilter {
     }
     this.refuse(c, "rbac", Code.PERMISSION_DENIED, `rbac: ${c.path} denied: ${why}`);
     return false;
+  }
+
+  /** The access record's jwt_subject (the verified token's `sub`) and rbac_rule (the rule that decided). */
+  annotate(rec: AccessRecord): void {
+    const sub = this.claims?.["sub"];
+    if (typeof sub === "string") rec.jwt_subject = sub;
+    if (this.rule !== undefined) rec.rbac_rule = this.rule;
   }
 
   private async external(c: FilterCall, ext: NonNullable<Plan["ext"]>): Promise<void> {

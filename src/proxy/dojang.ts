@@ -101,6 +101,8 @@ export interface ReloadOptions {
 /** GET /stats?state=1's `state` (Dojang.viewState). */
 export interface ViewState {
   readonly active_calls: number;
+  /** GET /tap readers now */
+  readonly taps: number;
   readonly overload: { readonly overloaded: boolean; readonly cuts: number; readonly refused: number };
   readonly faults: readonly { readonly id: string; readonly kind: string; readonly enabled: boolean; readonly source: unknown; readonly matched: number; readonly fired: number }[];
   readonly clusters: readonly unknown[];
@@ -314,6 +316,7 @@ export class Dojang {
   viewState(): ViewState {
     return {
       active_calls: this.metrics.live.activeCalls,
+      taps: this.tap.size,
       overload: { overloaded: responseBuffers.overloaded, cuts: responseBuffers.cuts, refused: responseBuffers.refused },
       faults: this.faults.list().map((f) => ({ id: f.rule.id, kind: f.rule.action.kind, enabled: f.rule.enabled, source: f.rule.source, matched: f.matched, fired: f.fired })),
       clusters: [...this.clusters.values()].map((c) => c.describe()),

@@ -149,3 +149,47 @@ describe("cost", () => {
     expect(grew).toBeLessThan(1_000_000);
   });
 });
+
+describe("against a plain list of every call (property)", () => {
+  it("each window counts exactly the calls a list of (second, status) pairs has in it, whatever the columns", async () => {
+    const fc = (await import("fast-check")).default;
+    fc.assert(
+      fc.property(
+        // calls in increasing seconds (a row sees its calls in the order they end), gaps up to 20 minutes
+        // twenty statuses: more than a row's 16 columns, so columns are reused and the overflow is used
+        fc.array(
+          fc.tuple(
+            fc.integer({ min: 0, max: 1200 }),
+            fc.integer({ min: 1, max: 5 }),
+            fc.integer({ min: 0, max: 19 }).map((i) => pairIndex(i % 17, i < 17 ? "upstream" : "deadline")),
+          ),
+          { minLength: 1, maxLength: 60 },
+        ),
+        fc.integer({ min: 0, max: 700 }),
+        (steps, after) => {
+          const c = clock(0);
+          const st = new Stats(10, c.now);
+          const row = st.row("method", "a/b");
+          const all: number[] = [];
+          let sec = 0;
+          for (const [gap, n, pair] of steps) {
+            sec += gap;
+            for (let i = 0; i < n; i++) {
+              row.add(sec, pair, 10);
+              all.push(sec);
+            }
+          }
+          const now = sec + after;
+          c.set(now * 1000 + 500);
+          const inFine = (w: number) => all.filter((s) => s > now - w && s <= now).length;
+          // the 10 min window is read in ten-second steps: the 60 ten-second periods up to now's
+          const inCoarse = all.filter((s) => Math.floor(s / 10) > Math.floor(now / 10) - 60).length;
+          expect(calls(st, "a/b", "10s")).toBe(inFine(10));
+          expect(calls(st, "a/b", "1m")).toBe(inFine(60));
+          expect(calls(st, "a/b", "10m")).toBe(inCoarse);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});

@@ -124,6 +124,7 @@ export interface WorkerStats {
 /** The part of a worker's view state the primary merges (Dojang.viewState). */
 export interface WorkerViewState {
   readonly active_calls: number;
+  readonly taps: number;
   readonly overload: { readonly overloaded: boolean; readonly cuts: number; readonly refused: number };
   readonly faults: readonly { readonly id: string; readonly matched: number; readonly fired: number }[];
   readonly clusters: readonly unknown[];
@@ -158,6 +159,8 @@ export function mergeStats(replies: readonly WorkerReply[], withState: boolean):
     ...view,
     state: {
       active_calls: states.reduce((a, x) => a + x.s.active_calls, 0),
+      // (each reader is subscribed in every worker)
+      taps: states.reduce((a, x) => Math.max(a, x.s.taps), 0),
       overload: {
         overloaded: states.some((x) => x.s.overload.overloaded),
         cuts: states.reduce((a, x) => a + x.s.overload.cuts, 0),

@@ -154,8 +154,9 @@ export class StatsRow {
         const p = k[i * STRIDE]! - 1;
         if (p >= 0 && p > cur - periods && p <= cur) any = addBucket(sum, k, i * STRIDE) || any;
       }
-      // the current second is not in its ten-second bucket yet
-      if (this.sec > now - seconds && this.sec <= now) any = addBucket(sum, f, this.base) || any;
+      // the current second is not in its ten-second bucket yet (taken if its period is in the window)
+      const p = Math.floor(this.sec / 10);
+      if (p > cur - periods && p <= cur) any = addBucket(sum, f, this.base) || any;
     }
     if (!any) return null;
     const outcomes: [number, string, number][] = [];

@@ -1,7 +1,9 @@
 // Builds the admin dashboard's files (src/proxy/admin/ui/: index.html, app.js, style.css, written
-// by hand, no bundler) into one generated module, src/proxy/admin/ui.gen.ts, before tsc: the
-// served process then has them as strings (no file read at run time, nothing to install beside
-// dist/). Not committed (.gitignore), like src/protos/descriptor.gen.ts.
+// by hand, no bundler, no dependency) into one generated module, src/proxy/admin/ui.gen.ts,
+// before tsc: the served process then has them as strings (no file read at run time, nothing to
+// install beside dist/). The script and the sheet are minified here (esbuild's transform, at build
+// time only). Not committed (.gitignore), like src/protos/descriptor.gen.ts.
+import { transform } from "esbuild";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +17,9 @@ let bytes = 0;
 for (const name of readdirSync(dir).sort()) {
   const type = TYPES[extname(name)];
   if (type === undefined) continue;
-  const body = readFileSync(join(dir, name), "utf8");
+  const text = readFileSync(join(dir, name), "utf8");
+  const ext = extname(name);
+  const body = ext === ".html" ? text : (await transform(text, { loader: ext === ".js" ? "js" : "css", minify: true, target: ext === ".js" ? "chrome100" : undefined, legalComments: "none" })).code;
   bytes += Buffer.byteLength(body);
   files[name] = { type, body };
 }

@@ -6,7 +6,9 @@
 //    own main package becomes .engines/bin/<name>. Modules come from the Go module proxy at the
 //    versions go.sum pins; go's build cache makes a rebuild cheap, and a stamp skips it entirely
 //    when nothing under the folder changed.
-//  - Debian packages the tests start (redis-server) are installed with apt-get when missing.
+//  - Debian packages the tests start (redis-server; prometheus and its promtool, for the rules in
+//    deploy/prometheus; tmux, the terminal `dojang top` is tested in) are installed with apt-get
+//    when missing.
 //
 // Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
 import { spawn, spawnSync } from "node:child_process";
@@ -24,7 +26,7 @@ const stampDir = join(root, ".engines", "stamps");
  * Debian packages whose programs the tests run, by program (a list when the program needs more:
  * protoc reads the well-known types' .proto files from libprotobuf-dev's /usr/include).
  */
-const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"] };
+const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"], prometheus: "prometheus", promtool: "prometheus", tmux: "tmux" };
 
 const only = (() => {
   const i = process.argv.indexOf("--only");

@@ -88,10 +88,7 @@ describe("GET /ui: the dashboard", () => {
       // it updates: the calls/s figure and the charts' history grow between polls
       const points = async (): Promise<number> => ((await page.locator('#methods tr[data-name="test.Echo/Unary"] svg polyline').first().getAttribute("points")) ?? "").split(" ").length;
       const before = await points();
-      await page.waitForFunction((n) => {
-        const p = document.querySelector('#methods tr[data-name="test.Echo/Unary"] svg polyline')?.getAttribute("points") ?? "";
-        return p.split(" ").length >= n + 3;
-      }, before, { timeout: 15_000 });
+      await page.waitForFunction(`(document.querySelector('#methods tr[data-name="test.Echo/Unary"] svg polyline')?.getAttribute("points") ?? "").split(" ").length >= ${before + 3}`, undefined, { timeout: 15_000 });
       expect(Number(await cellText(page, "methods", "test.Echo/Unary", 1))).toBeGreaterThan(0);
 
       // a method that fails every call turns red; the breakdown names who decided
@@ -99,7 +96,7 @@ describe("GET /ui: the dashboard", () => {
       await px.faults.add({ id: "slow-get", match: { service: "shop.Cart", method: "Get" }, action: { kind: "abort", code: "UNAVAILABLE", message: "injected" } });
       await page.locator('#methods tr[data-name="shop.Cart/Put"].bad').waitFor({ timeout: 15_000 });
       // (read at once: the page redraws its tables at each poll)
-      const red = await page.evaluate(() => getComputedStyle(document.querySelector('#methods tr[data-name="shop.Cart/Put"] td')!).color);
+      const red = await page.evaluate(`getComputedStyle(document.querySelector('#methods tr[data-name="shop.Cart/Put"] td')).color`);
       expect(red).toBe("rgb(192, 57, 43)");
       expect(await cellText(page, "methods", "shop.Cart/Put", 3)).toBe("0.00 %");
       await page.locator('#decided [data-decided-by="upstream"]').first().waitFor();
@@ -116,7 +113,7 @@ describe("GET /ui: the dashboard", () => {
 
       // the window buttons change what is read
       await page.locator('nav button[data-window="10m"]').click();
-      await page.waitForFunction(() => document.querySelector("#total small")?.textContent?.includes("10m") === true, undefined, { timeout: 10_000 });
+      await page.waitForFunction(`document.querySelector("#total small")?.textContent?.includes("10m") === true`, undefined, { timeout: 10_000 });
       expect(errors).toEqual([]);
     } finally {
       await t.stop();

@@ -40,21 +40,32 @@ export function binRange(bin: number): readonly [number, number] {
  * its bin by linear interpolation, as Prometheus's histogram_quantile does between bucket bounds.
  */
 export function quantileUs(bins: readonly (readonly [number, number])[], q: number): number {
+  return quantilesUs(bins, [q])[0]!;
+}
+
+/** Several quantiles (ascending) of the same bins in one pass. */
+export function quantilesUs(bins: readonly (readonly [number, number])[], qs: readonly number[]): number[] {
   let n = 0;
   for (const [, c] of bins) n += c;
-  if (n === 0) return NaN;
+  if (n === 0) return qs.map(() => NaN);
   const sorted = [...bins].sort((a, b) => a[0] - b[0]);
-  const rank = Math.max(1, Math.ceil(q * n));
+  const out: number[] = [];
   let seen = 0;
-  for (const [b, c] of sorted) {
-    if (c <= 0) continue;
-    if (seen + c >= rank) {
-      const [lo, hi] = binRange(b);
-      return lo + ((hi - lo) * (rank - seen)) / c;
+  let i = 0;
+  for (const q of qs) {
+    const rank = Math.max(1, Math.ceil(q * n));
+    for (; i < sorted.length; i++) {
+      const [b, c] = sorted[i]!;
+      if (c > 0 && seen + c >= rank) {
+        const [lo, hi] = binRange(b);
+        out.push(lo + ((hi - lo) * (rank - seen)) / c);
+        break;
+      }
+      seen += c;
     }
-    seen += c;
+    if (i === sorted.length) out.push(binRange(sorted[sorted.length - 1]![0])[1]);
   }
-  return binRange(sorted[sorted.length - 1]![0])[1];
+  return out;
 }
 
 // === rows ===
@@ -155,6 +166,7 @@ export interface StatsView {
   readonly folded: Readonly<Record<StatsKind, number>>;
 }
 
+const QUANTILES = [0.5, 0.95, 0.99];
 const ms = (us: number): number | null => (Number.isNaN(us) ? null : Math.round(us) / 1000);
 
 /** A raw row's figures. */
@@ -167,15 +179,16 @@ export function finishRow(r: RawRow): StatsRow {
     if (code === 0) ok += n;
     else failedBy[by] = (failedBy[by] ?? 0) + n;
   }
+  const q = quantilesUs(r.bins, QUANTILES);
   return {
     name: r.key,
     calls,
     rps: Math.round(r.rps * 1000) / 1000,
     success: calls === 0 ? null : ok / calls,
     failed: calls - ok,
-    p50_ms: ms(quantileUs(r.bins, 0.5)),
-    p95_ms: ms(quantileUs(r.bins, 0.95)),
-    p99_ms: ms(quantileUs(r.bins, 0.99)),
+    p50_ms: ms(q[0]!),
+    p95_ms: ms(q[1]!),
+    p99_ms: ms(q[2]!),
     outcomes: r.outcomes
       .filter((o) => o[2] > 0)
       .sort((a, b) => b[2] - a[2] || a[0] - b[0])

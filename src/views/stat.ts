@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { timeoutOption } from "../health.js";
 import { STATS_WINDOWS, type StatsView } from "../proxy/observe/stats.js";
 import { BY, rowsOf, statTable, type By } from "./format.js";
-import { TARGET_OPTIONS, TARGET_USAGE, adminGet, resolveTarget } from "./target.js";
+import { TARGET_OPTIONS, TARGET_USAGE, adminGet, resolveTarget, NotRunning } from "./target.js";
 
 export const STAT_USAGE = `usage: dojang stat [--window 10s|1m|10m] [--by method|route|endpoint] [-o json|wide] [--timeout DURATION]
                    [--admin HOST:PORT | --config FILE | --pid-file PATH]
@@ -58,6 +58,7 @@ export async function runStat(argv: readonly string[], env: Readonly<Record<stri
   if (typeof timeoutMs === "string") return { code: 2, out: timeoutMs };
   const t = resolveTarget(args, env);
   if (typeof t === "string") return { code: 2, out: t };
+  if (t instanceof NotRunning) return { code: 1, out: t.why };
   const r = await adminGet(t, `/stats?window=${args.window}`, timeoutMs);
   if (!r.ok) return { code: 1, out: r.why };
   if (args.output === "json") return { code: 0, out: JSON.stringify(r.body, null, 2) };

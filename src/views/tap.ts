@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import { TAP_PARAMS } from "../proxy/observe/tap.js";
 import { tapLine } from "./format.js";
-import { TARGET_OPTIONS, TARGET_USAGE, adminLines, resolveTarget } from "./target.js";
+import { TARGET_OPTIONS, TARGET_USAGE, adminLines, resolveTarget, NotRunning } from "./target.js";
 import type { VerbResult } from "./stat.js";
 
 export const TAP_USAGE = `usage: dojang tap [--method M] [--code C] [--failed] [--decided-by D] [--route R] [--client ADDR]
@@ -71,6 +71,7 @@ export async function runTap(argv: readonly string[], env: Readonly<Record<strin
   if (Number.isNaN(count)) return { code: 2, out: `--count: expected a whole number above 0, got "${args.count}"` };
   const t = resolveTarget(args, env);
   if (typeof t === "string") return { code: 2, out: t };
+  if (t instanceof NotRunning) return { code: 1, out: t.why };
   const query = tapQuery(args);
   const json = args.output === "json";
   let seen = 0;

@@ -6,7 +6,6 @@
 // admin.token. One HTTP client for the three verbs: GET with a deadline, and a line stream.
 import { readFileSync, readlinkSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import type { IncomingMessage } from "node:http";
 import { DEFAULT_CONFIG_YAML, configFromText, formatHostPort, loadConfigFile, parseHostPort, type Config, type HostPort } from "../config/index.js";
 import { ConfigError } from "../errors.js";
 import { healthTarget } from "../health.js";
@@ -40,8 +39,13 @@ function nonEmpty(v: string | undefined): string | undefined {
   return v === undefined || v === "" ? undefined : v;
 }
 
-/** The target, or the reason none could be found (a usage or config error: exit 2). */
-export function resolveTarget(args: { admin?: string | undefined; config?: string | undefined; "pid-file"?: string | undefined }, env: Env): AdminTarget | string {
+/** No dojang to ask: the pid file names no running one (exit 1, as an admin that does not answer). */
+export class NotRunning {
+  constructor(readonly why: string) {}
+}
+
+/** The target; the reason none could be found (a usage or config error: exit 2); or NotRunning. */
+export function resolveTarget(args: { admin?: string | undefined; config?: string | undefined; "pid-file"?: string | undefined }, env: Env): AdminTarget | NotRunning | string {
   const envToken = nonEmpty(env["DOJANG_ADMIN_TOKEN"]);
   const admin = nonEmpty(args.admin ?? env["DOJANG_ADMIN"]);
   if (admin !== undefined) {
@@ -73,9 +77,9 @@ function fromConfig(load: () => Config, via: string, envToken: string | undefine
  * environment), relative to its working directory, `${VAR}` expanded with its environment.
  * Linux (/proc) only; elsewhere --admin or --config says where.
  */
-function fromPidFile(pidFile: string, envToken: string | undefined): AdminTarget | string {
+function fromPidFile(pidFile: string, envToken: string | undefined): AdminTarget | NotRunning | string {
   const s = readPidFile(pidFile);
-  if (s.state !== "running") return `${s.why}: is dojang running with --pid-file ${pidFile}?`;
+  if (s.state !== "running") return new NotRunning(`${s.why}: is dojang running with --pid-file ${pidFile}?`);
   let argv: string[];
   let penv: Record<string, string>;
   let cwd: string;
@@ -163,9 +167,9 @@ export function adminGet(t: AdminTarget, path: string, timeoutMs: number): Promi
 export function adminLines(t: AdminTarget, path: string, onLine: (line: string) => boolean): { readonly ended: Promise<string | undefined>; close(): void; resume(): void } {
   let closing = false;
   let req: ReturnType<typeof http.get>;
-  let stream: IncomingMessage | undefined;
+  let stream: { resume(): unknown } | undefined;
   const ended = new Promise<string | undefined>((resolve) => {
-    req = http.get({ host: t.host, port: t.port, path, agent: false, headers: headers(t) }, (res: IncomingMessage) => {
+    req = http.get({ host: t.host, port: t.port, path, agent: false, headers: headers(t) }, (res) => {
       if (res.statusCode !== 200) {
         let body = "";
         res.setEncoding("utf8");

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { parseDuration } from "../config/units.js";
 import { STATS_WINDOWS, type StatsView } from "../proxy/observe/stats.js";
 import { BY, SORT_KEYS, formatRps, formatSuccess, formatMs, rowsOf, sortRows, statTable, type By, type SortKey } from "./format.js";
-import { TARGET_OPTIONS, TARGET_USAGE, adminGet, resolveTarget, targetUrl, type AdminTarget } from "./target.js";
+import { TARGET_OPTIONS, TARGET_USAGE, adminGet, resolveTarget, targetUrl, NotRunning, type AdminTarget } from "./target.js";
 import { checkWindowBy, VIEW_DEFAULT_TIMEOUT_MS, type VerbResult } from "./stat.js";
 
 export const TOP_USAGE = `usage: dojang top [--window 10s|1m|10m] [--by method|route|endpoint] [--sort rps|success|p99|calls|name]
@@ -107,6 +107,7 @@ export async function runTop(argv: readonly string[], env: Readonly<Record<strin
   if (Number.isNaN(iterations)) return { code: 2, out: `--iterations: expected a whole number above 0, got "${args.iterations}"` };
   const t = resolveTarget(args, env);
   if (typeof t === "string") return { code: 2, out: t };
+  if (t instanceof NotRunning) return { code: 1, out: t.why };
   const s: State = { window: args.window, by: args.by as By, sort: args.sort as SortKey, view: undefined, error: undefined, at: undefined };
   const tty = io.out.isTTY === true && io.input.isTTY === true && typeof io.input.setRawMode === "function";
   return tty ? interactive(s, t, iv.ms, iterations, io) : plain(s, t, iv.ms, iterations, io);

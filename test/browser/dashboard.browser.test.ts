@@ -37,14 +37,17 @@ async function proxy(admin: Record<string, unknown> = {}): Promise<DojangHandle>
   });
 }
 
-/** Calls every 20 ms until stop(): healthy Unary calls, and (with `failing`) calls to a method the upstream lacks. */
+/** Calls every 20 ms until stop(): healthy Unary calls, and (with `failing`) calls to a method the upstream lacks and to one a fault rule aborts. */
 function traffic(px: DojangHandle, failing: { on: boolean }): { stop(): Promise<void> } {
   const c: EchoClient = echoClient(px.address);
   let run = true;
   const loop = (async () => {
     while (run) {
       await unary(c, Buffer.from("x"));
-      if (failing.on) await rawCall(px.address, { ":path": "/shop.Cart/Put" }, Buffer.alloc(5));
+      if (failing.on) {
+        await rawCall(px.address, { ":path": "/shop.Cart/Put" }, Buffer.alloc(5));
+        await rawCall(px.address, { ":path": "/shop.Cart/Get" }, Buffer.alloc(5));
+      }
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -64,6 +67,20 @@ function watchErrors(page: Page): string[] {
     if (m.type() === "error") errors.push(m.text());
   });
   return errors;
+}
+
+/**
+ * The page's window, as functions Playwright runs in the page see it (functions, not strings: the
+ * page's Content-Security-Policy forbids evaluating strings), typed without the DOM library. The
+ * functions are sent as their text, so they name nothing of this module but types.
+ */
+interface El {
+  getAttribute(n: string): string | null;
+  readonly textContent: string | null;
+}
+interface Win {
+  readonly document: { querySelector(s: string): El | null };
+  getComputedStyle(e: El | null): { readonly color: string };
 }
 
 const cellText = (page: Page, table: string, name: string, col: number): Promise<string> => page.locator(`#${table} tr[data-name="${name}"] td`).nth(col).innerText();
@@ -88,21 +105,27 @@ describe("GET /ui: the dashboard", () => {
       // it updates: the calls/s figure and the charts' history grow between polls
       const points = async (): Promise<number> => ((await page.locator('#methods tr[data-name="test.Echo/Unary"] svg polyline').first().getAttribute("points")) ?? "").split(" ").length;
       const before = await points();
-      await page.waitForFunction(`(document.querySelector('#methods tr[data-name="test.Echo/Unary"] svg polyline')?.getAttribute("points") ?? "").split(" ").length >= ${before + 3}`, undefined, { timeout: 15_000 });
+      await page.waitForFunction((n) => ((globalThis as unknown as Win).document.querySelector('#methods tr[data-name="test.Echo/Unary"] svg polyline')?.getAttribute("points") ?? "").split(" ").length >= n, before + 3, { timeout: 15_000 });
       expect(Number(await cellText(page, "methods", "test.Echo/Unary", 1))).toBeGreaterThan(0);
 
-      // a method that fails every call turns red; the breakdown names who decided
+      // a method that fails every call turns red; the breakdown names who decided (the upstream
+      // for the method it lacks, the fault for the one a rule aborts)
+      await px.faults.add({ id: "cart-get-down", match: { service: "shop.Cart", method: "Get" }, action: { kind: "abort", code: "UNAVAILABLE", message: "injected" } });
       failing.on = true;
-      await px.faults.add({ id: "slow-get", match: { service: "shop.Cart", method: "Get" }, action: { kind: "abort", code: "UNAVAILABLE", message: "injected" } });
       await page.locator('#methods tr[data-name="shop.Cart/Put"].bad').waitFor({ timeout: 15_000 });
       // (read at once: the page redraws its tables at each poll)
-      const red = await page.evaluate(`getComputedStyle(document.querySelector('#methods tr[data-name="shop.Cart/Put"] td')).color`);
+      const red = await page.evaluate(() => {
+        const w = globalThis as unknown as Win;
+        return w.getComputedStyle(w.document.querySelector('#methods tr[data-name="shop.Cart/Put"] td')).color;
+      });
       expect(red).toBe("rgb(192, 57, 43)");
       expect(await cellText(page, "methods", "shop.Cart/Put", 3)).toBe("0.00 %");
       await page.locator('#decided [data-decided-by="upstream"]').first().waitFor();
+      await page.locator('#decided [data-decided-by="fault"]').first().waitFor();
+      expect(await page.locator('#methods tr[data-name="shop.Cart/Get"]').getAttribute("class")).toBe("bad");
       // the fault rule, the endpoint's health, the route rows
-      await page.locator('#faults tr[data-rule="slow-get"]').waitFor();
-      expect(await page.locator('#faults tr[data-rule="slow-get"] td').nth(1).innerText()).toBe("abort");
+      await page.locator('#faults tr[data-rule="cart-get-down"]').waitFor();
+      expect(await page.locator('#faults tr[data-rule="cart-get-down"] td').nth(1).innerText()).toBe("abort");
       const ep = `backend/${backend.address}`;
       await page.locator(`#endpoints tr[data-name="${ep}"]`).waitFor();
       expect(await page.locator(`#endpoints tr[data-name="${ep}"] td`).nth(10).innerText()).toBe("healthy");
@@ -113,7 +136,7 @@ describe("GET /ui: the dashboard", () => {
 
       // the window buttons change what is read
       await page.locator('nav button[data-window="10m"]').click();
-      await page.waitForFunction(`document.querySelector("#total small")?.textContent?.includes("10m") === true`, undefined, { timeout: 10_000 });
+      await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#total small")?.textContent?.includes("10m") === true, undefined, { timeout: 10_000 });
       expect(errors).toEqual([]);
     } finally {
       await t.stop();

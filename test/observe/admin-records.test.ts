@@ -4,6 +4,7 @@
 // reach, they are refused (403 naming admin.token) until a token is set. /metrics and the /ui
 // page's static files stay open (Prometheus scrapes; the page asks for the token itself).
 import * as grpc from "@grpc/grpc-js";
+import http from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AdminServer, type AdminState } from "../../src/proxy/admin/admin.js";
 import { startDojang, type DojangHandle } from "../../src/index.js";
@@ -103,5 +104,28 @@ describe("record reads: /calls, /stats, /tap", () => {
       expect((await get(guarded, p)).status, p).toBe(401);
       expect((await get(guarded, p, `Bearer ${TOKEN}`)).status, p).toBe(200);
     }
+  });
+
+  it("on a loopback admin without a token, refuses a Host that names neither an address nor localhost (DNS rebinding), for every record read", async () => {
+    const px = await library({ address: "127.0.0.1:0" });
+    const [host, port] = px.adminAddress!.split(":") as [string, string];
+    const withHost = (path: string, h: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = http.get({ host, port: Number(port), path, headers: { host: h }, agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          res.destroy();
+        });
+        req.on("error", reject);
+      });
+    for (const p of RECORD_READS) {
+      expect(await withHost(p, `rebound.example.com:${port}`), p).toBe(403);
+      expect(await withHost(p, "rebound.example.com"), p).toBe(403);
+      expect(await withHost(p, `127.0.0.1:${port}`), p).toBe(200);
+      expect(await withHost(p, `localhost:${port}`), p).toBe(200);
+      expect(await withHost(p, `[::1]:${port}`), p).toBe(200);
+    }
+    // the other reads are as before (Prometheus scrapes by whatever name it was given)
+    expect(await withHost("/metrics", "dojang.internal:9901")).toBe(200);
   });
 });

@@ -218,10 +218,26 @@ async function route(state: AdminState, access: Access, req: IncomingMessage, re
   return rt.handle(state, r);
 }
 
+/**
+ * A Host header a page on this machine's browser sends to a loopback admin: an address literal
+ * ("127.0.0.1:9901", "[::1]:9901") or localhost. Any other name reached the loopback listener
+ * through DNS rebinding (a web page whose name now resolves to 127.0.0.1): without a token the
+ * record reads would be open to that page's script, so they are refused.
+ */
+export function isLocalHostHeader(host: string | undefined): boolean {
+  if (host === undefined) return true; // (HTTP/1.0 without Host: not a browser's)
+  const h = host.toLowerCase();
+  const name = h.startsWith("[") ? h.slice(0, h.indexOf("]") + 1) : h.replace(/:\d*$/, "");
+  return name === "localhost" || name.startsWith("[") || /^\d{1,3}(\.\d{1,3}){3}$/.test(name);
+}
+
 /** null when the record read may go ahead; else what to answer. */
 function refuseRecords(access: Access, req: IncomingMessage, path: string): ((res: ServerResponse) => void) | null {
   if (access.tokenDigest === null) {
-    if (access.loopback) return null;
+    if (access.loopback) {
+      if (isLocalHostHeader(req.headers.host)) return null;
+      return (res) => sendJson(res, 403, { error: `${path}: the Host header names neither an address nor localhost (a page reaching a loopback admin by another name): ask by address, or set admin.token`, enable: "admin.token" });
+    }
     return (res) =>
       sendJson(res, 403, {
         error: `${path} shows what calls did and who made them, and the admin listens where other machines reach it: set admin.token (for example \${DOJANG_ADMIN_TOKEN}) and send it as Authorization: Bearer <token>`,

@@ -3,7 +3,7 @@
 // types them, and the pane is read back (capture-pane; -e keeps the colours). The picture of the
 // screen goes to the test's output (.test-output/top-terminal/top.png, through headless Chromium).
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../helpers/browser.js";
@@ -50,7 +50,10 @@ beforeAll(() => {
   tmux = systemBinary("tmux");
 });
 afterAll(() => {
+  // the server's socket file too (tmux leaves it behind when its server is killed)
+  const path = spawnSync(tmux, ["-L", SOCKET, "display-message", "-p", "#{socket_path}"], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
   spawnSync(tmux, ["-L", SOCKET, "kill-server"], { timeout: 10_000 });
+  if (path.endsWith(SOCKET)) rmSync(path, { force: true });
 });
 
 async function dojangWithCalls(): Promise<string> {

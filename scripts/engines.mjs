@@ -14,7 +14,9 @@
 //    folder) are the .proto files it reads, hashed into the stamp.
 //  - docs/examples/<name>/ Go modules the docs tell users to `go run .` are built the same way,
 //    under the same name, so a test runs the very program a guide runs (EXAMPLES below).
-//  - Debian packages the tests start (redis-server) are installed with apt-get when missing.
+//  - Debian packages the tests start (redis-server; prometheus and its promtool, for the rules in
+//    deploy/prometheus; tmux, the terminal `dojang top` is tested in) are installed with apt-get
+//    when missing.
 //
 // Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
 import { spawn, spawnSync } from "node:child_process";
@@ -35,7 +37,7 @@ const stampDir = join(root, ".engines", "stamps");
 /** Examples under docs/examples that the tests run as engines, by engine name. */
 const EXAMPLES = { "xds-control-plane": join(root, "docs", "examples", "xds-control-plane") };
 
-const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"] };
+const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"], prometheus: "prometheus", promtool: "prometheus", tmux: "tmux" };
 
 const only = (() => {
   const i = process.argv.indexOf("--only");

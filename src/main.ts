@@ -36,6 +36,7 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
        dojang --help | --version
        dojang health [--config FILE] [--timeout DURATION]
        dojang reload [--config FILE] [--pid-file PATH] [--timeout DURATION]
+       dojang stat | top | tap [--admin HOST:PORT | --config FILE | --pid-file PATH] ...   (each: --help)
   --config FILE       YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default = config/dojang.yaml)
   --check             validate the config and the TLS files it names, and exit (0 valid, 2 invalid)
   --log-level L       fatal|error|warn|info|debug|trace|silent (overrides the config)
@@ -51,7 +52,12 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
   --version           print the version and exit 0
   health              ask the running dojang's admin /ready (0 ready, 1 not, 2 invalid config or no admin)
   reload              SIGHUP the dojang in --pid-file, say whether it applied (0 applied, 1 refused,
-                      2 invalid config or usage, 3 no running dojang, 4 not confirmed)`;
+                      2 invalid config or usage, 3 no running dojang, 4 not confirmed)
+  stat                the running dojang's calls per method, route or endpoint over 10s, 1m or 10m:
+                      success rate, calls/s, p50/p95/p99, who decided the failed calls
+  top                 the same, live: sorted, refreshing; keys change the sort and the window
+  tap                 the calls as they end, one line each (or -o json), filtered by method, code,
+                      decided_by, route, client`;
 const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
 
 function fail(code: number, msg: string): never {
@@ -141,6 +147,34 @@ async function main(): Promise<void> {
     const r = await runReload(process.argv.slice(3));
     (r.code === 0 ? process.stdout : process.stderr).write(`dojang reload: ${r.line}\n`);
     process.exit(r.code);
+  }
+  // `dojang stat`, `top`, `tap`: the operator's views of a running dojang, through its admin
+  // listener (src/views/); like health and reload they start nothing
+  const verb = process.argv[2];
+  if (verb === "stat" || verb === "top" || verb === "tap") {
+    const argv = process.argv.slice(3);
+    const io = {
+      out: process.stdout,
+      err: process.stderr,
+      input: process.stdin,
+      onStop: (stop: () => void) => {
+        process.on("SIGINT", stop);
+        process.on("SIGTERM", stop);
+        // (a reader that went away, `dojang tap | head`: stop quietly)
+        process.stdout.on("error", stop);
+      },
+    };
+    const r =
+      verb === "stat"
+        ? await (await import("./views/stat.js")).runStat(argv)
+        : verb === "top"
+          ? await (await import("./views/top.js")).runTop(argv, process.env, io)
+          : await (await import("./views/tap.js")).runTap(argv, process.env, io);
+    if (r.code === 0) {
+      if (r.out !== "") process.stdout.write(r.out + "\n");
+    } else process.stderr.write(`dojang ${verb}: ${r.out}\n`);
+    process.exitCode = r.code;
+    return;
   }
   let args;
   try {

@@ -503,6 +503,20 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   },
   "tracing.exportInterval": { description: "The longest a span waits before its batch is sent (a batch also goes when 512 spans wait).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportIntervalMs) },
   "tracing.exportTimeout": { description: "How long one export may take before it is given up (its spans are counted as dropped).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportTimeoutMs) },
+  failedCalls: {
+    description: "The last calls that did not end 0 OK, with their access records, kept for GET /calls?failed (0 = none). A reload resizes it, keeping the newest.",
+    kind: countKind(LIMITS.failedCalls),
+    default: DEFAULTS.config.failedCalls,
+  },
+  stats: {
+    description: "Windowed stats per method, route and upstream endpoint over the last 10s, 1m and 10m (GET /stats, dojang stat and top, the /ui page); null = off. Needs a restart.",
+    default: { maxRows: DEFAULTS.config.stats.maxRows },
+  },
+  "stats.maxRows": {
+    description: "Rows per kind (methods, routes, endpoints); further keys count in that kind's \"other\" row (GET /stats says how many). Each row with calls takes about 53KiB.",
+    kind: countKind(LIMITS.statsRows),
+    default: DEFAULTS.config.stats.maxRows,
+  },
   xds: { description: "Listeners and clusters also come from an xDS control plane (ADS), beside the ones written here (docs/guides/xds.md). Needs a restart.", default: null },
   "xds.bootstrap": { description: "The bootstrap file (YAML or JSON, Envoy's shape): node, dynamic_resources.ads_config, the control plane's cluster under static_resources." },
 };

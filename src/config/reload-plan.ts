@@ -93,6 +93,7 @@ export function configAsApplied(running: Config, next: Config): Config {
     concurrentMarking: running.concurrentMarking,
     memory: running.memory,
     tracing: running.tracing,
+    stats: running.stats,
   };
 }
 

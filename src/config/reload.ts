@@ -41,6 +41,8 @@ const RESTART_ONLY: readonly RegExp[] = [
   /^tracing(\.|$)/,
   // the xDS client starts with the process, from its bootstrap (src/xds)
   /^xds(\.|$)/,
+  // the windows are made once per process and every listener's calls count into them
+  /^stats(\.|$)/,
   /^listeners\[\d+\]\.(maxHeaderListPairs|maxSessionMemoryMiB)$/,
   // a listener is an h2c or a TLS server from its creation; certificate files changed in place
   // are re-read without a reload (src/proxy/downstream/tls.ts)

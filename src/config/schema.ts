@@ -13,6 +13,7 @@ import { concurrentMarking, count, durationMs, expected, flag, hostPort, logLeve
 import { listener } from "./schema/listener.js";
 import { cluster } from "./schema/cluster.js";
 import { tracing } from "./schema/tracing.js";
+import { isLoopbackHost } from "./loopback.js";
 
 export * from "./types.js";
 
@@ -38,10 +39,7 @@ const admin = z
     }
   });
 
-/** 127.0.0.0/8, ::1 and "localhost": addresses only this machine can reach. */
-export function isLoopbackHost(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || /^::ffff:127\./.test(host);
-}
+export { isLoopbackHost } from "./loopback.js";
 
 /**
  * The whole document. Keys later versions will add (tls, faults, rateLimits, per-route filters)
@@ -74,6 +72,11 @@ const document = z.strictObject(
       )
       .nullable()
       .default(DEFAULTS.config.xds),
+    failedCalls: count(LIMITS.failedCalls).default(DEFAULTS.config.failedCalls),
+    stats: z
+      .strictObject({ maxRows: count(LIMITS.statsRows).default(DEFAULTS.config.stats.maxRows) }, { error: expected("a mapping like { maxRows: 100 }, or null (off)") })
+      .nullable()
+      .default(DEFAULTS.config.stats),
   },
   { error: expected("a mapping with listeners and clusters") },
 );
@@ -198,6 +201,8 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
             exportTimeoutMs: d.tracing.exportTimeout,
           },
     xds: d.xds,
+    failedCalls: d.failedCalls,
+    stats: d.stats,
   }),
 );
 

@@ -423,6 +423,16 @@ export interface Config {
   readonly tracing: TracingConfig | null;
   /** `xds`: listeners and clusters also come from an xDS control plane (src/xds); null = none */
   readonly xds: XdsConfig | null;
+  /** `failedCalls`: the last calls that did not end 0 OK, kept for GET /calls?failed (0 = none); a reload resizes it */
+  readonly failedCalls: number;
+  /** `stats`: windowed per-method, per-route and per-endpoint stats (GET /stats, `dojang stat`/`top`, /ui); null = off */
+  readonly stats: StatsConfig | null;
+}
+
+/** The `stats` block. */
+export interface StatsConfig {
+  /** rows per kind (methods, routes, endpoints) before new keys fold into that kind's "other" row */
+  readonly maxRows: number;
 }
 
 /** The `xds` block: where the Envoy-shaped bootstrap file is (node, ads_config, the control plane's cluster). */
@@ -512,6 +522,9 @@ export const DEFAULTS = Object.freeze({
     memory: Object.freeze({ limitBytes: null }) as MemoryConfig,
     watchConfig: false,
     xds: null,
+    // the last 1,000 failed calls: a record is kept only for a call that failed (issue 0.6 item 3)
+    failedCalls: 1000,
+    stats: Object.freeze({ maxRows: 100 }) as StatsConfig,
   }),
   tracing: Object.freeze({
     serviceName: "dojang",
@@ -564,6 +577,10 @@ export const LIMITS = Object.freeze({
   traceQueue: { min: 1, max: 1_000_000 },
   // Names show up in logs and metric labels.
   nameLength: { min: 1, max: 64 },
+  // Ours: each row's windows take about 53 KiB once it has had a call (src/proxy/observe/windows.ts)
+  statsRows: { min: 1, max: 2000 },
+  // the same bound as `journal`
+  failedCalls: { min: 0, max: 100_000 },
 });
 
 /**

@@ -25,7 +25,12 @@ import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
 import { closeRlsPool, newRlsPool, readyRlsPool } from "./filters/rate-limit/global.js";
-import { Journal } from "./observe/log.js";
+import { Journal, endedWithin, type AccessRecord } from "./observe/log.js";
+import { finishStats, type RawStats } from "./observe/stats.js";
+import { TapHub } from "./observe/tap.js";
+import { Stats } from "./observe/windows.js";
+import { responseBuffers } from "./observe/overload.js";
+import type { CallsQuery } from "./admin/admin.js";
 import { compose, type XdsState } from "../xds/compose.js";
 import type { XdsClient } from "../xds/client.js";
 
@@ -93,6 +98,17 @@ export interface ReloadOptions {
   readonly xds?: XdsState;
 }
 
+/** GET /stats?state=1's `state` (Dojang.viewState). */
+export interface ViewState {
+  readonly active_calls: number;
+  /** GET /tap readers now */
+  readonly taps: number;
+  readonly overload: { readonly overloaded: boolean; readonly cuts: number; readonly refused: number };
+  readonly faults: readonly { readonly id: string; readonly kind: string; readonly enabled: boolean; readonly source: unknown; readonly matched: number; readonly fired: number }[];
+  readonly clusters: readonly unknown[];
+  readonly xds: unknown;
+}
+
 /** How often a cluster a reload dropped is checked for its last call (then closed). */
 const RETIRE_POLL_MS = 250;
 
@@ -119,6 +135,12 @@ export class Dojang {
   /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
   readonly faults: FaultSet;
   readonly journal: Journal;
+  /** the last failed calls (`failedCalls`, GET /calls?failed; a reload resizes it) */
+  readonly failed: Journal;
+  /** the windowed stats (`stats`, GET /stats); null when off */
+  readonly stats: Stats | null;
+  /** GET /tap's subscribers */
+  readonly tap = new TapHub();
   /** calls currently running a fault (maxActiveFaults) */
   private readonly faultCounter: FaultCounter = { active: 0 };
   /** the config snapshot new calls start with (each call keeps the one it started with) */
@@ -167,6 +189,8 @@ export class Dojang {
     this.now = now;
     this.faults = new FaultSet(config.faultInjection);
     this.journal = new Journal(config.journal);
+    this.failed = new Journal(config.failedCalls);
+    this.stats = config.stats === null ? null : new Stats(config.stats.maxRows, now);
     this.loadConfigFaults(config);
     this.faultParsers = opts.faultParsers ?? null;
     this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers, rls: newRlsPool(this.metrics) };
@@ -179,7 +203,9 @@ export class Dojang {
           const r = await this.faultsApi(method, path, body);
           return r === null ? null : { status: r.status, body: r.body };
         },
-        calls: (last) => this.journal.last(last),
+        calls: (q) => this.calls(q),
+        ...(this.stats === null ? {} : { stats: (w: string, withState: boolean) => ({ ...finishStats(this.stats!.read(w)), ...(withState ? { state: this.viewState() } : {}) }) }),
+        tap: (_q, f, sink) => this.tap.subscribe(f, sink),
         clusters: () =>
           [...this.clusters.values()].map((c) => {
             const v = this.xds?.clusterVersion(c.name);
@@ -243,6 +269,9 @@ export class Dojang {
       now: this.now,
       rand: Math.random,
       journal: this.journal,
+      failed: this.failed,
+      stats: this.stats,
+      tap: this.tap,
       tracing: this.tracing,
       active: new Set(),
       onCallClosed: this.onCallClosed,
@@ -278,6 +307,34 @@ export class Dojang {
       if (c === undefined || !c.hasHealthyEndpoint()) return `cluster ${n} has no healthy endpoint`;
     }
     return null;
+  }
+
+  /** GET /calls: the journal, or with `failed` the failed-calls ring; `sinceMs`: ended that recently; the last `last`. */
+  calls(q: CallsQuery): AccessRecord[] {
+    const all = (q.failed ? this.failed : this.journal).last();
+    const recent = q.sinceMs === undefined ? all : endedWithin(all, q.sinceMs, Date.now());
+    return q.last === undefined ? recent : q.last === 0 ? [] : recent.slice(-q.last);
+  }
+
+  /** This process's stats over `window`, uncooked (a worker's part of the primary's GET /stats). */
+  statsPart(window: string): RawStats | null {
+    return this.stats === null ? null : this.stats.read(window);
+  }
+
+  /**
+   * What the /ui page shows beside the stats: calls in flight, the overload manager's state, the
+   * fault rules with their counters, the clusters' endpoints (health, ejection, breakers), and
+   * the xDS client's versions and last NACKs. Read only when asked (GET /stats?state=1).
+   */
+  viewState(): ViewState {
+    return {
+      active_calls: this.metrics.live.activeCalls,
+      taps: this.tap.size,
+      overload: { overloaded: responseBuffers.overloaded, cuts: responseBuffers.cuts, refused: responseBuffers.refused },
+      faults: this.faults.list().map((f) => ({ id: f.rule.id, kind: f.rule.action.kind, enabled: f.rule.enabled, source: f.rule.source, matched: f.matched, fired: f.fired })),
+      clusters: [...this.clusters.values()].map((c) => c.describe()),
+      xds: this.xds === undefined ? null : this.xds.status(),
+    };
   }
 
   /** The config snapshot new calls start with. */
@@ -513,6 +570,7 @@ export class Dojang {
     this.listeners = listeners;
     this.swapSnapshot(snap);
     this.loadConfigFaults(applied);
+    this.failed.resize(applied.failedCalls);
     if (this.opts.reloadLogLevel ?? this.opts.logger === undefined) {
       if (this.log.level !== applied.logLevel) this.log.level = applied.logLevel;
       if (this.access !== this.log && this.access.level !== applied.logLevel) this.access.level = applied.logLevel;

@@ -7,6 +7,7 @@
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
+import type { CertificateSource } from "./observe/metrics.js";
 import { kClientCert, kPeer, type ClientCertSession, type PeerSession } from "./call/headers.js";
 import { clientPeer } from "./downstream/peer.js";
 import type { AddressInfo, Socket } from "node:net";
@@ -63,6 +64,8 @@ export class Listener {
   readonly server: Http2Server | Http2SecureServer;
   /** the listener's certificates (SNI, client certificates, reload on file change); null = h2c */
   readonly tls: ListenerTls | null;
+  /** its certificates as dojang_tls_certificate_expiry_timestamp_seconds reads them (TLS listeners) */
+  private certificates: CertificateSource | null = null;
   readonly sessions = new Set<ServerHttp2Session>();
   readonly ctx: CallContext;
   private bound: AddressInfo | undefined;
@@ -127,6 +130,8 @@ export class Listener {
     } else {
       const t = new ListenerTls(cfg.tls, `listener ${JSON.stringify(cfg.name)}`, ctx.log);
       this.tls = t;
+      this.certificates = { listener: cfg.name, expiries: () => t.expiries() };
+      ctx.metrics.certificateSources.add(this.certificates);
       secure = http2.createSecureServer({ ...serverOptions, ...t.serverOptions(tlsAllowsHttp1(cfg)), ...handshakeTimeout(cfg) });
       server = secure as unknown as Http2Server;
       // A failed handshake (no client certificate under requireClientCert, one the CA does not
@@ -498,6 +503,7 @@ export class Listener {
    */
   async destroy(): Promise<void> {
     this.tls?.close();
+    if (this.certificates !== null) this.ctx.metrics.certificateSources.delete(this.certificates);
     for (const c of [...this.ctx.active]) c.finish(outcome(Code.UNAVAILABLE, "proxy is shutting down", "shutdown"));
     if (this.sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
     for (const s of this.sessions) s.destroy();

@@ -2,8 +2,9 @@
 // reduced to one string test. The request path only calls match().
 import type { RetryConfig, RouteConfig } from "../config/index.js";
 import { codeMask, type RetryPolicy } from "../translate/retry.js";
+import type { StatsRow, StatsSlot } from "./observe/windows.js";
 
-export interface CompiledRoute<C> {
+export interface CompiledRoute<C> extends StatsSlot {
   readonly index: number;
   /** human label for logs: "path:/pkg.Svc/M", "service:pkg.Svc", "prefix:/" */
   readonly label: string;
@@ -15,6 +16,8 @@ export interface CompiledRoute<C> {
   readonly streamIdleTimeoutMs: number | null;
   /** the route's retry policy, normalized once; null = none (transparent retries only) */
   readonly retry: RetryPolicy | null;
+  /** the route's row of the windowed stats, found on its first ended call (observe/windows.ts) */
+  statsRow: StatsRow | undefined;
 }
 
 /** A route's `retry` block as the retry decision reads it (src/translate/retry.ts). */
@@ -88,6 +91,7 @@ export function compileRoutes<C>(routes: readonly RouteConfig[], clusterFor: (na
         maxResponseMessageBytes: r.maxResponseMessageBytes,
         streamIdleTimeoutMs: r.streamIdleTimeoutMs,
         retry: retryPolicy(r.retry),
+        statsRow: undefined,
       },
     };
   });

@@ -20,7 +20,10 @@ import { loadConfigParsers, loadFaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
 import { AdminServer, type AdminReply } from "./admin/admin.js";
-import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
+import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, mergeStats, type OpMessage, type ReplyMessage, type SyncMessage, type SyncRequest, type TapMessage, type WorkerOp, type WorkerReply } from "./admin/fanout.js";
+import type { HttpTapSink } from "./admin/admin.js";
+import type { AccessRecord } from "./observe/log.js";
+import { parseTapFilter, type TapSink } from "./observe/tap.js";
 import { Dojang, reloadReply } from "./dojang.js";
 import { configAsApplied } from "../config/reload-plan.js";
 import { watchConfigFile } from "../config/watch.js";
@@ -73,7 +76,24 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
       return r instanceof Promise ? r.then(orNotFound) : orNotFound(r);
     }
     case "calls":
-      return { status: 200, body: d.journal.last(op.last) };
+      return { status: 200, body: d.calls({ last: op.last, failed: op.failed, sinceMs: op.sinceMs }) };
+    case "stats":
+      return { status: 200, body: { raw: d.statsPart(op.window), ...(op.state ? { state: d.viewState() } : {}) } };
+    case "tap": {
+      const f = parseTapFilter(new URLSearchParams(op.query));
+      if (typeof f === "string") return { status: 400, body: { error: f } };
+      const sink = new WorkerTapSink(op.id);
+      const off = d.tap.subscribe(f, sink);
+      workerTaps.set(op.id, () => {
+        off();
+        sink.close();
+      });
+      return { status: 200, body: null };
+    }
+    case "untap":
+      workerTaps.get(op.id)?.();
+      workerTaps.delete(op.id);
+      return { status: 200, body: null };
     case "clusters":
       return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
     case "ready":
@@ -88,6 +108,65 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
         return { status: 400, body: { error: (err as Error).message } };
       }
   }
+}
+
+/** In a worker: the tap subscriptions the primary holds (by its id), each with its unsubscribe. */
+const workerTaps = new Map<number, () => void>();
+
+/** Records a worker batches for the primary per batch at most; past it (a primary that does not keep up) they are dropped and counted. */
+const TAP_BATCH = 500;
+/** How long a record waits for its batch. */
+const TAP_FLUSH_MS = 50;
+/** Batches sent and not yet handed to the IPC channel; past it the worker drops (and counts) instead of queueing. */
+const TAP_IN_FLIGHT = 4;
+
+/**
+ * A tap subscription in a worker: records go to the primary in batches over the IPC channel,
+ * bounded so that a primary (or a reader behind it) that does not keep up costs the worker at
+ * most one batch: the rest are dropped and counted, and the count travels with the next batch.
+ */
+class WorkerTapSink implements TapSink {
+  private lines: string[] = [];
+  private dropped = 0;
+  private inFlight = 0;
+  private timer: NodeJS.Timeout | undefined = undefined;
+  private closed = false;
+  private readonly worker = cluster.worker?.id;
+  constructor(private readonly id: number) {}
+
+  push(rec: AccessRecord): void {
+    if (this.closed) return;
+    if (this.lines.length >= TAP_BATCH) {
+      this.dropped++;
+      return;
+    }
+    this.lines.push(JSON.stringify({ ...rec, worker: this.worker }));
+    if (this.timer === undefined) this.timer = setTimeout(flushTap, TAP_FLUSH_MS, this);
+  }
+
+  flush(): void {
+    this.timer = undefined;
+    if (this.closed || (this.lines.length === 0 && this.dropped === 0)) return;
+    if (this.inFlight >= TAP_IN_FLIGHT) {
+      // (the channel is backed up: keep the batch, bounded, and try again)
+      this.timer = setTimeout(flushTap, TAP_FLUSH_MS, this);
+      return;
+    }
+    const m: TapMessage = { type: "dojang:tap", id: this.id, lines: this.lines, dropped: this.dropped };
+    this.lines = [];
+    this.dropped = 0;
+    this.inFlight++;
+    process.send?.(m, undefined, undefined, () => this.inFlight--);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+  }
+}
+
+function flushTap(s: WorkerTapSink): void {
+  s.flush();
 }
 
 /** In a worker: the proxy without its own admin listener; metrics and admin requests go through the primary. */
@@ -231,6 +310,9 @@ export async function runPrimary(
     }
   }
   const serving = (): Worker[] => [...synced.values()].filter((w) => w.isConnected());
+  // GET /tap subscriptions, by the id the workers know them by
+  const taps = new Map<number, HttpTapSink>();
+  let tapSeq = 0;
 
   const faults = async (method: string, path: string, body: string): Promise<AdminReply> => {
     const op: WorkerOp = { op: "faults", method, path, body };
@@ -265,7 +347,22 @@ export async function runPrimary(
           // the memory plan the launcher gave every process (the workers inherit its flags)
           config: () => ({ ...config, memory: { ...config.memory, plan: processMemoryPlan(config.memory.limitBytes, config.workers) } }),
           faults,
-          calls: async (last) => mergeCalls((await fanout.ask(serving(), { op: "calls", last })).replies, last),
+          calls: async (q) => mergeCalls((await fanout.ask(serving(), { op: "calls", last: q.last, failed: q.failed, sinceMs: q.sinceMs })).replies, q.last),
+          ...(config.stats === null
+            ? {}
+            : {
+                stats: async (window: string, withState: boolean) =>
+                  mergeStats((await fanout.ask(serving(), { op: "stats", window, state: withState })).replies, withState) ?? { error: "no worker answered" },
+              }),
+          tap: async (query, _f, sink) => {
+            const id = ++tapSeq;
+            taps.set(id, sink);
+            await fanout.ask(serving(), { op: "tap", id, query });
+            return () => {
+              taps.delete(id);
+              void fanout.ask(serving(), { op: "untap", id });
+            };
+          },
           clusters: async () => mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies),
           ...(file === undefined ? {} : { reload: () => reloadAll("POST /reload") }),
           drain: () => {
@@ -281,6 +378,7 @@ export async function runPrimary(
     w.on("message", (m: unknown) => {
       if (isType<{ type: typeof READY }>(m, READY)) ready.add(w.id);
       else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);
+      else if (isType<TapMessage>(m, "dojang:tap")) taps.get(m.id)?.pushAll(m.lines, m.dropped);
       else if (isType<SyncRequest>(m, "dojang:sync-request")) {
         if (!mutations.complete) log.warn({ worker: w.id, max: MutationLog.MAX_LOG }, "mutation log overflowed: this worker misses the oldest admin changes");
         const sync: SyncMessage = { type: "dojang:sync", ops: mutations.ops };

@@ -52,6 +52,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["launch.ts", "main"],
   // `dojang reload` (a CLI subcommand) and the pid file it and the CLI share
   ["reload-command.ts", "main"],
+  // `dojang stat`, `top`, `tap`: CLI subcommands reading the admin listener (GET /stats, /tap)
+  ["views/", "main"],
   ["pid-file.ts", "main"],
   // --stop-with-parent's record of who started dojang, taken first in src/cli.ts and src/main.ts
   ["parent.ts", "main"],

@@ -6,7 +6,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AddressInfo } from "node:net";
-import { echoClient, startProxy, type EchoClient } from "../helpers/peers.js";
+import { echoClient, sample, scrape, startProxy, type EchoClient } from "../helpers/peers.js";
 import { FRAME, encodeFrame } from "../helpers/h2-frames.js";
 import { DEFAULT_BUFFER_BUDGETS, DEFAULT_UNREAD_BUDGETS, responseBuffers } from "../../src/proxy/observe/overload.js";
 import type { DojangHandle } from "../../src/index.js";
@@ -287,6 +287,8 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && !responseBuffers.overloaded) await sleep(20);
     expect(responseBuffers.overloaded).toBe(true);
+    // what the DojangOverloaded alert reads (deploy/prometheus)
+    expect(sample(await scrape(px.adminAddress), "dojang_overload_active")).toBe(1);
     // a new stream (another connection) while overloaded: refused, never sent upstream
     const floodsBefore = upstream.flood;
     const other = await connectRawH2(px.address);
@@ -310,6 +312,7 @@ describe("the response-buffer budgets (in-process dojang, budgets set on the pro
     atk.close();
     while (Date.now() < deadline && responseBuffers.overloaded) await sleep(20);
     expect(responseBuffers.overloaded).toBe(false);
+    expect(sample(await scrape(px.adminAddress), "dojang_overload_active")).toBe(0);
     const by = echoClient(px.address);
     clients.push(by);
     const r = await runBystander(by, 20, 5);

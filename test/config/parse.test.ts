@@ -112,6 +112,8 @@ describe("parseConfigText(): a valid config", () => {
       watchConfig: false,
       tracing: null,
       xds: null,
+      failedCalls: 1000,
+      stats: { maxRows: 100 },
     } satisfies Config);
   });
 

@@ -86,7 +86,7 @@ describe("health endpoints", () => {
   it("answers 404 for an unknown path, naming the paths it has, and 405 for a POST", async () => {
     up = await upstream();
     px = await startProxy(up.address);
-    expect(await get(px, "/nope")).toMatchObject({ status: 404, body: "not found: try /metrics /ready /live /config /faults /drain /calls /clusters\n" });
+    expect(await get(px, "/nope")).toMatchObject({ status: 404, body: "not found: try /metrics /ready /live /config /faults /drain /calls /stats /tap /ui /clusters\n" });
     expect((await get(px, "/metrics", { method: "POST" })).status).toBe(405);
   });
 });

@@ -197,7 +197,7 @@ describe("workers: 2 behind one admin", () => {
     expect((await api(adminAddr, "GET", "/faults", undefined, null)).json.faults).toEqual([]);
     const nf = await httpGet(adminAddr, "/nope");
     expect(nf.status).toBe(404);
-    expect(nf.body).toBe("not found: try /metrics /ready /live /config /faults /reload /drain /calls /clusters\n");
+    expect(nf.body).toBe("not found: try /metrics /ready /live /config /faults /reload /drain /calls /stats /tap /ui /clusters\n");
     expect((await httpGet(adminAddr, "/calls")).status).toBe(200);
   });
 });

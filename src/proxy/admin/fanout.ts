@@ -1,13 +1,20 @@
-// `workers: N` behind one admin: the primary sends each fault API request, GET /calls and a
-// reload (SIGHUP, POST /reload, watchConfig) to every worker over the cluster IPC channel, and
-// answers with one reply built from theirs. The merging rules are pure functions here (tested without processes); workers.ts
-// owns the processes. Nothing here runs per proxied call.
+// `workers: N` behind one admin: the primary sends each fault API request, GET /calls, GET
+// /stats, GET /tap's subscription and a reload (SIGHUP, POST /reload, watchConfig) to every
+// worker over the cluster IPC channel, and answers with one reply built from theirs. The merging
+// rules are pure functions here (tested without processes); workers.ts owns the processes.
+// Nothing here runs per proxied call.
 import type { AdminReply } from "./admin.js";
+import { finishStats, mergeRawStats, type RawStats, type StatsView } from "../observe/stats.js";
 
 /** What the primary asks a worker to do (the same ops replay the mutation log into a new worker). */
 export type WorkerOp =
   | { readonly op: "faults"; readonly method: string; readonly path: string; readonly body: string }
-  | { readonly op: "calls"; readonly last: number | undefined }
+  | { readonly op: "calls"; readonly last: number | undefined; readonly failed: boolean; readonly sinceMs: number | undefined }
+  /** GET /stats: the worker's raw rows over the window (and with `state` its view state) */
+  | { readonly op: "stats"; readonly window: string; readonly state: boolean }
+  /** GET /tap: subscribe `id` with the filter in `query`; its records come back as TapMessages */
+  | { readonly op: "tap"; readonly id: number; readonly query: string }
+  | { readonly op: "untap"; readonly id: number }
   /** GET /clusters: the worker's clusters as it sees them (each worker has its own sessions, health and ejections) */
   | { readonly op: "clusters" }
   /** /ready with admin.readyClusters: the first of these clusters with no healthy endpoint in the worker, or null */
@@ -30,6 +37,13 @@ export interface ReplyMessage extends AdminReply {
 /** worker → primary, before it listens: "what happened before I started?" */
 export interface SyncRequest {
   readonly type: "dojang:sync-request";
+}
+/** worker → primary: records for the tap subscription `id` (JSON lines), and how many the worker dropped since its last batch */
+export interface TapMessage {
+  readonly type: "dojang:tap";
+  readonly id: number;
+  readonly lines: readonly string[];
+  readonly dropped: number;
 }
 /** primary → worker: the mutation log, to apply in order before listening */
 export interface SyncMessage {
@@ -101,6 +115,64 @@ export function mergeCalls(replies: readonly WorkerReply[], last: number | undef
   return last === undefined ? all : last === 0 ? [] : all.slice(-last);
 }
 
+/** A worker's answer to the "stats" op. */
+export interface WorkerStats {
+  readonly raw: RawStats | null;
+  readonly state?: WorkerViewState;
+}
+
+/** The part of a worker's view state the primary merges (Dojang.viewState). */
+export interface WorkerViewState {
+  readonly active_calls: number;
+  readonly taps: number;
+  readonly overload: { readonly overloaded: boolean; readonly cuts: number; readonly refused: number };
+  readonly faults: readonly { readonly id: string; readonly matched: number; readonly fired: number }[];
+  readonly clusters: readonly unknown[];
+  readonly xds: unknown;
+}
+
+/**
+ * GET /stats over workers: each worker's rows summed row by row (rates too: each worker's over
+ * its own age), then finished once (quantiles from the summed bins); with `state`, calls in
+ * flight and overload cuts summed (overloaded when any worker is), fault rules by id with their
+ * counters summed, clusters as mergeClusters shows them. null: no worker has stats.
+ */
+export function mergeStats(replies: readonly WorkerReply[], withState: boolean): (StatsView & { workers: number; state?: unknown }) | null {
+  const ok = replies.filter((r) => r.status === 200 && typeof r.body === "object" && r.body !== null) as (WorkerReply & { body: WorkerStats })[];
+  const raw = mergeRawStats(ok.map((r) => r.body.raw).filter((x): x is RawStats => x !== null));
+  if (raw === undefined) return null;
+  const view = { ...finishStats(raw), workers: ok.length };
+  if (!withState) return view;
+  const states = ok.map((r) => ({ worker: r.worker, s: r.body.state })).filter((x): x is { worker: number; s: WorkerViewState } => x.s !== undefined);
+  const faults = new Map<string, Record<string, unknown> & { matched: number; fired: number }>();
+  for (const { s } of states) {
+    for (const f of s.faults) {
+      const m = faults.get(f.id);
+      if (m === undefined) faults.set(f.id, { ...f });
+      else {
+        m.matched += f.matched;
+        m.fired += f.fired;
+      }
+    }
+  }
+  return {
+    ...view,
+    state: {
+      active_calls: states.reduce((a, x) => a + x.s.active_calls, 0),
+      // (each reader is subscribed in every worker)
+      taps: states.reduce((a, x) => Math.max(a, x.s.taps), 0),
+      overload: {
+        overloaded: states.some((x) => x.s.overload.overloaded),
+        cuts: states.reduce((a, x) => a + x.s.overload.cuts, 0),
+        refused: states.reduce((a, x) => a + x.s.overload.refused, 0),
+      },
+      faults: [...faults.values()],
+      clusters: mergeClusters(states.map((x) => ({ worker: x.worker, status: 200, body: x.s.clusters }))),
+      xds: null,
+    },
+  };
+}
+
 /**
  * GET /clusters over workers: one entry per cluster (in the first answer's order), its name and
  * lb policy, and under `workers` what each worker sees (its own sessions, health checks,
@@ -135,7 +207,7 @@ export class MutationLog {
   private dropped = 0;
 
   record(op: WorkerOp): void {
-    if (op.op === "calls" || op.op === "clusters" || op.op === "ready") return;
+    if (op.op === "calls" || op.op === "clusters" || op.op === "ready" || op.op === "stats" || op.op === "tap" || op.op === "untap") return;
     if (op.op === "reload") this.lastReload = op;
     if (op.op === "faults" && op.method.toUpperCase() === "POST" && /^\/faults\/reset\/?(\?.*)?$/.test(op.path)) {
       this.log = this.lastReload === undefined ? [] : [this.lastReload];

@@ -4,6 +4,8 @@
 import type { Logger } from "pino";
 import type { RedactableField } from "../../config/index.js";
 import type { Journal } from "../observe/log.js";
+import type { TapHub } from "../observe/tap.js";
+import type { Stats } from "../observe/windows.js";
 import type { Metrics } from "../observe/metrics.js";
 import type { Tracing } from "../observe/tracing.js";
 import type { Router } from "../router.js";
@@ -46,6 +48,12 @@ export interface CallContext {
   readonly rand: () => number;
   /** recent calls (GET /calls); size 0 keeps none */
   readonly journal: Journal;
+  /** the last failed calls (`failedCalls`, GET /calls?failed); size 0 keeps none */
+  readonly failed: Journal;
+  /** the windowed stats (`stats`); null when off: each call pays one test */
+  readonly stats: Stats | null;
+  /** live tap subscribers (GET /tap): with none, a call pays one length test */
+  readonly tap: TapHub;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
   readonly active: Set<Call>;
   /** called when a call's downstream stream has closed (drain bookkeeping) */

@@ -1,9 +1,13 @@
-// The end of a call's accounting: its counters and histograms, and its access record (the
-// access log line and the journal behind GET /calls), built once when the client stream has
-// closed. Reads the call's facts; changes nothing on the call. No per-call object unless an
-// access record is wanted (the access log is on, or the journal keeps calls).
+// The end of a call's accounting: its counters and histograms, its windows (GET /stats), and its
+// access record (the access log line, the journal behind GET /calls, the failed-calls ring behind
+// GET /calls?failed, the live tap behind GET /tap), built once when the client stream has closed.
+// Reads the call's facts; changes nothing on the call. No per-call object unless an access record
+// is wanted (the access log is on, the journal keeps calls, the call failed and failedCalls keeps
+// them, or someone taps).
 import { REDACTED, codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, redactTarget, refusedBytes } from "../../translate/index.js";
 import { redactRecord, type AccessRecord } from "../observe/log.js";
+import { latencyBin } from "../observe/stats.js";
+import { pairIndex, type Stats } from "../observe/windows.js";
 import type { Call } from "./call.js";
 import type { CallFilter } from "./filter.js";
 
@@ -17,8 +21,11 @@ export function recordCall(c: Call): void {
   if (attempts > 0) m.callAttempts.observe(attempts);
   const code = c.code;
   m.countCall(c.series, code, c.decidedBy, fs === null ? undefined : faultRuleLabel(fs));
-  const dur = ctx.now() - c.t0;
+  const end = ctx.now();
+  const dur = end - c.t0;
   c.series.duration.observe(dur / 1000);
+  const stats = ctx.stats;
+  if (stats !== null) countWindows(stats, c, code, end, dur);
   // What was forwarded, not what was read: a message refused at its prefix is not counted
   // (issue 10 item 8); the bytes dropped go to req_/resp_refused_bytes.
   // The request side drops a refused chunk whole; the response side still forwards the whole
@@ -30,7 +37,9 @@ export function recordCall(c: Call): void {
   m.live.forwardedBytes += c.reqScan.bytes + c.respScan.bytes;
   const logIt = ctx.accessLog && ctx.access.isLevelEnabled("info");
   let rec: AccessRecord | undefined;
-  if (logIt || ctx.journal.size > 0) {
+  const keepFailed = code !== 0 && ctx.failed.size > 0;
+  const tapped = ctx.tap.size > 0;
+  if (logIt || ctx.journal.size > 0 || keepFailed || tapped) {
     const prev = c.prevAttempts;
     const peer = c.peer;
     rec = {
@@ -71,9 +80,28 @@ export function recordCall(c: Call): void {
     // what the operator named (accessLogRedact) never reaches the log or the journal
     if (ctx.accessLogRedact !== null) redactRecord(rec, ctx.accessLogRedact);
     ctx.journal.push(rec);
+    if (keepFailed) ctx.failed.push(rec);
+    if (tapped) ctx.tap.publish(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
   if (c.trace !== null && c.trace.server !== null) endTrace(c, rec);
+}
+
+/**
+ * The call into its windows (observe/windows.ts): its method's row, its route's and the endpoint
+ * of its last attempt. Each row is found once (cached on the method series, the compiled route,
+ * the endpoint) and counts with a comparison and two increments; nothing is allocated.
+ */
+function countWindows(st: Stats, c: Call, code: number, end: number, dur: number): void {
+  const sec = Math.floor(end / 1000);
+  const pair = pairIndex(code, c.decidedBy);
+  const bin = latencyBin(dur * 1000);
+  const s = c.series;
+  (s.statsRow ?? st.methodRow(s)).add(sec, pair, bin);
+  const r = c.route;
+  if (r !== undefined) (r.statsRow ?? st.routeRow(r, c.ctx.listener)).add(sec, pair, bin);
+  const ep = c.attempt?.endpoint;
+  if (ep !== undefined) (ep.statsRow ?? st.endpointRow(ep)).add(sec, pair, bin);
 }
 
 /** A sampled call's spans end (observe/tracing.ts) with its final facts; `rec`: its access record, if one was made. */

@@ -4,7 +4,7 @@
 // and the files watched so a renewed certificate is served to new handshakes without a restart
 // (connections already open keep theirs). Key material lives only in node's secure contexts:
 // never in the config, a log line or /config.
-import { createHash } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { readFileSync, watch, type FSWatcher } from "node:fs";
 import { dirname, resolve } from "node:path";
 import tls, { type SecureContext, type TLSSocket } from "node:tls";
@@ -28,6 +28,25 @@ interface Loaded {
   readonly exact: ReadonlyMap<string, SecureContext>;
   /** "example.com" for "*.example.com" → context */
   readonly wildcard: ReadonlyMap<string, SecureContext>;
+  /** each served certificate's end of validity (its leaf's notAfter), by its key path */
+  readonly expiries: readonly CertificateExpiry[];
+}
+
+/** When a served certificate stops being valid (dojang_tls_certificate_expiry_timestamp_seconds). */
+export interface CertificateExpiry {
+  /** its key path in the listener's tls block: "tls.certFile", "tls.certificates[0].certFile" */
+  readonly certificate: string;
+  /** the leaf's notAfter, seconds since the epoch */
+  readonly notAfter: number;
+}
+
+/** The leaf's (the file's first certificate's) notAfter in epoch seconds; NaN when it cannot be read. */
+function notAfterOf(pem: Buffer): number {
+  try {
+    return Math.floor(Date.parse(new X509Certificate(pem).validTo) / 1000);
+  } catch {
+    return NaN;
+  }
 }
 
 /** Reads a file the config names; a failure names the key and the file, never the contents. */
@@ -65,9 +84,11 @@ export function loadListenerTls(cfg: ListenerTlsConfig, where: string): Loaded {
   context(where, "tls", defaults);
   const exact = new Map<string, SecureContext>();
   const wildcard = new Map<string, SecureContext>();
+  const expiries: CertificateExpiry[] = [{ certificate: "tls.certFile", notAfter: notAfterOf(cert) }];
   cfg.certificates.forEach((c, i) => {
     const at = `tls.certificates[${i}]`;
     const cc = read(`${at}.certFile`, c.certFile);
+    expiries.push({ certificate: `${at}.certFile`, notAfter: notAfterOf(cc) });
     const ck = read(`${at}.keyFile`, c.keyFile);
     // each SNI context verifies client certificates against the same CA
     const ctx = context(where, at, ca === undefined ? { cert: cc, key: ck } : { cert: cc, key: ck, ca });
@@ -77,7 +98,7 @@ export function loadListenerTls(cfg: ListenerTlsConfig, where: string): Loaded {
       } else if (!exact.has(n)) exact.set(n, ctx);
     }
   });
-  return { digest: h.digest("hex"), defaults, exact, wildcard };
+  return { digest: h.digest("hex"), defaults, exact, wildcard, expiries: expiries.filter((e) => !Number.isNaN(e.notAfter)) };
 }
 
 /** Every file a tls block names (for the watcher). */
@@ -135,6 +156,11 @@ export class ListenerTls {
       allowHTTP1,
       minVersion: "TLSv1.2",
     };
+  }
+
+  /** When each certificate it serves now expires (read at scrape time; a reload of the files updates it). */
+  expiries(): readonly CertificateExpiry[] {
+    return this.loaded.expiries;
   }
 
   /** The SNI choice: an exact name, else a one-label wildcard, else (undefined) the default. */

@@ -94,11 +94,15 @@ export interface AccessRecord {
   start_ms: number;
   /** the client side when it is not native gRPC: "grpc-web" or "grpc-web-text" (absent for gRPC) */
   protocol?: string | undefined;
+  /** routes with jwt: the verified token's `sub` claim (absent without a verified token or without `sub`) */
+  jwt_subject?: string | undefined;
+  /** routes with rbac: the rule that decided (its name; "(default)" when no rule matched and the default did) */
+  rbac_rule?: string | undefined;
 }
 
 /**
  * The fields the operator named (config `accessLogRedact`) replaced with "<redacted>", before the
- * record reaches the access log or the journal; a field that is absent stays absent.
+ * record reaches the access log, the journal, the failed-calls ring or a tap; a field that is absent stays absent.
  */
 export function redactRecord(rec: AccessRecord, fields: readonly RedactableField[]): void {
   for (let i = 0; i < fields.length; i++) {
@@ -107,25 +111,49 @@ export function redactRecord(rec: AccessRecord, fields: readonly RedactableField
   }
 }
 
-/** The most recent calls, for GET /calls and the library's `calls`: a fixed-size ring. */
+/** The records (oldest first) of calls that ended within `withinMs` before `nowMs` (wall clock, ms since the epoch). */
+export function endedWithin(records: readonly AccessRecord[], withinMs: number, nowMs: number): AccessRecord[] {
+  const from = nowMs - withinMs;
+  return records.filter((r) => r.start_ms + r.duration_ms >= from);
+}
+
+/**
+ * The most recent calls, for GET /calls and the library's `calls`, and the failed calls
+ * (`failedCalls`, GET /calls?failed): a fixed-size ring; resize() keeps the newest records.
+ */
 export class Journal {
-  private readonly ring: (AccessRecord | undefined)[];
+  private ring: (AccessRecord | undefined)[];
   private next = 0;
   private count = 0;
-  constructor(readonly size: number) {
+  private n: number;
+  constructor(size: number) {
+    this.n = size;
     this.ring = new Array(size).fill(undefined);
   }
+  get size(): number {
+    return this.n;
+  }
+  /** A new size (a reload of `failedCalls`): the newest records that fit are kept. */
+  resize(size: number): void {
+    if (size === this.n) return;
+    const keep = this.last(size);
+    this.n = size;
+    this.ring = new Array(size).fill(undefined);
+    this.next = 0;
+    this.count = 0;
+    for (const r of keep) this.push(r);
+  }
   push(r: AccessRecord): void {
-    if (this.size === 0) return;
+    if (this.n === 0) return;
     this.ring[this.next] = r;
-    this.next = (this.next + 1) % this.size;
-    if (this.count < this.size) this.count++;
+    this.next = (this.next + 1) % this.n;
+    if (this.count < this.n) this.count++;
   }
   /** The last `n` calls (all kept when n is omitted), oldest first. */
   last(n = this.count): AccessRecord[] {
     const k = Math.max(0, Math.min(n, this.count));
     const out: AccessRecord[] = [];
-    for (let i = k; i > 0; i--) out.push(this.ring[(this.next - i + this.size) % this.size]!);
+    for (let i = k; i > 0; i--) out.push(this.ring[(this.next - i + this.n) % this.n]!);
     return out;
   }
   clear(): void {

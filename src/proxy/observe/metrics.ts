@@ -12,6 +12,8 @@
 import client from "prom-client";
 import { CODE_NAMES, DECIDED_BY, codeLabel, splitMethodPath, type DecidedBy } from "../../translate/index.js";
 import { RETRY_REASONS, type RetryReason } from "../../translate/retry.js";
+import type { StatsRow, StatsSlot } from "./windows.js";
+import { responseBuffers } from "./overload.js";
 
 /** Distinct (service, method) label pairs before new ones are folded into "other". */
 export const MAX_METHOD_SERIES = 500;
@@ -33,6 +35,12 @@ export interface LiveState {
   forwardedBytes: number;
   /** V8's concurrent marking as dojang set it (1 on, 0 off) */
   concurrentMarking: number;
+}
+
+/** A TLS listener's served certificates, as the expiry gauge reads them at scrape time (downstream/tls.ts). */
+export interface CertificateSource {
+  readonly listener: string;
+  expiries(): readonly { readonly certificate: string; readonly notAfter: number }[];
 }
 
 /** A cluster as the per-endpoint gauges read it at scrape time (implemented by upstream/cluster.ts). */
@@ -172,9 +180,11 @@ export const JWKS_RESULTS = ["ok", "timeout", "unavailable", "error"] as const;
 export type JwksResult = (typeof JWKS_RESULTS)[number];
 
 /** Per-method label set; one instance per distinct :path (bounded by MAX_METHOD_SERIES). */
-export class MethodSeries {
+export class MethodSeries implements StatsSlot {
   readonly service: string;
   readonly method: string;
+  /** this method's row of the windowed stats (windows.ts), once a call has ended on it */
+  statsRow: StatsRow | undefined = undefined;
   /**
    * Finished calls without a fault rule, index code * REASONS.length + reason: counted here per
    * call, added to dojang_calls_total at scrape time (flushCalls). What was added so far is in
@@ -268,6 +278,8 @@ export class Metrics {
   readonly jwksFetches: client.Counter<string>;
   /** the clusters the per-endpoint gauges read at scrape time (a cluster adds itself, stop() removes it) */
   readonly clusterSources = new Set<ClusterMetricsSource>();
+  /** TLS listeners' certificates, read at scrape time (a listener adds itself, destroy() removes it) */
+  readonly certificateSources = new Set<CertificateSource>();
   /** client streams refused with REFUSED_STREAM because their connection was at its limit */
   readonly refusedStreams: client.Counter.Internal;
   /** refused TLS handshakes by listener and reason (downstream/tls.ts HANDSHAKE_ERROR_REASONS); children bound once per TLS listener */
@@ -438,6 +450,23 @@ export class Metrics {
       labelNames: ["listener", "reason"],
       registers: r,
     });
+    const certs = this.certificateSources;
+    new client.Gauge({
+      name: "dojang_tls_certificate_expiry_timestamp_seconds",
+      help: "When a certificate a TLS listener serves stops being valid (its notAfter, seconds since the epoch), by listener and certificate (its key path: tls.certFile, tls.certificates[i].certFile). A renewed file is read again without a restart.",
+      labelNames: ["listener", "certificate"],
+      registers: r,
+      collect() {
+        this.reset();
+        for (const c of certs) for (const e of c.expiries()) this.labels(c.listener, e.certificate).set(e.notAfter);
+      },
+    });
+    liveGauge(
+      r,
+      "dojang_overload_active",
+      "1 while the calls' response buffers are over the process budget: dojang refuses new streams (REFUSED_STREAM) and cuts the largest idle ones (decided_by overload) until it is back under it.",
+      () => (responseBuffers.overloaded ? 1 : 0),
+    );
     liveGauge(
       r,
       "dojang_gc_concurrent_marking",

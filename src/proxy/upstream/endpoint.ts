@@ -10,6 +10,7 @@ import { UpstreamSession, type SessionOwner, type SlotWaiter } from "./session.j
 import type { HealthChecker } from "./health-check.js";
 import type { Breaker } from "./breaker.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
+import type { StatsRow } from "../observe/windows.js";
 
 /**
  * How one attempt on this endpoint ended, as the attempt saw it:
@@ -86,6 +87,8 @@ export class Endpoint implements SessionOwner {
   checker: HealthChecker | undefined = undefined;
   /** the cluster no longer lists it (DNS or reload removed it): its sessions drain */
   retired = false;
+  /** this endpoint's row of the windowed stats (observe/windows.ts), once a call has ended on it */
+  statsRow: StatsRow | undefined = undefined;
 
   constructor(
     readonly cluster: EndpointHost,

@@ -2,7 +2,7 @@
 // per-worker counters (summed) or become a 500 that shows every answer; GET /calls merges by start;
 // the mutation log a replacement worker replays shrinks on reset and is bounded.
 import { describe, expect, it } from "vitest";
-import { MutationLog, mergeCalls, mergeFaultReplies, type WorkerOp } from "../../../src/proxy/admin/fanout.js";
+import { MutationLog, mergeCalls, mergeFaultReplies, mergeStats, type WorkerOp } from "../../../src/proxy/admin/fanout.js";
 
 const rule = (matched: number, fired: number, code = 14) => ({ id: "r", action: { kind: "abort", code }, source: "api", matched, fired });
 
@@ -54,7 +54,10 @@ describe("MutationLog", () => {
     const reload: WorkerOp = { op: "reload", text: "x", source: "f.yaml" };
     log.record(reload);
     log.record(post("a"));
-    log.record({ op: "calls", last: undefined });
+    log.record({ op: "calls", last: undefined, failed: false, sinceMs: undefined });
+    log.record({ op: "stats", window: "1m", state: true });
+    log.record({ op: "tap", id: 1, query: "" });
+    log.record({ op: "untap", id: 1 });
     log.record({ op: "faults", method: "DELETE", path: "/faults/a", body: "" });
     expect(log.ops.map((o) => o.op)).toEqual(["reload", "faults", "faults"]);
     log.record({ op: "faults", method: "POST", path: "/faults/reset", body: "" });
@@ -72,5 +75,49 @@ describe("MutationLog", () => {
     expect(log.complete).toBe(false);
     log.record({ op: "faults", method: "POST", path: "/faults/reset", body: "" });
     expect(log.complete).toBe(true);
+  });
+});
+
+describe("mergeStats (GET /stats over workers)", () => {
+  const raw = (calls: number, failed: number, bin: number) => ({
+    window: "1m",
+    windowSeconds: 60,
+    rows: { method: [{ key: "pkg.Svc/M", rps: calls / 60, outcomes: [[0, "upstream", calls - failed], [14, "upstream_reset", failed]], bins: [[bin, calls]] }], route: [], endpoint: [] },
+    folded: { method: 0, route: 0, endpoint: 1 },
+  });
+  const state = (active: number, overloaded: boolean, fired: number) => ({
+    active_calls: active,
+    taps: 1,
+    overload: { overloaded, cuts: 2, refused: 3 },
+    faults: [{ id: "f1", kind: "abort", matched: fired, fired }],
+    clusters: [{ name: "backend", lb: "round_robin", endpoints: [] }],
+    xds: null,
+  });
+
+  it("sums the workers' rows (rates, statuses, bins), finishes once, and merges the state", () => {
+    const v = mergeStats(
+      [
+        { worker: 1, status: 200, body: { raw: raw(60, 6, 19), state: state(2, false, 4) } },
+        { worker: 2, status: 200, body: { raw: raw(120, 0, 59), state: state(3, true, 5) } },
+      ],
+      true,
+    )!;
+    expect(v.workers).toBe(2);
+    expect(v.methods[0]).toMatchObject({ name: "pkg.Svc/M", calls: 180, failed: 6, rps: 3, failed_by: { upstream_reset: 6 } });
+    // 60 calls in bin 19 (896-1024 µs), 120 in bin 59 (917-1049 ms): the median is in the second worker's bin
+    expect(v.methods[0]!.p50_ms).toBeGreaterThan(917);
+    expect(v.folded.endpoint).toBe(2);
+    expect(v.state).toMatchObject({
+      active_calls: 5,
+      taps: 1,
+      overload: { overloaded: true, cuts: 4, refused: 6 },
+      faults: [{ id: "f1", matched: 9, fired: 9 }],
+      clusters: [{ name: "backend", workers: [{ worker: 1 }, { worker: 2 }] }],
+    });
+  });
+
+  it("is null when no worker has stats; a worker that did not answer 200 is left out", () => {
+    expect(mergeStats([{ worker: 1, status: 200, body: { raw: null } }], false)).toBeNull();
+    expect(mergeStats([{ worker: 1, status: 500, body: { error: "x" } }, { worker: 2, status: 200, body: { raw: raw(6, 0, 19) } }], false)?.total.calls).toBe(6);
   });
 });

@@ -23,6 +23,7 @@ import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/ind
 import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome } from "../../../translate/index.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
+import type { AccessRecord } from "../../observe/log.js";
 import type { OutgoingHeaders } from "../../call/headers.js";
 import type { ExtAuthzResult, Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
@@ -152,6 +153,8 @@ class AuthCall implements CallFilter {
   private claims: Record<string, unknown> | null = null;
   /** the external check in flight (cancelled when the call ends first) */
   private pending: SideCallHandle | null = null;
+  /** the rbac rule that decided ("(default)": none matched); undefined until the rules ran */
+  private rule: string | undefined = undefined;
   constructor(private readonly p: Plan) {}
 
   onRequestHead(c: FilterCall): boolean {
@@ -248,6 +251,7 @@ class AuthCall implements CallFilter {
     if (rbac === null) return true;
     const peer = c.peer;
     const d = decideRbac(rbac, { path: c.path, identities: peer?.tlsSans ?? [], claims: this.claims, address: c.clientAddress });
+    this.rule = d.rule ?? "(default)";
     if (d.action === "allow") {
       this.p.counters.rbac.allow.inc();
       return true;
@@ -260,6 +264,13 @@ class AuthCall implements CallFilter {
     }
     this.refuse(c, "rbac", Code.PERMISSION_DENIED, `rbac: ${c.path} denied: ${why}`);
     return false;
+  }
+
+  /** The access record's jwt_subject (the verified token's `sub`) and rbac_rule (the rule that decided). */
+  annotate(rec: AccessRecord): void {
+    const sub = this.claims?.["sub"];
+    if (typeof sub === "string") rec.jwt_subject = sub;
+    if (this.rule !== undefined) rec.rbac_rule = this.rule;
   }
 
   /** Asks the external check about the request head as the stages before it left it; the call waits for the answer. */

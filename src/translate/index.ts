@@ -11,3 +11,4 @@ export * from "./headers.js";
 export * from "./metadata.js";
 export * from "./outcome.js";
 export * from "./local-reply.js";
+export * from "./unary-end.js";

@@ -49,7 +49,7 @@ export function splitGrpcPath(path: string | undefined): readonly [string, strin
 }
 
 /** One entry's value for this call; undefined when its source is absent (the descriptor is then not sent, as Envoy does). */
-function entryValue(s: EntrySource, input: DescriptorInput): string | undefined {
+export function entryValue(s: EntrySource, input: DescriptorInput): string | undefined {
   switch (s.kind) {
     case "literal":
       return s.value;

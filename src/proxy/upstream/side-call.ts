@@ -23,6 +23,9 @@ export type SideOutcome<T> = { readonly result: "ok"; readonly value: T } | { re
 /** What the I/O calls when it has an end; only the first call counts. */
 export type Settle<T> = (o: SideOutcome<T>) => void;
 
+/** How the I/O is stopped: a function, or an object whose stop() does it (no closure per call). */
+export type SideStop = (() => void) | { stop(): void };
+
 /** A side call in flight. */
 export interface SideCallHandle {
   /** the caller no longer wants the answer: settles "cancelled" (unless settled already) and stops the I/O */
@@ -38,7 +41,7 @@ class SideCall<T> implements SideCallHandle {
   starting = true;
   early: SideOutcome<T> | undefined = undefined;
   /** stops the I/O; set once start() returned */
-  abort: (() => void) | undefined = undefined;
+  abort: SideStop | undefined = undefined;
   readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -60,7 +63,8 @@ class SideCall<T> implements SideCallHandle {
       this.abort = undefined;
       if (a !== undefined) {
         try {
-          a();
+          if (typeof a === "function") a();
+          else a.stop();
         } catch {
           /* the I/O is gone either way; its end is the outcome settled here */
         }
@@ -95,7 +99,7 @@ function onTimer<T>(c: SideCall<T>): void {
  * cancelled first; never inside sideCall() itself (an end reported while starting, or a throw,
  * settles on the next microtask), so a caller may start one from a hook and return.
  */
-export function sideCall<T>(timeoutMs: number, start: (settle: Settle<T>) => () => void, done: (o: SideOutcome<T>) => void): SideCallHandle {
+export function sideCall<T>(timeoutMs: number, start: (settle: Settle<T>) => SideStop, done: (o: SideOutcome<T>) => void): SideCallHandle {
   const c = new SideCall<T>(timeoutMs, done);
   try {
     c.abort = start((o) => c.report(o));

@@ -12,7 +12,8 @@
 //
 // The request: the domain, every entry's key and every literal entry are encoded when the route is
 // compiled (compileRlsRequest); a call writes its values into one buffer sized first, with the
-// gRPC message prefix in front (no other allocation but the values' list). hits_addend is never
+// gRPC message prefix in front (no other allocation but the values' list), and a route whose
+// entries are all literals sends the same request, encoded once, every time. hits_addend is never
 // sent (0: one hit, the default). The bytes are what protobufjs and protobuf-go write for the same
 // message (test/translate/rls-wire.test.ts checks them against protobufjs).
 //
@@ -41,6 +42,11 @@ export interface RlsRequestTemplate {
   readonly descriptors: readonly (readonly EntryTemplate[])[];
   /** entries over all descriptors */
   readonly entries: number;
+  /**
+   * every entry a literal: the whole framed request, encoded once and sent by every call (the
+   * stream only reads it); null when some value comes from the call
+   */
+  readonly constant: Uint8Array | null;
 }
 
 /** Encodes the constant parts of a route's requests once. */
@@ -61,7 +67,9 @@ export function compileRlsRequest(domain: string, specs: readonly (readonly Entr
       return { source: e.source, key, whole };
     }),
   );
-  return { domain: stringField(1, domain), descriptors, entries };
+  const t = { domain: stringField(1, domain), descriptors, entries, constant: null };
+  if (!specs.every((spec) => spec.every((e) => e.source.kind === "literal"))) return t;
+  return { ...t, constant: encodeRlsRequest(t, { clientAddress: "", head: {} }) };
 }
 
 /**
@@ -70,6 +78,7 @@ export function compileRlsRequest(domain: string, specs: readonly (readonly Entr
  * none has (the call asks nothing).
  */
 export function encodeRlsRequest(t: RlsRequestTemplate, input: DescriptorInput): Uint8Array | null {
+  if (t.constant !== null) return t.constant;
   const ds = t.descriptors;
   // values and their UTF-8 sizes, in entry order; a left-out descriptor's size is -1
   const values = new Array<string>(t.entries);

@@ -31,9 +31,10 @@ export const PROTO_FILES = [
   "envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto",
   "envoy/extensions/transport_sockets/tls/v3/tls.proto",
   "envoy/extensions/upstreams/http/v3/http_protocol_options.proto",
-  // the global rate limit
+  // the global rate limit and external authorization: dojang writes and reads these by hand
+  // (src/translate/rls-wire.ts, ext-authz-wire.ts); their tests check the bytes against protobufjs
+  // with these descriptors
   "envoy/service/ratelimit/v3/rls.proto",
-  // external authorization
   "envoy/service/auth/v3/external_auth.proto",
   "google/rpc/status.proto",
 ];

@@ -166,7 +166,14 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
       "A global rate limit: each call on the route asks an Envoy RateLimitService (ShouldRateLimit, e.g. envoyproxy/ratelimit) shared by every replica, after the local limit; OVER_LIMIT ends it 8 RESOURCE_EXHAUSTED (decided_by rate_limited_global). null = none.",
     default: null,
   },
-  "listeners[].routes[].rateLimit.global.service": { description: 'The rate-limit service\'s gRPC address, "host:port" (plaintext; one shared channel per address).', kind: { type: "string", pattern: withEnv(HOST_PORT_RE) } },
+  "listeners[].routes[].rateLimit.global.service": {
+    description: 'The rate-limit service\'s gRPC address, "host:port": h2c, on a cluster of its own (one per address, no health checks). Give service or cluster.',
+    kind: { type: "string", pattern: withEnv(HOST_PORT_RE) },
+  },
+  "listeners[].routes[].rateLimit.global.cluster": {
+    description: "The cluster (by name, one of clusters) the questions ride, with its health checks, outlier detection, circuit breakers and TLS. Give service or cluster.",
+    kind: NAME,
+  },
   "listeners[].routes[].rateLimit.global.domain": { description: "The domain the service's limits are configured under.", kind: { type: "string", minLength: 1 } },
   "listeners[].routes[].rateLimit.global.timeout": {
     description: "The longest a call waits for the service's answer (the gRPC deadline of each ShouldRateLimit); past it the call is admitted (or refused with failureModeDeny).",
@@ -231,7 +238,11 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   "listeners[].routes[].rbac.default": { description: "What a call no rule matches gets.", kind: enumKind(RBAC_ACTIONS), default: "deny" },
   "listeners[].routes[].rbac.shadow": { description: "Only count (dojang_auth_decisions_total result shadow_deny) and log what would be denied; every call goes on.", kind: FLAG, default: false },
   "listeners[].routes[].extAuthz": { description: "Ask an external authorization service (Envoy's envoy.service.auth.v3.Authorization/Check over gRPC) after jwt and rbac; its denial ends the call with its status (decided_by ext_authz). null = none.", default: null },
-  "listeners[].routes[].extAuthz.address": { description: "The service's host:port (h2c).", kind: ADDRESS },
+  "listeners[].routes[].extAuthz.address": { description: 'The service\'s gRPC address, "host:port": h2c, on a cluster of its own (one per address, no health checks). Give address or cluster.', kind: ADDRESS },
+  "listeners[].routes[].extAuthz.cluster": {
+    description: "The cluster (by name, one of clusters) the checks ride, with its health checks, outlier detection, circuit breakers and TLS. Give address or cluster.",
+    kind: NAME,
+  },
   "listeners[].routes[].extAuthz.timeout": { description: "The check's time limit.", kind: durationKind(1), default: dur(EXT_AUTHZ_DEFAULTS.timeoutMs) },
   "listeners[].routes[].extAuthz.failOpen": { description: "A check that fails or times out lets the call through (counted as error_allow); default: the call ends 7 PERMISSION_DENIED.", kind: FLAG, default: false },
   "listeners[].routes[].extAuthz.includePeerCertificate": { description: "Send the verified client certificate (PEM, URL-encoded) as attributes.source.certificate.", kind: FLAG, default: false },

@@ -265,6 +265,17 @@ function crossReferenceIssues(doc: unknown): RawIssue[] {
             message: `unknown cluster ${JSON.stringify(c)}${didYouMean(c, clusterNames.keys())}`,
           });
         }
+        // the side calls' services named by cluster (rateLimit.global.cluster, extAuthz.cluster)
+        for (const at of [["rateLimit", "global"], ["extAuthz"]] as const) {
+          const owner = at.reduce<unknown>((v, k) => field(v, k), r);
+          const sc = field(owner, "cluster");
+          if (typeof sc === "string" && sc !== "" && !clusterNames.has(sc)) {
+            issues.push({
+              path: ["listeners", li, "routes", ri, ...at, "cluster"],
+              message: `unknown cluster ${JSON.stringify(sc)}${didYouMean(sc, clusterNames.keys())}`,
+            });
+          }
+        }
       });
     });
   }

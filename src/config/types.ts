@@ -122,9 +122,12 @@ export interface RbacConfig {
   readonly shadow: boolean;
 }
 
-/** A route's `extAuthz` block: Envoy's envoy.service.auth.v3.Authorization/Check over gRPC (h2c). */
+/** A route's `extAuthz` block: Envoy's envoy.service.auth.v3.Authorization/Check over gRPC. */
 export interface ExtAuthzConfig {
-  readonly address: HostPort;
+  /** the service's "host:port" (h2c, a cluster of its own); null when `cluster` names one */
+  readonly address: HostPort | null;
+  /** the cluster of `clusters:` the checks ride (its health checks, outlier detection, breakers, TLS); null when `address` is given */
+  readonly cluster: string | null;
   readonly timeoutMs: number;
   /** a failed or timed-out check lets the call through (default: denied, 7 PERMISSION_DENIED) */
   readonly failOpen: boolean;
@@ -169,8 +172,10 @@ export interface GlobalDescriptorEntry {
 
 /** `rateLimit.global`: ask an Envoy RateLimitService (ShouldRateLimit) about each call, after the local limit. */
 export interface GlobalRateLimitConfig {
-  /** the service's "host:port" (plaintext gRPC; one channel per distinct address) */
-  readonly service: HostPort;
+  /** the service's "host:port" (h2c, a cluster of its own per distinct address); null when `cluster` names one */
+  readonly service: HostPort | null;
+  /** the cluster of `clusters:` the questions ride (its health checks, outlier detection, breakers, TLS); null when `service` is given */
+  readonly cluster: string | null;
   readonly domain: string;
   /** the longest a call waits for the service's answer */
   readonly timeoutMs: number;

@@ -1,7 +1,9 @@
 /**
- * The protobuf services dojang speaks as a client (xDS, Envoy's RateLimitService, Envoy's
- * Authorization service), loaded once from the descriptors that scripts/protos.mjs generated at
- * build time. @grpc/grpc-js carries the calls; dojang hand-writes no gRPC.
+ * The protobuf services dojang speaks as a client, loaded once from the descriptors that
+ * scripts/protos.mjs generated at build time. @grpc/grpc-js carries the xDS client's stream; the
+ * side calls (Envoy's RateLimitService and Authorization service) ride dojang's own upstream with
+ * hand-written codecs (src/translate/rls-wire.ts, ext-authz-wire.ts), which their tests check
+ * against these descriptors.
  */
 import { loadPackageDefinition, type GrpcObject } from "@grpc/grpc-js";
 import { fromJSON, type PackageDefinition } from "@grpc/proto-loader";

@@ -19,12 +19,12 @@ import { Metrics } from "./observe/metrics.js";
 import type { AppliedMemoryPlan } from "./observe/heap.js";
 import { memoryLine } from "./observe/heap-tuning.js";
 import { Cluster } from "./upstream/cluster.js";
+import { SideClusters } from "./upstream/side-clusters.js";
 import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
 import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-api.js";
 import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
-import { closeRlsPool, newRlsPool, readyRlsPool } from "./filters/rate-limit/global.js";
 import { Journal, endedWithin, type AccessRecord } from "./observe/log.js";
 import { finishStats, type RawStats } from "./observe/stats.js";
 import { TapHub } from "./observe/tap.js";
@@ -193,7 +193,7 @@ export class Dojang {
     this.stats = config.stats === null ? null : new Stats(config.stats.maxRows, now);
     this.loadConfigFaults(config);
     this.faultParsers = opts.faultParsers ?? null;
-    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers, rls: newRlsPool(this.metrics) };
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers, side: new SideClusters(this.metrics, this.log) };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
     for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
     if (config.admin !== null) {
@@ -489,8 +489,6 @@ export class Dojang {
     }
     // header faults and fault rules in the new config are read with the fault parsers
     if (needsConfigParsers(next)) await this.useFaultParsers();
-    // a new global rate limit's service: its client ready before the snapshot that asks it
-    await readyRlsPool(this.snapshotDeps.rls, next.listeners.flatMap((l) => l.routes));
     const report = reloadReport(this.cfg, next);
     const applied = configAsApplied(this.cfg, next);
 
@@ -667,8 +665,6 @@ export class Dojang {
       const built = this.current;
       this.swapSnapshot(buildSnapshot(this.cfg, this.snapshotDeps, built.version, (c) => built.clusters.get(c.name)!));
     }
-    // the global rate limit's client module and channels, before any call can ask them
-    await readyRlsPool(this.snapshotDeps.rls, this.cfg.listeners.flatMap((l) => l.routes));
     try {
       for (const l of this.listeners) await l.listen();
       if (this.admin !== undefined) await this.admin.listen();
@@ -783,7 +779,7 @@ export class Dojang {
       c.close(true);
     }
     this.retired.clear();
-    closeRlsPool(this.snapshotDeps.rls);
+    this.snapshotDeps.side.close();
     if (this.retireTimer !== undefined) clearInterval(this.retireTimer);
     await Promise.all(all.map((l) => new Promise<void>((r) => (l.server.listening ? l.server.close(() => r()) : r()))));
     if (this.admin !== undefined) await this.admin.close();

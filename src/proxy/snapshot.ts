@@ -11,7 +11,7 @@ import type { ListenerRoutes } from "./call/context.js";
 import { compileFilterChain } from "./call/filter.js";
 import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
 import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
-import { globalRateLimitFilterFactory, type RlsPool } from "./filters/rate-limit/global.js";
+import { globalRateLimitFilterFactory } from "./filters/rate-limit/global.js";
 import { authFilterFactory } from "./filters/auth/filter.js";
 import { headerRulesFilterFactory } from "./filters/headers/filter.js";
 import type { FaultSet } from "./filters/fault/select.js";
@@ -19,6 +19,7 @@ import type { Metrics } from "./observe/metrics.js";
 import type { HealthTargets } from "./downstream/health-service.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
+import type { SideClusters } from "./upstream/side-clusters.js";
 
 /** What a snapshot is built with that outlives it (process-wide state, reused by every snapshot). */
 export interface SnapshotDeps {
@@ -35,8 +36,8 @@ export interface SnapshotDeps {
   readonly faultParsers: FaultParsers | null;
   /** monotonic milliseconds */
   readonly now: () => number;
-  /** the global rate limits' service clients (rateLimit.global), shared by every snapshot */
-  readonly rls: RlsPool;
+  /** the clusters of the side calls' services given by address (rateLimit.global.service, extAuthz.address), shared by every snapshot */
+  readonly side: SideClusters;
 }
 
 export interface Snapshot {
@@ -109,11 +110,11 @@ export function buildSnapshot(
     // at all when no route of the listener has one
     const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
     // issue 20: then the global limits (a call the local limit refused never asks the service)
-    const globalLimits = globalRateLimitFilterFactory(l.routes, deps.rls);
+    const globalLimits = globalRateLimitFilterFactory(l.routes, { metrics: deps.metrics, side: deps.side, clusters });
     const headerRules = headerRulesFilterFactory(l.routes);
     // issue 21: authentication → rules → external check come before every limit (a refused
     // caller spends no token); no factory when no route of the listener has any of them
-    const auth = authFilterFactory(l.routes, { listener: l.name, metrics: deps.metrics, log: deps.log, now: deps.now });
+    const auth = authFilterFactory(l.routes, { listener: l.name, metrics: deps.metrics, log: deps.log, now: deps.now, side: deps.side, clusters });
     const filters = compileFilterChain([
       ...(auth === null ? [] : [auth]),
       ...(rateLimits === null ? [] : [rateLimits]),

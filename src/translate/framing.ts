@@ -147,15 +147,20 @@ export function atMessageBoundary(s: FrameScanner): boolean {
   return s.headerLeft === PREFIX_BYTES;
 }
 
-/** Builds one framed message: 5-byte prefix + payload. Test and demo helper; allocates. */
-export function frameMessage(payload: Uint8Array, flag = 0): Uint8Array {
-  const len = payload.length;
-  const out = new Uint8Array(PREFIX_BYTES + len);
+/** Writes an uncompressed message's 5-byte prefix at the start of `out` (the message follows it). */
+export function writeMessagePrefix(out: Uint8Array, len: number, flag = 0): void {
   out[0] = flag & 0xff;
   out[1] = (len >>> 24) & 0xff;
   out[2] = (len >>> 16) & 0xff;
   out[3] = (len >>> 8) & 0xff;
   out[4] = len & 0xff;
+}
+
+/** Builds one framed message: 5-byte prefix + payload. Test and demo helper; allocates. */
+export function frameMessage(payload: Uint8Array, flag = 0): Uint8Array {
+  const len = payload.length;
+  const out = new Uint8Array(PREFIX_BYTES + len);
+  writeMessagePrefix(out, len, flag);
   out.set(payload, PREFIX_BYTES);
   return out;
 }

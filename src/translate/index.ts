@@ -12,3 +12,4 @@ export * from "./metadata.js";
 export * from "./outcome.js";
 export * from "./local-reply.js";
 export * from "./grpc-path.js";
+export * from "./unary-end.js";

@@ -44,7 +44,7 @@ function headField(head: DescriptorInput["head"], name: string): string | undefi
 }
 
 /** One entry's value for this call; undefined when its source is absent (the descriptor is then not sent, as Envoy does). */
-function entryValue(s: EntrySource, input: DescriptorInput): string | undefined {
+export function entryValue(s: EntrySource, input: DescriptorInput): string | undefined {
   switch (s.kind) {
     case "literal":
       return s.value;

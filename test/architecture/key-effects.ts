@@ -185,6 +185,9 @@ export const EFFECTS: Readonly<Record<string, readonly string[]>> = {
   "listeners[].routes[].extAuthz.address": [
     "test/behaviour/auth-ext-authz.test.ts > allowed: the call goes on with the headers the service added; denied: its status, message and headers, decided_by ext_authz, not sent",
   ],
+  "listeners[].routes[].extAuthz.cluster": [
+    "test/behaviour/side-calls-cluster.test.ts > extAuthz.cluster over mTLS to Istio's ext_authz: 20 calls at once, each allowed or denied by its own header, the allowed ones with the headers the service added",
+  ],
   "listeners[].routes[].extAuthz.failOpen": [
     "test/behaviour/auth-ext-authz.test.ts > a check that fails (nothing listening) or times out (silent peer) denies with 7, or lets the call through with failOpen",
   ],
@@ -235,6 +238,10 @@ export const EFFECTS: Readonly<Record<string, readonly string[]>> = {
   ],
   "listeners[].routes[].rateLimit.callsPerSecond": [
     "test/behaviour/rate-limit.test.ts > key route: the burst passes, the rest end 8 RESOURCE_EXHAUSTED (decided_by rate_limited) without reaching the upstream; a token comes back after 1/callsPerSecond",
+  ],
+  "listeners[].routes[].rateLimit.global.cluster": [
+    "test/behaviour/side-calls-cluster.test.ts > rateLimit.global.cluster over mTLS to envoyproxy/ratelimit: 20 calls at once on one TLS session, exactly the limit (5) admitted, the rest refused by the service",
+    "test/behaviour/side-calls-cluster.test.ts > healthCheck: an endpoint that fails its checks gets no side call; without checks, round robin sends it every other one",
   ],
   "listeners[].routes[].rateLimit.global.descriptors[][].from": [
     "test/behaviour/rate-limit-global.test.ts > descriptors from a literal, a header, the client address, the gRPC service and method reach the service whole",

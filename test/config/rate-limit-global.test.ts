@@ -1,4 +1,4 @@
-// rateLimit.global in the config: what it parses to, and the errors for what it refuses.
+// rateLimit.global and extAuthz in the config: what they parse to, and the errors for what they refuse.
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parse.js";
 
@@ -39,6 +39,7 @@ describe("rateLimit.global", () => {
     expect(rl.callsPerSecond).toBeNull();
     expect(rl.global).toEqual({
       service: { host: "127.0.0.1", port: 8081 },
+      cluster: null,
       domain: "edge",
       timeoutMs: 20,
       failureModeDeny: false,
@@ -75,5 +76,34 @@ describe("rateLimit.global", () => {
     expect(issues({ global: { ...G, service: "127.0.0.1:0" } })).toHaveLength(1);
     expect(issues({ global: { ...G, domain: undefined } })).toHaveLength(1);
     expect(issues({ global: { ...G, extra: 1 } })).toHaveLength(1);
+  });
+
+  it("names a cluster of clusters: instead of an address (one of the two), and that cluster must exist", () => {
+    const at = "listeners[0].routes[0].rateLimit.global";
+    const r = parse({ global: { ...G, service: undefined, cluster: "c" } });
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    expect(r.config.listeners[0]!.routes[0]!.rateLimit!.global).toMatchObject({ service: null, cluster: "c" });
+    expect(issues({ global: { ...G, cluster: "c" } })).toEqual([`${at}.cluster: give service or cluster, not both`]);
+    expect(issues({ global: { ...G, service: undefined } })).toEqual([`${at}.service: needs service ("host:port") or cluster (a cluster's name)`]);
+    expect(issues({ global: { ...G, service: undefined, cluster: "ratelimit" } })).toEqual([`${at}.cluster: unknown cluster "ratelimit"`]);
+  });
+});
+
+describe("extAuthz", () => {
+  function authz(extAuthz: unknown): string[] {
+    const r = parseConfigText(
+      JSON.stringify({ listeners: [{ name: "l", address: "127.0.0.1:0", routes: [{ match: { prefix: "/" }, cluster: "c", extAuthz }] }], clusters: [{ name: "c", endpoints: ["127.0.0.1:9"] }, { name: "authz", endpoints: ["127.0.0.1:10"] }] }),
+      {},
+      { format: "json" },
+    );
+    return r.ok ? [JSON.stringify({ address: r.config.listeners[0]!.routes[0]!.extAuthz!.address, cluster: r.config.listeners[0]!.routes[0]!.extAuthz!.cluster })] : r.issues.map((i) => `${i.path}: ${i.message}`);
+  }
+  it("takes an address or a cluster of clusters: (one of the two), and that cluster must exist", () => {
+    const at = "listeners[0].routes[0].extAuthz";
+    expect(authz({ address: "127.0.0.1:9000" })).toEqual([JSON.stringify({ address: { host: "127.0.0.1", port: 9000 }, cluster: null })]);
+    expect(authz({ cluster: "authz" })).toEqual([JSON.stringify({ address: null, cluster: "authz" })]);
+    expect(authz({ address: "127.0.0.1:9000", cluster: "authz" })).toEqual([`${at}.cluster: give address or cluster, not both`]);
+    expect(authz({})).toEqual([`${at}.address: needs address ("host:port") or cluster (a cluster's name)`]);
+    expect(authz({ cluster: "authz-typo" })).toEqual([`${at}.cluster: unknown cluster "authz-typo" (did you mean "authz"?)`]);
   });
 });

@@ -1,6 +1,7 @@
 // Peers for the auth tests (issue 21): signing keys and tokens (jose), a JWKS served over HTTPS by
 // a node https server with a certificate from certs.ts (switchable keys, and a switch that makes it
-// fail, one that makes it hang), Istio's sample ext_authz server (the ext-authz engine) started on free ports, an upstream
+// fail, one that makes it hang), Istio's sample ext_authz server (the ext-authz engine) started on free ports (and TLS in
+// front of it, the engine's tls-front), an upstream
 // that echoes every method, and a logger whose lines a test can read.
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -149,6 +150,31 @@ export async function startExtAuthz(ms = 30_000): Promise<ExtAuthzServer> {
     log: () => out,
     checks: (v) => out.split("\n").filter((l) => l.includes("[gRPCv3]") && (v === undefined || l.includes(`[${v}]`))).length,
   };
+}
+
+/**
+ * TLS in front of a plaintext gRPC server (the ext-authz engine's tls-front: Go's crypto/tls,
+ * ALPN h2, the bytes relayed unchanged): Istio's ext_authz server has no TLS listener of its own.
+ * With `clientCaFile`, only a client certificate that CA signed gets through.
+ */
+export async function startTlsFront(backend: string, cert: { certFile: string; keyFile: string }, clientCaFile?: string, ms = 30_000): Promise<{ address: string }> {
+  const args = ["-listen", "127.0.0.1:0", "-backend", backend, "-cert", cert.certFile, "-key", cert.keyFile, ...(clientCaFile === undefined ? [] : ["-client-ca", clientCaFile])];
+  const child = spawnGroup(engineBinary("tls-front"), args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString("utf8")));
+  const port = await new Promise<number>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`tls-front did not start in ${ms} ms: ${out}`)), ms);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+      const m = /tls-front listening on \S*:(\d+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(t);
+        resolve(Number(m[1]));
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`tls-front exited ${code}: ${out}`)));
+  });
+  return { address: `127.0.0.1:${port}` };
 }
 
 /** One raw HTTP/2 unary call (path and headers of our choosing) with an empty message. */

@@ -76,9 +76,40 @@ export const H2_BEHAVIOURS: Readonly<Record<string, StreamBehaviour>> = {
     s.end(grpcFrame(Buffer.alloc(10), 100));
   },
   "closes the connection mid-call": (_s, session) => session.socket.destroy(),
-  "sends GOAWAY (last stream 0) and keeps the connection": (_s, session) => session.goaway(0, 0),
   "sends GOAWAY PROTOCOL_ERROR after the stream, then hangs": (s, session) => session.goaway(1, s.id ?? 1),
 };
+
+/**
+ * A well-begun HTTP/2 connection (the client's preface read, SETTINGS both ways), written frame by
+ * frame: `onHeaders` runs for each HEADERS frame the client sends.
+ */
+function rawH2(s: net.Socket, onHeaders: () => void): void {
+  let buf = Buffer.alloc(0);
+  let preface = 24;
+  let spoke = false;
+  s.on("data", (d: Buffer) => {
+    buf = Buffer.concat([buf, d]);
+    if (preface > 0) {
+      const n = Math.min(preface, buf.length);
+      buf = buf.subarray(n);
+      preface -= n;
+      if (preface > 0) return;
+    }
+    if (!spoke) {
+      spoke = true;
+      s.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])); // SETTINGS (empty)
+    }
+    while (buf.length >= 9) {
+      const len = buf.readUIntBE(0, 3);
+      if (buf.length < 9 + len) return;
+      const type = buf[3]!;
+      const flags = buf[4]!;
+      if (type === 4 && (flags & 1) === 0) s.write(Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0])); // ACK their SETTINGS
+      if (type === 1) onHeaders();
+      buf = buf.subarray(9 + len);
+    }
+  });
+}
 
 /** Misbehaviours at the connection level (node:net): below HTTP/2. */
 export const NET_BEHAVIOURS: Readonly<Record<string, (s: net.Socket) => void>> = {
@@ -87,33 +118,10 @@ export const NET_BEHAVIOURS: Readonly<Record<string, (s: net.Socket) => void>> =
   "resets the TCP connection": (s) => s.resetAndDestroy(),
   "accepts and never speaks": () => {},
   // a well-begun HTTP/2 connection (SETTINGS both ways) that turns to garbage when the call comes
-  "writes garbage bytes into the connection mid-call": (s) => {
-    let buf = Buffer.alloc(0);
-    let preface = 24;
-    let spoke = false;
-    s.on("data", (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      if (preface > 0) {
-        const n = Math.min(preface, buf.length);
-        buf = buf.subarray(n);
-        preface -= n;
-        if (preface > 0) return;
-      }
-      if (!spoke) {
-        spoke = true;
-        s.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])); // SETTINGS (empty)
-      }
-      while (buf.length >= 9) {
-        const len = buf.readUIntBE(0, 3);
-        if (buf.length < 9 + len) return;
-        const type = buf[3]!;
-        const flags = buf[4]!;
-        if (type === 4 && (flags & 1) === 0) s.write(Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0])); // ACK their SETTINGS
-        if (type === 1) s.write(randomBytes(256)); // the call's HEADERS: garbage
-        buf = buf.subarray(9 + len);
-      }
-    });
-  },
+  "writes garbage bytes into the connection mid-call": (s) => rawH2(s, () => s.write(randomBytes(256))),
+  // GOAWAY(NO_ERROR, last-stream-id 0) for the call's HEADERS: the call was not processed (a
+  // frame of its own: node's session.goaway(0, 0) sends the last stream it processed instead of 0)
+  "sends GOAWAY (last stream 0) and keeps the connection": (s) => rawH2(s, () => s.write(Buffer.from([0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]))),
   // SETTINGS, then a HEADERS frame whose header says 100 bytes and only 5 come
   "sends an HTTP/2 frame cut short": (s) =>
     s.once("data", () => s.write(Buffer.concat([Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]), Buffer.from([0, 0, 100, 1, 4, 0, 0, 0, 1]), Buffer.alloc(5)]))),

@@ -33,9 +33,10 @@ export interface Rls {
 
 /**
  * envoyproxy/ratelimit with `config` as its one domain file, against redis on `redisPort`; ready
- * when its health check answers and its gRPC port accepts. `ports` restarts it where it was.
+ * when its health check answers and its gRPC port accepts. `ports` restarts it where it was; `env`
+ * adds its settings (GRPC_SERVER_USE_TLS and the certificate files, say).
  */
-export async function startRls(config: string, redisPort: number, ports?: readonly [number, number, number]): Promise<Rls> {
+export async function startRls(config: string, redisPort: number, ports?: readonly [number, number, number], env: Readonly<Record<string, string>> = {}): Promise<Rls> {
   const d = tempDir();
   mkdirSync(join(d.dir, "rl", "config"), { recursive: true });
   writeFileSync(join(d.dir, "rl", "config", "test.yaml"), config);
@@ -57,6 +58,7 @@ export async function startRls(config: string, redisPort: number, ports?: readon
       REDIS_URL: `127.0.0.1:${redisPort}`,
       USE_STATSD: "false",
       LOG_LEVEL: "warn",
+      ...env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

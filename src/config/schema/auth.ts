@@ -132,11 +132,17 @@ export const rbac = z
 export const extAuthz = z
   .strictObject(
     {
-      address: hostPort(false),
+      address: hostPort(false).optional(),
+      cluster: name.optional(),
       timeout: durationMs(1).default(EXT_AUTHZ_DEFAULTS.timeoutMs),
       failOpen: flag.default(false),
       includePeerCertificate: flag.default(false),
     },
     { error: expected("an extAuthz mapping like { address: 127.0.0.1:9000 }") },
   )
-  .transform((e): ExtAuthzConfig => ({ address: e.address, timeoutMs: e.timeout, failOpen: e.failOpen, includePeerCertificate: e.includePeerCertificate }));
+  .superRefine((e, ctx) => {
+    if ((e.address === undefined) === (e.cluster === undefined)) {
+      ctx.addIssue({ code: "custom", path: e.address === undefined ? ["address"] : ["cluster"], message: e.address === undefined ? 'needs address ("host:port") or cluster (a cluster\'s name)' : "give address or cluster, not both" });
+    }
+  })
+  .transform((e): ExtAuthzConfig => ({ address: e.address ?? null, cluster: e.cluster ?? null, timeoutMs: e.timeout, failOpen: e.failOpen, includePeerCertificate: e.includePeerCertificate }));

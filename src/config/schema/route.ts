@@ -4,7 +4,7 @@ import { z } from "zod";
 import { describeValue } from "../issues.js";
 import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type GlobalDescriptorEntry, type GlobalRateLimitConfig, type RateLimitConfig, type RetryConfig, type RouteMatch } from "../types.js";
 import { extAuthz, jwt, rbac } from "./auth.js";
-import { count, durationMs, expected, flag, grpcCode, hostPort, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
+import { count, durationMs, expected, flag, grpcCode, hostPort, name, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
 
 const MiB = 1_048_576;
 
@@ -110,7 +110,8 @@ const descriptorEntry = z
 const globalRateLimit = z
   .strictObject(
     {
-      service: hostPort(false),
+      service: hostPort(false).optional(),
+      cluster: name.optional(),
       domain: nonEmptyText('the rate-limit domain, like "edge"'),
       timeout: durationMs(1).default(DEFAULTS.rateLimitGlobal.timeoutMs),
       failureModeDeny: flag.default(false),
@@ -123,9 +124,15 @@ const globalRateLimit = z
     },
     { error: expected("a global rate limit mapping like { service: 127.0.0.1:8081, domain: edge, descriptors: [...] }") },
   )
+  .superRefine((g, ctx) => {
+    if ((g.service === undefined) === (g.cluster === undefined)) {
+      ctx.addIssue({ code: "custom", path: g.service === undefined ? ["service"] : ["cluster"], message: g.service === undefined ? 'needs service ("host:port") or cluster (a cluster\'s name)' : "give service or cluster, not both" });
+    }
+  })
   .transform(
     (g): GlobalRateLimitConfig => ({
-      service: g.service,
+      service: g.service ?? null,
+      cluster: g.cluster ?? null,
       domain: g.domain,
       timeoutMs: g.timeout,
       failureModeDeny: g.failureModeDeny,

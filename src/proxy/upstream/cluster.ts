@@ -141,6 +141,12 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     }
   }
 
+  /** Every endpoint opens a session if it has none (side-clusters.ts: a side call's service is connected before its first call). */
+  preconnect(): void {
+    if (this.stopped) return;
+    for (const e of this.endpoints) e.preconnect();
+  }
+
   /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
   hasHealthyEndpoint(): boolean {
     return this.endpoints.some((e) => e.healthy && !e.ejected);

@@ -140,6 +140,14 @@ export class Endpoint implements SessionOwner {
     return undefined;
   }
 
+  /**
+   * Opens a session now if the endpoint has none (a side call's service: its first call should not
+   * also pay for the connection). Within maxSessionsPerEndpoint and maxConnections.
+   */
+  preconnect(): void {
+    if (this.sessions.length === 0 && !this.retired) this.openIfAllowed();
+  }
+
   private readyWithRoom(): UpstreamSession | undefined {
     const list = this.sessions;
     for (let i = 0; i < list.length; i++) {

@@ -1,16 +1,17 @@
 // One question to a side service (the global rate-limit service, the external authorization
 // service, a JWKS server) that settles exactly once, within its timeout, whatever the service or
-// the transport does. Must not import src/proxy/call or any client library: the clients
-// (filters/rate-limit/rls-client.ts, filters/auth/ext-authz.ts, filters/auth/jwks.ts) start their
-// I/O inside it and report to it.
+// the transport does. Must not import src/proxy/call or any client library: the I/O (unary.ts for
+// the rate-limit service and ext_authz, filters/auth/jwks.ts's HTTPS fetch) starts inside it and
+// reports to it.
 //
-// Why a timer of dojang's own: a client library's deadline only works when its own state machine
-// reports the end. grpc-js reports a service's RST_STREAM(CANCEL) as CANCELLED, the same code it
-// gives a call the caller cancelled; node:https's `timeout` is an idle timer that a server
-// trickling one byte at a time never trips. A result a client drops, or never produces, left the
-// dojang call waiting for the client's own deadline (issue "0.5.1: what outside judges found",
-// item 8). Here the first of {answer, failure, timer, cancel} wins; the others are ignored, and
-// the I/O is stopped when the timer or the caller ends it.
+// Why a timer of dojang's own: a transport's deadline only works when its own state machine
+// reports the end. grpc-js (which carried these calls before 0.6) reported a service's
+// RST_STREAM(CANCEL) as CANCELLED, the same code it gives a call the caller cancelled; node:https's
+// `timeout` is an idle timer that a server trickling one byte at a time never trips. A result a
+// transport drops, or never produces, left the dojang call waiting for the transport's own
+// deadline (issue "0.5.1: what outside judges found", item 8). Here the first of {answer,
+// failure, timer, cancel} wins; the others are ignored, and the I/O is stopped when the timer or
+// the caller ends it.
 //
 // Cost per side call: one object and one timer (the side call itself is a network round trip).
 
@@ -22,6 +23,9 @@ export type SideOutcome<T> = { readonly result: "ok"; readonly value: T } | { re
 
 /** What the I/O calls when it has an end; only the first call counts. */
 export type Settle<T> = (o: SideOutcome<T>) => void;
+
+/** How the I/O is stopped: a function, or an object whose stop() does it (no closure per call). */
+export type SideStop = (() => void) | { stop(): void };
 
 /** A side call in flight. */
 export interface SideCallHandle {
@@ -38,7 +42,7 @@ class SideCall<T> implements SideCallHandle {
   starting = true;
   early: SideOutcome<T> | undefined = undefined;
   /** stops the I/O; set once start() returned */
-  abort: (() => void) | undefined = undefined;
+  abort: SideStop | undefined = undefined;
   readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -60,7 +64,8 @@ class SideCall<T> implements SideCallHandle {
       this.abort = undefined;
       if (a !== undefined) {
         try {
-          a();
+          if (typeof a === "function") a();
+          else a.stop();
         } catch {
           /* the I/O is gone either way; its end is the outcome settled here */
         }
@@ -95,7 +100,7 @@ function onTimer<T>(c: SideCall<T>): void {
  * cancelled first; never inside sideCall() itself (an end reported while starting, or a throw,
  * settles on the next microtask), so a caller may start one from a hook and return.
  */
-export function sideCall<T>(timeoutMs: number, start: (settle: Settle<T>) => () => void, done: (o: SideOutcome<T>) => void): SideCallHandle {
+export function sideCall<T>(timeoutMs: number, start: (settle: Settle<T>) => SideStop, done: (o: SideOutcome<T>) => void): SideCallHandle {
   const c = new SideCall<T>(timeoutMs, done);
   try {
     c.abort = start((o) => c.report(o));

@@ -1,55 +1,10 @@
-// Envoy's external authorization, pure: the CheckRequest a call's attributes make
-// (envoy.service.auth.v3.AttributeContext: the source's address, principal and certificate, the
-// request's method, path, host and headers), and what a CheckResponse means for the call (headers
-// to set or remove upstream, or a denial's status and status fields). Field names as in the .proto
-// (snake_case: src/protos/load.ts keeps them), enums as their names.
+// Envoy's external authorization, pure: what a CheckResponse means for the call (headers to set or
+// remove upstream, or a denial's status and status fields). The CheckRequest a call's attributes
+// make, and the CheckResponse's bytes, are src/translate/ext-authz-wire.ts; the response arrives
+// here in @grpc/proto-loader's shape (field names as in the .proto, enums by name; a denial's HTTP
+// status by name or number).
 import { Code } from "../../../translate/codes.js";
 import { codeFromHttpStatus } from "../../../translate/http-status.js";
-
-/** What a call brings to the check. */
-export interface CheckFacts {
-  /**
-   * The call's request head as the stages before the check left it (what the upstream would get
-   * now): its pseudo-headers and fields, a repeated field as a list
-   */
-  readonly head: Readonly<Record<string, string | readonly string[] | number>>;
-  /** the client's scheme: "https" on a TLS listener, else "http" (the head's :scheme is the upstream's) */
-  readonly scheme: string;
-  readonly requestId: string;
-  readonly clientAddress: string;
-  readonly clientPort: number | undefined;
-  /** the verified client certificate's identity (first URI SAN, else its subject), "" without one */
-  readonly principal: string;
-  /** the verified client certificate, PEM (sent URL-encoded, as Envoy does), "" when not sent */
-  readonly certificatePem: string;
-  /** wall-clock milliseconds (the request's time) */
-  readonly nowMs: number;
-}
-
-/** The CheckRequest message, as grpc-js takes it. */
-export function buildCheckRequest(f: CheckFacts): Record<string, unknown> {
-  const headers: Record<string, string> = {};
-  const head = f.head;
-  for (const name in head) {
-    const v = head[name]!;
-    // repeated fields joined with "," (Envoy's header map does the same)
-    headers[name] = name === ":scheme" ? f.scheme : typeof v === "object" ? v.join(",") : String(v);
-  }
-  const source: Record<string, unknown> = {
-    address: { socket_address: { address: f.clientAddress, port_value: f.clientPort ?? 0 } },
-  };
-  if (f.principal !== "") source["principal"] = f.principal;
-  if (f.certificatePem !== "") source["certificate"] = encodeURIComponent(f.certificatePem);
-  return {
-    attributes: {
-      source,
-      request: {
-        time: { seconds: String(Math.floor(f.nowMs / 1000)), nanos: (f.nowMs % 1000) * 1e6 },
-        http: { id: f.requestId, method: "POST", headers, path: headers[":path"] ?? "", host: headers[":authority"] ?? "", scheme: f.scheme, protocol: "HTTP/2" },
-      },
-    },
-  };
-}
 
 /** What the check decided. */
 export type CheckVerdict =
@@ -110,8 +65,11 @@ const HTTP_STATUS_BY_NAME: Readonly<Record<string, number>> = {
   GatewayTimeout: 504,
 };
 
+/** The HTTP statuses of HTTP_STATUS_BY_NAME (an envoy.type.v3.StatusCode's number is its HTTP status). */
+const MAPPED_HTTP_STATUSES: ReadonlySet<number> = new Set(Object.values(HTTP_STATUS_BY_NAME));
+
 function codeOfHttpName(name: string | number | undefined): number {
-  const status = typeof name === "string" ? HTTP_STATUS_BY_NAME[name] : undefined;
+  const status = typeof name === "string" ? HTTP_STATUS_BY_NAME[name] : typeof name === "number" && MAPPED_HTTP_STATUSES.has(name) ? name : undefined;
   return status === undefined ? Code.PERMISSION_DENIED : codeFromHttpStatus(status);
 }
 
@@ -120,7 +78,7 @@ function codeOfHttpName(name: string | number | undefined): number {
  * denies with that code (an HTTP status of the denied_response when the code says nothing better)
  * and the status message, else the denial's body.
  */
-export function mapCheckResponse(r: Record<string, unknown>): CheckVerdict {
+export function mapCheckResponse(r: Readonly<Record<string, unknown>>): CheckVerdict {
   const status = r["status"] as { code?: number; message?: string } | undefined;
   const code = status?.code ?? 0;
   if (code === 0) {

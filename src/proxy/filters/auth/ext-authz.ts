@@ -1,41 +1,36 @@
-// The Authorization client: Envoy's envoy.service.auth.v3.Authorization/Check over gRPC (h2c),
-// carried by @grpc/grpc-js with the channel the rate-limit service uses too (src/protos/channel.ts).
-// One channel per address for the process (a reload that keeps the address keeps the channel).
-// Each Check is a side call (upstream/side-call.ts): it settles once, within its timeout, on
-// dojang's own timer, whatever the service does.
-import type { Client, ClientUnaryCall, ServiceError } from "@grpc/grpc-js";
-import { envoyServiceClient } from "../../../protos/channel.js";
-import { failureOfGrpcCode, sideCall, type SideCallHandle, type SideOutcome } from "../../upstream/side-call.js";
+// The Authorization client: Envoy's envoy.service.auth.v3.Authorization/Check, one unary call on
+// dojang's own upstream (upstream/unary.ts), on the cluster `extAuthz.cluster` names or the
+// address's own (upstream/side-clusters.ts). The request is written straight from the call's
+// attributes and the answer read back by src/translate/ext-authz-wire.ts. Each Check is a side
+// call (upstream/side-call.ts): it settles once, within its timeout, on dojang's own timer,
+// whatever the service does.
+import { CHECK_PATH, decodeCheckResponse, encodeCheckRequest, type CheckFacts, type CheckResponseFields } from "../../../translate/ext-authz-wire.js";
+import type { Cluster } from "../../upstream/cluster.js";
+import type { SideClusters, SideService } from "../../upstream/side-clusters.js";
+import { sideCall, type SideCallHandle, type SideOutcome } from "../../upstream/side-call.js";
+import { startUnary, unaryTarget, type UnaryTarget } from "../../upstream/unary.js";
 
-type CheckFn = (req: Record<string, unknown>, opts: { deadline: number }, cb: (err: ServiceError | null, res?: Record<string, unknown>) => void) => ClientUnaryCall;
+/** Where a route's checks go. */
+export interface CheckTarget {
+  /** the service in metrics and messages: the cluster's name, or its address */
+  readonly label: string;
+  readonly target: UnaryTarget;
+  readonly timeoutMs: number;
+}
 
-const clients = new Map<string, Client>();
-
-/** The client for `target`, made now if it is not yet (the config's load calls this, so no call pays for it). */
-export function clientFor(target: string): Client {
-  let c = clients.get(target);
-  if (c === undefined) {
-    c = envoyServiceClient("envoy.service.auth.v3.Authorization", target);
-    clients.set(target, c);
-  }
-  return c;
+/** The target of `service`'s checks (its cluster starts connecting now: the first Check's timeout is for the Check). */
+export function checkTarget(side: SideClusters, clusters: ReadonlyMap<string, Cluster>, service: SideService, timeoutMs: number): CheckTarget {
+  const r = side.route(service, clusters);
+  return { label: r.label, target: unaryTarget(r.cluster, CHECK_PATH, r.authority, timeoutMs), timeoutMs };
 }
 
 /**
- * One Check within `timeoutMs` (the deadline also travels as grpc-timeout): `done` runs exactly
- * once, with the CheckResponse or the failure (every gRPC status counts, CANCELLED included: a
- * service's RST_STREAM(CANCEL) arrives as CANCELLED; "cancelled" only after the handle's cancel()).
+ * One Check within the target's timeout (the deadline also travels as grpc-timeout): `done` runs
+ * exactly once, with the CheckResponse or the failure (every gRPC status counts, CANCELLED
+ * included: a service's RST_STREAM(CANCEL) is its answer; "cancelled" only after the handle's
+ * cancel()).
  */
-export function check(target: string, req: Record<string, unknown>, timeoutMs: number, done: (o: SideOutcome<Record<string, unknown>>) => void): SideCallHandle {
-  const c = clientFor(target) as unknown as { Check: CheckFn };
-  return sideCall<Record<string, unknown>>(
-    timeoutMs,
-    (settle) => {
-      const call = c.Check(req, { deadline: Date.now() + timeoutMs }, (err, res) =>
-        settle(err !== null ? { result: failureOfGrpcCode(err.code), detail: `code ${err.code}${err.details ? `: ${err.details}` : ""}` } : { result: "ok", value: res ?? {} }),
-      );
-      return () => call.cancel();
-    },
-    done,
-  );
+export function check(t: CheckTarget, facts: CheckFacts, done: (o: SideOutcome<CheckResponseFields>) => void): SideCallHandle {
+  const message = encodeCheckRequest(facts);
+  return sideCall<CheckResponseFields>(t.timeoutMs, (settle) => startUnary(t.target, message, decodeCheckResponse, settle), done);
 }

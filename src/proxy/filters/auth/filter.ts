@@ -16,11 +16,11 @@
 // Cost: a listener none of whose routes has auth gets no factory; a route without it gets null
 // from one array lookup. A route with it gets one small object per call; the request head is held
 // while a new token is verified (a token verified before is taken from the route's cache at once)
-// or the check is asked (a side call: one object and one timer, upstream/side-call.ts).
+// or the check is asked (a side call on the service's cluster: its request's bytes, one stream,
+// one object and one timer; upstream/unary.ts, upstream/side-call.ts).
 import type { JWTVerifyOptions } from "jose";
 import type { Logger } from "pino";
 import type { ExtAuthzConfig, JwtConfig, RouteConfig } from "../../../config/index.js";
-import { formatHostPort } from "../../../config/units.js";
 import { Code, outcome } from "../../../translate/index.js";
 import type { CallFilter, FilterCall, FilterFactory } from "../../call/filter.js";
 import type { AccessRecord } from "../../observe/log.js";
@@ -29,9 +29,11 @@ import type { ExtAuthzResult, Metrics } from "../../observe/metrics.js";
 import type { CompiledRoute } from "../../router.js";
 import type { Cluster } from "../../upstream/cluster.js";
 import type { SideCallHandle, SideOutcome } from "../../upstream/side-call.js";
+import type { SideClusters } from "../../upstream/side-clusters.js";
+import type { CheckResponseFields } from "../../../translate/ext-authz-wire.js";
 import { bearerToken, claimsHeaderValue, issuedInFuture, jwtFailureMessage, IAT_IN_FUTURE } from "./claims.js";
-import { buildCheckRequest, mapCheckResponse } from "./check.js";
-import { check, clientFor } from "./ext-authz.js";
+import { mapCheckResponse } from "./check.js";
+import { check, checkTarget, type CheckTarget } from "./ext-authz.js";
 import { joseModule, jwksFor, type Jwks } from "./jwks.js";
 import { compileRbac, decideRbac, type CompiledRbac } from "./rules.js";
 
@@ -41,6 +43,10 @@ export interface AuthDeps {
   readonly log: Logger;
   /** monotonic milliseconds (JWKS ages) */
   readonly now: () => number;
+  /** the address clusters of the external checks (shared by every snapshot) */
+  readonly side: SideClusters;
+  /** the snapshot's clusters (a cluster extAuthz names is one of them) */
+  readonly clusters: ReadonlyMap<string, Cluster>;
 }
 
 type Stage = "jwt" | "rbac" | "ext_authz";
@@ -88,7 +94,7 @@ interface Plan {
     readonly claimsBin: string;
   } | null;
   readonly rbac: CompiledRbac | null;
-  readonly ext: { readonly target: string; readonly cfg: ExtAuthzConfig; readonly calls: Record<ExtAuthzResult, { inc(): void }> } | null;
+  readonly ext: { readonly target: CheckTarget; readonly cfg: ExtAuthzConfig; readonly calls: Record<ExtAuthzResult, { inc(): void }> } | null;
   readonly counters: Counters;
   readonly log: Logger;
 }
@@ -100,10 +106,9 @@ function jwtPlan(cfg: JwtConfig, deps: AuthDeps): NonNullable<Plan["jwt"]> {
 }
 
 function extPlan(cfg: ExtAuthzConfig, deps: AuthDeps): NonNullable<Plan["ext"]> {
-  const target = formatHostPort(cfg.address);
-  // the channel (and the descriptors) made at load: a Check's timeout is for the Check
-  clientFor(target);
-  return { target, cfg, calls: deps.metrics.extAuthzCounters(target) };
+  // (its cluster connects now: a Check's timeout is for the Check)
+  const target = checkTarget(deps.side, deps.clusters, { cluster: cfg.cluster, address: cfg.address }, cfg.timeoutMs);
+  return { target, cfg, calls: deps.metrics.extAuthzCounters(target.label) };
 }
 
 /** The listener's auth filter factory; null when none of its routes has jwt, rbac or extAuthz. */
@@ -276,7 +281,7 @@ class AuthCall implements CallFilter {
   /** Asks the external check about the request head as the stages before it left it; the call waits for the answer. */
   private external(c: FilterCall, ext: NonNullable<Plan["ext"]>): void {
     const peer = c.peer;
-    const req = buildCheckRequest({
+    this.pending = check(ext.target, {
       head: c.upHeaders ?? {},
       scheme: peer?.tlsVersion !== undefined ? "https" : "http",
       requestId: c.requestId,
@@ -285,8 +290,7 @@ class AuthCall implements CallFilter {
       principal: peer?.tlsIdentity ?? "",
       certificatePem: ext.cfg.includePeerCertificate && peer?.tlsCertificate !== undefined ? peer.tlsCertificate.toString() : "",
       nowMs: Date.now(),
-    });
-    this.pending = check(ext.target, req, ext.cfg.timeoutMs, (o) => {
+    }, (o) => {
       this.pending = null;
       try {
         this.checked(c, ext, o);
@@ -297,20 +301,20 @@ class AuthCall implements CallFilter {
   }
 
   /** The check's end, exactly once: every result counted, a failure decided by failOpen. */
-  private checked(c: FilterCall, ext: NonNullable<Plan["ext"]>, o: SideOutcome<Record<string, unknown>>): void {
+  private checked(c: FilterCall, ext: NonNullable<Plan["ext"]>, o: SideOutcome<CheckResponseFields>): void {
     if (o.result !== "ok") {
       ext.calls[o.result].inc();
       if (o.result === "cancelled" || c.done) return;
       const why = o.result === "timeout" ? `no answer in ${ext.cfg.timeoutMs} ms` : o.detail;
       if (ext.cfg.failOpen) {
         this.p.counters.ext_authz.error_allow.inc();
-        this.p.log.warn({ request_id: c.requestId, ext_authz: ext.target, err: why }, "external authorization failed; failOpen lets the call through");
+        this.p.log.warn({ request_id: c.requestId, ext_authz: ext.target.label, err: why }, "external authorization failed; failOpen lets the call through");
         c.continueRequestHead(this);
         return;
       }
       return this.refuse(c, "ext_authz", Code.PERMISSION_DENIED, `external authorization failed (${why})`);
     }
-    const v = mapCheckResponse(o.value);
+    const v = mapCheckResponse(o.value as Readonly<Record<string, unknown>>);
     ext.calls[v.allow ? "allowed" : "denied"].inc();
     if (c.done) return;
     if (!v.allow) {

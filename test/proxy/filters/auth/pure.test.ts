@@ -7,7 +7,7 @@ import { cidrContains, parseAddress, parseCidr } from "../../../../src/translate
 import { UnsecuredJWT } from "jose";
 import { bearerToken, claimAt, claimMatches, claimsHeaderValue, issuedInFuture, jwtFailureMessage } from "../../../../src/proxy/filters/auth/claims.js";
 import { compileRbac, decideRbac, type RuleFacts } from "../../../../src/proxy/filters/auth/rules.js";
-import { buildCheckRequest, mapCheckResponse, settableHeader } from "../../../../src/proxy/filters/auth/check.js";
+import { mapCheckResponse, settableHeader } from "../../../../src/proxy/filters/auth/check.js";
 import type { RbacConfig, RbacRuleConfig } from "../../../../src/config/index.js";
 
 const rule = (r: Partial<RbacRuleConfig> & Pick<RbacRuleConfig, "name" | "action">): RbacRuleConfig => ({ methods: [], identities: [], claims: {}, clientAddresses: [], ...r });
@@ -159,25 +159,7 @@ describe("rbac rules", () => {
   });
 });
 
-describe("ext_authz CheckRequest and CheckResponse", () => {
-  it("the request carries the head's method, path, host and headers (repeated ones joined), the client's scheme, the source and its principal", () => {
-    const req = buildCheckRequest({
-      // the head as earlier stages left it: its :scheme is the upstream's, the Check names the client's
-      head: { ":method": "POST", ":scheme": "https", ":path": "/pkg.Svc/Get", ":authority": "api", "x-a": ["1", "2"], "content-type": "application/grpc", "grpc-timeout": "100m" },
-      scheme: "http",
-      requestId: "rid-1",
-      clientAddress: "127.0.0.1",
-      clientPort: 5555,
-      principal: "spiffe://td/sa/a",
-      certificatePem: "-----BEGIN CERTIFICATE-----\nAB+/=\n-----END CERTIFICATE-----\n",
-      nowMs: 1_700_000_000_123,
-    }) as { attributes: { source: Record<string, unknown>; request: { time: unknown; http: Record<string, unknown> } } };
-    const a = req.attributes;
-    expect(a.source).toEqual({ address: { socket_address: { address: "127.0.0.1", port_value: 5555 } }, principal: "spiffe://td/sa/a", certificate: encodeURIComponent("-----BEGIN CERTIFICATE-----\nAB+/=\n-----END CERTIFICATE-----\n") });
-    expect(a.request.time).toEqual({ seconds: "1700000000", nanos: 123_000_000 });
-    expect(a.request.http).toMatchObject({ id: "rid-1", method: "POST", path: "/pkg.Svc/Get", host: "api", scheme: "http", protocol: "HTTP/2" });
-    expect(a.request.http["headers"]).toEqual({ ":method": "POST", ":scheme": "http", ":path": "/pkg.Svc/Get", ":authority": "api", "x-a": "1,2", "content-type": "application/grpc", "grpc-timeout": "100m" });
-  });
+describe("ext_authz CheckResponse (the CheckRequest on the wire: test/translate/ext-authz-wire.test.ts)", () => {
   it("status 0 allows: headers set, appended, added if absent; removals; framing fields and bad values dropped", () => {
     const v = mapCheckResponse({
       status: { code: 0 },

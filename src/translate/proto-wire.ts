@@ -1,0 +1,298 @@
+// The Protocol Buffers wire format as dojang's hand-written codecs use it: varint and UTF-8 sizes and writers, and a checked reader.
+//
+// Source: protobuf.dev/programming-guides/encoding (varints, tags `field << 3 | wire type`,
+// length-delimited fields, ZigZag not used here). The writers emit what every canonical encoder
+// does (protobufjs, @bufbuild/protobuf, protobuf-go): minimal varints, fields in the order the
+// caller writes them (the codecs write them in field-number order). The reader checks every length
+// against what is left, rejects the wire types that do not exist (6, 7) and field number 0, and
+// skips unknown fields, groups (3 … 4) included, as protobuf requires. A known field that arrives
+// with another wire type is skipped as unknown, as protobuf-go and C++ do (the codecs test `wt`).
+//
+// Strings: UTF-8, a lone surrogate written as U+FFFD (what TextEncoder and node's buffers write);
+// read back leniently (an invalid sequence becomes U+FFFD, as protobufjs reads it).
+
+export const WIRE_VARINT = 0;
+export const WIRE_I64 = 1;
+export const WIRE_LEN = 2;
+export const WIRE_START_GROUP = 3;
+export const WIRE_END_GROUP = 4;
+export const WIRE_I32 = 5;
+
+/** The tag of `field` with wire type `wt` (one byte for fields 1..15). */
+export function tag(field: number, wt: number): number {
+  return field * 8 + wt;
+}
+
+/** Bytes of `n` (a whole number in 0 .. 2^53) as a varint. */
+export function varintSize(n: number): number {
+  if (n < 0x80) return 1;
+  if (n < 0x4000) return 2;
+  if (n < 0x200000) return 3;
+  if (n < 0x10000000) return 4;
+  let size = 4;
+  n = Math.floor(n / 0x10000000);
+  while (n > 0) {
+    size++;
+    n = Math.floor(n / 128);
+  }
+  return size;
+}
+
+/** Writes `n` (a whole number in 0 .. 2^53) as a varint at `at`; returns the index after it. */
+export function writeVarint(out: Uint8Array, at: number, n: number): number {
+  while (n >= 0x80) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n = n < 0x80000000 ? n >>> 7 : Math.floor(n / 128);
+  }
+  out[at++] = n;
+  return at;
+}
+
+/** Bytes of an int32 as protobuf writes it: a negative one is sign-extended to ten bytes. */
+export function int32Size(n: number): number {
+  return n < 0 ? 10 : varintSize(n);
+}
+
+/** Writes an int32 (a negative one as ten bytes, two's complement over 64 bits). */
+export function writeInt32(out: Uint8Array, at: number, n: number): number {
+  if (n >= 0) return writeVarint(out, at, n);
+  let lo = n >>> 0;
+  for (let i = 0; i < 4; i++) {
+    out[at++] = (lo & 0x7f) | 0x80;
+    lo >>>= 7;
+  }
+  // bits 28..31 of the low word, then 32..63 all ones
+  out[at++] = (lo & 0x0f) | 0x70 | 0x80;
+  for (let i = 0; i < 4; i++) out[at++] = 0xff;
+  out[at++] = 0x01;
+  return at;
+}
+
+/** Bytes of `s` in UTF-8 (a lone surrogate counts as U+FFFD: three bytes). */
+export function utf8Size(s: string): number {
+  const n = s.length;
+  let size = n;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) size += 1;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < n && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // a pair: four bytes for two UTF-16 units
+      size += 2;
+      i++;
+    } else size += 2;
+  }
+  return size;
+}
+
+/** Writes `s` as UTF-8 at `at` (utf8Size(s) bytes); returns the index after it. */
+export function writeUtf8(out: Uint8Array, at: number, s: string): number {
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 0x80) {
+      out[at++] = c;
+      continue;
+    }
+    if (c < 0x800) {
+      out[at++] = 0xc0 | (c >> 6);
+      out[at++] = 0x80 | (c & 0x3f);
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdfff) {
+      const d = i + 1 < n ? s.charCodeAt(i + 1) : 0;
+      if (c <= 0xdbff && (d & 0xfc00) === 0xdc00) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        i++;
+        out[at++] = 0xf0 | (c >> 18);
+        out[at++] = 0x80 | ((c >> 12) & 0x3f);
+        out[at++] = 0x80 | ((c >> 6) & 0x3f);
+        out[at++] = 0x80 | (c & 0x3f);
+        continue;
+      }
+      c = 0xfffd;
+    }
+    out[at++] = 0xe0 | (c >> 12);
+    out[at++] = 0x80 | ((c >> 6) & 0x3f);
+    out[at++] = 0x80 | (c & 0x3f);
+  }
+  return at;
+}
+
+/** Bytes of a length-delimited field (tag under 16) whose payload is `len` bytes. */
+export function lenFieldSize(len: number): number {
+  return 1 + varintSize(len) + len;
+}
+
+/** A length-delimited field of a string, encoded once (a template's constant part). */
+export function stringField(field: number, s: string): Uint8Array {
+  const len = utf8Size(s);
+  const out = new Uint8Array(varintSize(tag(field, WIRE_LEN)) + varintSize(len) + len);
+  writeUtf8(out, writeVarint(out, writeVarint(out, 0, tag(field, WIRE_LEN)), len), s);
+  return out;
+}
+
+/** Why a message did not decode. */
+export class WireError extends Error {}
+
+const utf8 = new TextDecoder("utf-8");
+
+/**
+ * Reads a message's fields in order: `next()` gives each field's number (0 at the end) and leaves
+ * its wire type in `wt`; the caller reads the value with the matching method, or `skip()`s it.
+ * Every read is checked against the end of the message it is in; a malformed byte sequence
+ * throws WireError (the decoders catch it and say "malformed").
+ */
+export class WireReader {
+  pos: number;
+  wt = 0;
+  constructor(
+    readonly b: Uint8Array,
+    pos = 0,
+    public end: number = b.length,
+  ) {
+    this.pos = pos;
+  }
+
+  /** The next field's number, 0 when the message is done. */
+  next(): number {
+    if (this.pos >= this.end) return 0;
+    const t = this.varint();
+    const field = Math.floor(t / 8);
+    const wt = t & 7;
+    if (field === 0 || field > 0x1fffffff || wt === 6 || wt === 7 || wt === WIRE_END_GROUP) throw new WireError(`bad tag ${t}`);
+    this.wt = wt;
+    return field;
+  }
+
+  /** A varint as a number (exact up to 2^53; beyond, the nearest double). */
+  varint(): number {
+    const b = this.b;
+    let value = 0;
+    let mul = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new WireError("varint runs past the end");
+      const x = b[this.pos++]!;
+      value += (x & 0x7f) * mul;
+      if (x < 0x80) return value;
+      mul *= 128;
+    }
+    throw new WireError("varint longer than ten bytes");
+  }
+
+  /** A uint32 (or an enum): the varint's low 32 bits, as protobuf reads a wider value. */
+  uint32(): number {
+    const b = this.b;
+    let value = 0;
+    let shift = 0;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new WireError("varint runs past the end");
+      const x = b[this.pos++]!;
+      if (shift < 32) value |= (x & 0x7f) << shift;
+      if (x < 0x80) return value >>> 0;
+      shift += 7;
+    }
+    throw new WireError("varint longer than ten bytes");
+  }
+
+  /** An int32 or an enum value (the low 32 bits, signed). */
+  int32(): number {
+    return this.uint32() | 0;
+  }
+
+  /** An int64 as a number: exact within ±2^53. */
+  int64(): number {
+    const b = this.b;
+    let lo = 0;
+    let hi = 0;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new WireError("varint runs past the end");
+      const x = b[this.pos++]!;
+      if (i < 4) lo |= (x & 0x7f) << (7 * i);
+      else if (i === 4) {
+        lo |= (x & 0x0f) << 28;
+        hi |= (x & 0x7f) >> 4;
+      } else hi |= (x & 0x7f) << (7 * i - 32);
+      if (x < 0x80) return (hi | 0) * 0x100000000 + (lo >>> 0);
+    }
+    throw new WireError("varint longer than ten bytes");
+  }
+
+  bool(): boolean {
+    return this.varint() !== 0;
+  }
+
+  /** A length-delimited field's bounds: [start, end) of its payload; pos moves past it. */
+  private span(): number {
+    const len = this.varint();
+    const start = this.pos;
+    if (len > this.end - start) throw new WireError("length runs past the end");
+    this.pos = start + len;
+    return start;
+  }
+
+  string(): string {
+    const start = this.span();
+    const end = this.pos;
+    const b = this.b;
+    // ASCII, the usual case, without a view or a decoder call
+    let s = "";
+    for (let i = start; i < end; i++) {
+      const c = b[i]!;
+      if (c >= 0x80) return utf8.decode(b.subarray(start, end));
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+
+  bytes(): Uint8Array {
+    const start = this.span();
+    return this.b.subarray(start, this.pos);
+  }
+
+  /** A nested message: a reader over its payload (pos moves past it). */
+  message(): WireReader {
+    const start = this.span();
+    return new WireReader(this.b, start, this.pos);
+  }
+
+  /** Skips the value of the field `next()` just read. */
+  skip(): void {
+    this.skipType(this.wt, 0);
+  }
+
+  private skipType(wt: number, depth: number): void {
+    switch (wt) {
+      case WIRE_VARINT:
+        this.varint();
+        return;
+      case WIRE_I64:
+        this.fixed(8);
+        return;
+      case WIRE_LEN:
+        this.span();
+        return;
+      case WIRE_I32:
+        this.fixed(4);
+        return;
+      case WIRE_START_GROUP: {
+        if (depth > 64) throw new WireError("groups nested too deep");
+        for (;;) {
+          if (this.pos >= this.end) throw new WireError("group runs past the end");
+          const t = this.varint();
+          const inner = t & 7;
+          if (inner === WIRE_END_GROUP) return;
+          if (Math.floor(t / 8) === 0 || inner === 6 || inner === 7) throw new WireError(`bad tag ${t}`);
+          this.skipType(inner, depth + 1);
+        }
+      }
+      default:
+        throw new WireError(`bad wire type ${wt}`);
+    }
+  }
+
+  private fixed(n: number): void {
+    if (n > this.end - this.pos) throw new WireError("fixed-size value runs past the end");
+    this.pos += n;
+  }
+}

@@ -14,7 +14,7 @@ import { sample, scrape, unary, ECHO_SERVICE, type EchoClient } from "../helpers
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { runCalls, startBackend } from "../helpers/backends.js";
 import { replyGrpc } from "../helpers/scripted-upstream.js";
-import { encodeHealthResponse, ServingStatus } from "../../src/translate/health.js";
+import { HEALTH_SERVICE, type HealthRequest, type HealthResponse } from "../helpers/health-peer.js";
 
 const fx = useFixtures();
 
@@ -68,7 +68,6 @@ describe('clusters[].healthCheck.service: the service name the Check asks about 
   async function upstream(name: string, servingFor: string) {
     const asked: string[] = [];
     let served = 0;
-    const id = (b: Buffer): Buffer => b;
     const server = new grpc.Server();
     server.addService(ECHO_SERVICE, {
       Unary: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
@@ -76,18 +75,14 @@ describe('clusters[].healthCheck.service: the service name the Check asks about 
         cb(null, Buffer.from(name));
       },
     });
-    server.addService(
-      { Check: { path: "/grpc.health.v1.Health/Check", requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } },
-      {
-        Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-          // HealthCheckRequest { string service = 1; }: absent or field 1 (tag 0x0a, short length)
-          const req = call.request;
-          const service = req.length >= 2 && req[0] === 0x0a ? req.subarray(2, 2 + req[1]!).toString() : "";
-          asked.push(service);
-          cb(null, Buffer.from(encodeHealthResponse(service === servingFor ? ServingStatus.SERVING : ServingStatus.NOT_SERVING)));
-        },
+    // grpc-node's own health codec (health-peer.ts) reads the request and writes the answer
+    server.addService(HEALTH_SERVICE, {
+      Check: (call: grpc.ServerUnaryCall<HealthRequest, HealthResponse>, cb: grpc.sendUnaryData<HealthResponse>) => {
+        const service = call.request.service;
+        asked.push(service);
+        cb(null, { status: service === servingFor ? "SERVING" : "NOT_SERVING" });
       },
-    );
+    });
     const port = await new Promise<number>((res, rej) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
     const u = { address: `127.0.0.1:${port}`, asked, served: () => served };
     fx.track(server, (s) => new Promise<void>((r) => s.tryShutdown(() => r())).then(() => s.forceShutdown()));

@@ -1,27 +1,25 @@
 // Contract (issue 11): "dojang as a health server: opt-in grpc.health.v1 on a listener, answering
 // from its clusters' health, so any gRPC health client (and Kubernetes' native gRPC probe) can
-// check the sidecar." Real peers: a grpc-js generic health client (Buffer serializers), a raw
+// check the sidecar." Real peers: a grpc-js health client on grpc-node's own health codec
+// (grpc-health-check's official health.proto, test/helpers/health-peer.ts), a raw
 // node:http2 client shaped like the kubelet's probe, upstreams whose own health answer flips
 // (dojang's active health checks read it).
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import { describe, expect, it } from "vitest";
 import { startDojang, type DojangHandle } from "../../src/index.js";
-import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH, ServingStatus, decodeHealthResponse, encodeHealthRequest } from "../../src/translate/health.js";
+import { HEALTH_SERVICE, healthRequestBytes, healthResponseStatus, type HealthResponse, type Serving } from "../helpers/health-peer.js";
 import { startBackend, type Backend } from "../helpers/backends.js";
 import { useFixtures, waitFor } from "../helpers/fixtures.js";
 import { frame } from "../helpers/peers.js";
 
 const fx = useFixtures();
-const id = (b: Buffer): Buffer => b;
-const HEALTH: grpc.ServiceDefinition = {
-  Check: { path: HEALTH_CHECK_PATH, requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "Check" },
-  Watch: { path: HEALTH_WATCH_PATH, requestStream: false, responseStream: true, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "Watch" },
-};
-const HealthClient = grpc.makeGenericClientConstructor(HEALTH, "Health");
+const HEALTH_CHECK_PATH = "/grpc.health.v1.Health/Check";
+const HEALTH_WATCH_PATH = "/grpc.health.v1.Health/Watch";
+const HealthClient = grpc.makeGenericClientConstructor(HEALTH_SERVICE, "Health");
 type HealthClient = grpc.Client & {
-  Check: (req: Buffer, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Buffer) => void) => void;
-  Watch: (req: Buffer, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<Buffer>;
+  Check: (req: { service: string }, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: HealthResponse) => void) => void;
+  Watch: (req: { service: string }, md: grpc.Metadata, opts: grpc.CallOptions) => grpc.ClientReadableStream<HealthResponse>;
 };
 
 function healthClient(address: string): HealthClient {
@@ -29,12 +27,11 @@ function healthClient(address: string): HealthClient {
 }
 
 /** One Check: the serving status, or the error code. */
-function check(c: HealthClient, service: string): Promise<{ status?: number; code?: number }> {
+function check(c: HealthClient, service: string): Promise<{ status?: Serving; code?: number }> {
   return new Promise((resolve) => {
-    c.Check(Buffer.from(encodeHealthRequest(service)), new grpc.Metadata(), { deadline: Date.now() + 3000 }, (err, res) => {
+    c.Check({ service }, new grpc.Metadata(), { deadline: Date.now() + 3000 }, (err, res) => {
       if (err !== null) return resolve({ code: err.code });
-      const d = decodeHealthResponse(res!);
-      resolve(d.ok ? { status: d.status } : { code: -1 });
+      resolve({ status: res!.status });
     });
   });
 }
@@ -78,14 +75,14 @@ describe('"opt-in grpc.health.v1 on a listener, answering from its clusters\' he
     const b = await backend("b");
     const px = await proxy(a, b);
     const c = healthClient(px.address);
-    expect(await check(c, "")).toEqual({ status: ServingStatus.SERVING });
+    expect(await check(c, "")).toEqual({ status: "SERVING" });
     b.serving = false;
-    await waitForStatus(c, "", ServingStatus.NOT_SERVING);
+    await waitForStatus(c, "", "NOT_SERVING");
     // A service routed only to the healthy cluster is still SERVING.
-    expect(await check(c, "test.Echo")).toEqual({ status: ServingStatus.SERVING });
-    expect(await check(c, "other.Svc")).toEqual({ status: ServingStatus.NOT_SERVING });
+    expect(await check(c, "test.Echo")).toEqual({ status: "SERVING" });
+    expect(await check(c, "other.Svc")).toEqual({ status: "NOT_SERVING" });
     b.serving = true;
-    await waitForStatus(c, "", ServingStatus.SERVING);
+    await waitForStatus(c, "", "SERVING");
   });
 
   it("answers NOT_FOUND for a service no route would take, as grpc-go's health server does", async () => {
@@ -95,7 +92,7 @@ describe('"opt-in grpc.health.v1 on a listener, answering from its clusters\' he
     const c = healthClient(px.address);
     expect(await check(c, "nobody.Knows")).toEqual({ code: grpc.status.NOT_FOUND });
     // and proxied calls on the same listener are untouched
-    expect(await check(c, "test.Echo")).toEqual({ status: ServingStatus.SERVING });
+    expect(await check(c, "test.Echo")).toEqual({ status: "SERVING" });
     expect(a.checks).toBeGreaterThan(0);
   });
 
@@ -104,18 +101,15 @@ describe('"opt-in grpc.health.v1 on a listener, answering from its clusters\' he
     const b = await backend("b");
     const px = await proxy(a, b);
     const c = healthClient(px.address);
-    const seen: number[] = [];
-    const w = c.Watch(Buffer.from(encodeHealthRequest("test.Echo")), new grpc.Metadata(), {});
-    w.on("data", (m: Buffer) => {
-      const d = decodeHealthResponse(m);
-      if (d.ok) seen.push(d.status);
-    });
+    const seen: Serving[] = [];
+    const w = c.Watch({ service: "test.Echo" }, new grpc.Metadata(), {});
+    w.on("data", (m: HealthResponse) => seen.push(m.status));
     w.on("error", () => {});
     await waitFor("the first status", () => seen.length === 1);
-    expect(seen).toEqual([ServingStatus.SERVING]);
+    expect(seen).toEqual(["SERVING"]);
     a.serving = false;
     await waitFor("the change", () => seen.length === 2, 5000);
-    expect(seen).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+    expect(seen).toEqual(["SERVING", "NOT_SERVING"]);
     w.cancel();
   });
 
@@ -124,20 +118,20 @@ describe('"opt-in grpc.health.v1 on a listener, answering from its clusters\' he
     const b = await backend("b");
     const px = await proxy(a, b);
     const probe = await rawHealth(px.address, HEALTH_CHECK_PATH, "");
-    expect(probe).toMatchObject({ status: 200, grpcStatus: "0", messages: [ServingStatus.SERVING] });
+    expect(probe).toMatchObject({ status: 200, grpcStatus: "0", messages: ["SERVING"] });
 
     const session = http2.connect(`http://${px.address}`);
     session.on("error", () => {});
-    const messages: number[] = [];
+    const messages: Serving[] = [];
     const watch = session.request({ ":method": "POST", ":path": HEALTH_WATCH_PATH, "content-type": "application/grpc", te: "trailers" });
     watch.on("data", (d: Buffer) => messages.push(...decodeMessages(d)));
     watch.on("error", () => {});
-    watch.end(frame(Buffer.from(encodeHealthRequest(""))));
+    watch.end(frame(healthRequestBytes("")));
     await waitFor("the first Watch message", () => messages.length === 1);
     const closed = new Promise<void>((r) => watch.on("close", () => r()));
     void px.instance.close(2000);
     await closed;
-    expect(messages).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+    expect(messages).toEqual(["SERVING", "NOT_SERVING"]);
     session.destroy();
   });
 
@@ -147,16 +141,16 @@ describe('"opt-in grpc.health.v1 on a listener, answering from its clusters\' he
     const px = await proxy(a, b, { healthService: false, routes: [{ match: { prefix: "/" }, cluster: "b" }] });
     const checksBefore = b.checks;
     const c = healthClient(px.address);
-    expect(await check(c, "")).toEqual({ status: ServingStatus.SERVING });
+    expect(await check(c, "")).toEqual({ status: "SERVING" });
     // b's own health service answered (one more Check than dojang's health checker alone made)
     expect(b.checks).toBeGreaterThan(checksBefore);
     expect(px.calls.some((r) => r.path === HEALTH_CHECK_PATH)).toBe(true);
   });
 });
 
-async function waitForStatus(c: HealthClient, service: string, want: number): Promise<void> {
+async function waitForStatus(c: HealthClient, service: string, want: Serving): Promise<void> {
   const end = Date.now() + 5000;
-  let last: { status?: number; code?: number } = {};
+  let last: { status?: Serving; code?: number } = {};
   while (Date.now() < end) {
     last = await check(c, service);
     if (last.status === want) return;
@@ -165,19 +159,18 @@ async function waitForStatus(c: HealthClient, service: string, want: number): Pr
   expect(last).toEqual({ status: want });
 }
 
-function decodeMessages(d: Buffer): number[] {
-  const out: number[] = [];
+function decodeMessages(d: Buffer): Serving[] {
+  const out: Serving[] = [];
   for (let i = 0; i + 5 <= d.length; ) {
     const len = d.readUInt32BE(i + 1);
-    const r = decodeHealthResponse(d.subarray(i + 5, i + 5 + len));
-    if (r.ok) out.push(r.status);
+    out.push(healthResponseStatus(d.subarray(i + 5, i + 5 + len)));
     i += 5 + len;
   }
   return out;
 }
 
 /** A health call as the kubelet's gRPC probe makes it: new connection, service name, no deadline. */
-function rawHealth(address: string, path: string, service: string): Promise<{ status: number | undefined; grpcStatus: string | undefined; messages: number[] }> {
+function rawHealth(address: string, path: string, service: string): Promise<{ status: number | undefined; grpcStatus: string | undefined; messages: Serving[] }> {
   return new Promise((resolve) => {
     const s = http2.connect(`http://${address}`);
     s.on("error", () => {});
@@ -198,6 +191,6 @@ function rawHealth(address: string, path: string, service: string): Promise<{ st
       s.close();
       resolve({ status, grpcStatus, messages: decodeMessages(Buffer.concat(chunks)) });
     });
-    req.end(frame(Buffer.from(encodeHealthRequest(service))));
+    req.end(frame(healthRequestBytes(service)));
   });
 }

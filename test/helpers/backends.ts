@@ -1,15 +1,10 @@
 // Upstreams for the cluster tests: a grpc-js server with the Echo service (Unary answers with
 // its own name, after an optional delay, or with a chosen error status) and grpc.health.v1 Check
-// (its answer can be flipped, or held unanswered), counting the calls it served and logging the
+// (grpc-node's own codec, health-peer.ts; its answer can be flipped, or held unanswered), counting the calls it served and logging the
 // checks. Reuses peers.ts's Echo definition.
 import * as grpc from "@grpc/grpc-js";
 import { ECHO_SERVICE } from "./peers.js";
-import { encodeHealthResponse, ServingStatus } from "../../src/translate/health.js";
-
-const id = (b: Buffer): Buffer => b;
-const HEALTH: grpc.ServiceDefinition = {
-  Check: { path: "/grpc.health.v1.Health/Check", requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "Check" },
-};
+import { HEALTH_SERVICE, type HealthRequest, type HealthResponse } from "./health-peer.js";
 
 export interface Backend {
   readonly name: string;
@@ -55,8 +50,8 @@ export async function startBackend(name: string, port = 0, host = "127.0.0.1"): 
     else answer();
   };
   server.addService(ECHO_SERVICE, { Unary: unary });
-  server.addService(HEALTH, {
-    Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+  server.addService(HEALTH_SERVICE, {
+    Check: (call: grpc.ServerUnaryCall<HealthRequest, HealthResponse>, cb: grpc.sendUnaryData<HealthResponse>) => {
       const entry: { at: number; serving?: boolean; cancelledAt?: number } = { at: performance.now() };
       b.checkLog.push(entry);
       if (b.hangChecks) {
@@ -65,7 +60,7 @@ export async function startBackend(name: string, port = 0, host = "127.0.0.1"): 
       }
       b.checks++;
       entry.serving = b.serving;
-      cb(null, Buffer.from(encodeHealthResponse(b.serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING)));
+      cb(null, { status: b.serving ? "SERVING" : "NOT_SERVING" });
     },
   });
   const bound = await new Promise<number>((res, rej) =>

@@ -1,17 +1,13 @@
 // Active health checks against real grpc.health.v1 servers (@grpc/grpc-js, the messages coded
-// by src/translate/health.ts) and against peers that fail in the ways a check must notice.
+// by grpc-node's own health package: test/helpers/health-peer.ts) and against peers that fail in the ways a check must notice.
 import * as grpc from "@grpc/grpc-js";
 import http2 from "node:http2";
 import net, { type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { HealthChecker, type CheckResult } from "../../../src/proxy/upstream/health-check.js";
-import { decodeHealthRequest, encodeHealthResponse, ServingStatus, type ServingStatus as Status } from "../../../src/translate/health.js";
+import { HEALTH_SERVICE, type HealthRequest, type HealthResponse, type Serving as Status } from "../../helpers/health-peer.js";
 import { parseHostPort } from "../../../src/config/index.js";
 
-const id = (b: Buffer): Buffer => b;
-const HEALTH: grpc.ServiceDefinition = {
-  Check: { path: "/grpc.health.v1.Health/Check", requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id, originalName: "Check" },
-};
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -22,14 +18,13 @@ afterEach(async () => {
 async function healthServer(status: Map<string, Status>): Promise<{ address: string; asked: string[] }> {
   const asked: string[] = [];
   const server = new grpc.Server();
-  server.addService(HEALTH, {
-    Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
-      const req = decodeHealthRequest(call.request);
-      const service = req.ok ? req.service : "?";
+  server.addService(HEALTH_SERVICE, {
+    Check: (call: grpc.ServerUnaryCall<HealthRequest, HealthResponse>, cb: grpc.sendUnaryData<HealthResponse>) => {
+      const service = call.request.service;
       asked.push(service);
       const s = status.get(service);
       if (s === undefined) return cb({ code: grpc.status.NOT_FOUND, details: "unknown service" });
-      cb(null, Buffer.from(encodeHealthResponse(s)));
+      cb(null, { status: s });
     },
   });
   const port = await new Promise<number>((res, rej) => server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))));
@@ -58,14 +53,14 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 
 describe("HealthChecker.checkOnce()", () => {
   it("passes on SERVING and names the service it asks about", async () => {
-    const s = await healthServer(new Map([["pkg.Svc", ServingStatus.SERVING]]));
+    const s = await healthServer(new Map([["pkg.Svc", "SERVING"]]));
     const { hc } = checker(s.address, cfg({ service: "pkg.Svc" }));
     expect(await hc.checkOnce()).toEqual({ passed: true, why: "SERVING" });
     expect(s.asked).toEqual(["pkg.Svc"]);
   });
 
   it("fails on NOT_SERVING, on a grpc-status error and on UNIMPLEMENTED (no health service)", async () => {
-    const s = await healthServer(new Map([["", ServingStatus.NOT_SERVING]]));
+    const s = await healthServer(new Map([["", "NOT_SERVING"]]));
     expect(await checker(s.address).hc.checkOnce()).toEqual({ passed: false, why: "NOT_SERVING" });
     expect(await checker(s.address, cfg({ service: "other" })).hc.checkOnce()).toEqual({ passed: false, why: "grpc-status NOT_FOUND: unknown service" });
     const bare = new grpc.Server();
@@ -102,21 +97,21 @@ describe("HealthChecker.checkOnce()", () => {
 
 describe("HealthChecker thresholds", () => {
   it("turns unhealthy after unhealthyThreshold failed checks and healthy again after healthyThreshold passes", async () => {
-    const status = new Map<string, Status>([["", ServingStatus.SERVING]]);
+    const status = new Map<string, Status>([["", "SERVING"]]);
     const s = await healthServer(status);
     const { hc, changes } = checker(s.address, cfg({ unhealthyThreshold: 3, healthyThreshold: 2 }));
     hc.start();
     await until(() => s.asked.length >= 3);
     expect(hc.healthy).toBe(true);
     expect(changes).toEqual([]);
-    status.set("", ServingStatus.NOT_SERVING);
+    status.set("", "NOT_SERVING");
     const before = s.asked.length;
     await until(() => changes.length === 1);
     // the third failure at the earliest (one check may have been in flight at the switch)
     expect(s.asked.length - before).toBeGreaterThanOrEqual(3);
     expect(changes[0]).toEqual([false, { passed: false, why: "NOT_SERVING" }]);
     expect(hc.healthy).toBe(false);
-    status.set("", ServingStatus.SERVING);
+    status.set("", "SERVING");
     await until(() => changes.length === 2);
     expect(changes[1]).toEqual([true, { passed: true, why: "SERVING" }]);
     hc.stop();

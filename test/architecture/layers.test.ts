@@ -402,3 +402,45 @@ function violations(file: string, text: string): string[] {
   }
   return out;
 }
+
+/**
+ * One concept, one place (house review 3, change 1): gRPC's 5-byte message prefix is read and
+ * written by src/translate/framing.ts only (writePrefix, prefixFlag, messageLength, prefixAcross,
+ * the scanner), and a bridged call is made in one place, downstream/bridge.ts startCall, from the
+ * one head builder (bridgeHead); the listener reaches the bridges only through its table,
+ * downstream/dispatch.ts.
+ */
+const HAND_PREFIX: readonly [string, RegExp][] = [
+  ["readUInt32BE", /\breadUInt32BE\b/],
+  ["writeUInt32BE", /\bwriteUInt32BE\b/],
+  ["a 5-byte buffer", /\balloc(?:Unsafe)?\(\s*5\s*\)/],
+  ["a length from bytes 1..4", /\[\s*(?:\w+\s*\+\s*)?1\s*\]\s*\*\s*0x1000000|<<\s*24\b/],
+];
+
+function handPrefixes(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+  return HAND_PREFIX.filter(([, re]) => re.test(code)).map(([what]) => what);
+}
+
+describe("one prefix reader and writer, one way a bridged call starts", () => {
+  it("finds a hand-made prefix when there is one (a check that the rule can fail)", () => {
+    expect(handPrefixes("const p = Buffer.allocUnsafe(5);\np.writeUInt32BE(n, 1);")).toEqual(["writeUInt32BE", "a 5-byte buffer"]);
+    expect(handPrefixes("const len = b.readUInt32BE(1);")).toEqual(["readUInt32BE"]);
+    expect(handPrefixes("const n = (b[1] << 24) | b[2];")).toEqual(["a length from bytes 1..4"]);
+    expect(handPrefixes("// b.readUInt32BE(1) in a comment\nconst f = messageLength(b);")).toEqual([]);
+  });
+
+  describe.each(files.filter((f) => f !== "translate/framing.ts").map((f) => [f] as const))("%s", (file) => {
+    it("reads and writes no message prefix by hand", () => {
+      expect(handPrefixes(readFileSync(join(SRC, file), "utf8"))).toEqual([]);
+    });
+  });
+
+  it("only call.ts and downstream/bridge.ts make a Call, and only the listener's table names a bridge's entry", () => {
+    const makers = files.filter((f) => /\bnew Call\s*\(/.test(readFileSync(join(SRC, f), "utf8")));
+    expect(makers.sort()).toEqual(["proxy/call/call.ts", "proxy/downstream/bridge.ts"]);
+    const bridges = ["proxy/downstream/grpc-web.ts", "proxy/downstream/connect.ts", "proxy/downstream/transcode.ts"];
+    const importers = files.filter((f) => importsOf(readFileSync(join(SRC, f), "utf8")).some((s) => bridges.some((b) => relative(SRC, resolve(SRC, dirname(f), s)).replace(/\.js$/, ".ts") === b)));
+    expect(importers.sort()).toEqual(["proxy/downstream/dispatch.ts"]);
+  });
+});

@@ -13,7 +13,7 @@
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, methodPathFromUrl, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import { goQuote } from "../../translate/go-text.js";
 import type { CompiledRoute } from "../router.js";
 import type { CallContext, ListenerRoutes } from "./context.js";
@@ -22,7 +22,7 @@ import type { MethodSeries } from "../observe/metrics.js";
 import type { CallTrace } from "../observe/tracing.js";
 import type { AttemptEnd } from "../../translate/retry.js";
 import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
-import type { Downstream } from "./downstream.js";
+import type { Downstream, DownstreamOwner } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall } from "./filter.js";
 import { RetryController, retryFromClose, tryRetry } from "./retry.js";
@@ -44,7 +44,7 @@ const kCall = Symbol("dojang.call");
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall, IdleWatched {
+export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOwner {
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -147,11 +147,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   replyType = GRPC_CONTENT_TYPE;
 
   /**
-   * `url`: the client's :path is a URL (a Connect call: connect-go reads its decoded path without
-   * the query), normalised as Envoy normalises one before it is read as a method; otherwise (gRPC,
-   * gRPC-Web, a JSON rule's method) it must be a method path as it is.
+   * The :path must be a method path as it is: a bridge's head (downstream/bridge.ts bridgeHead)
+   * carries the method it names there (a Connect URL normalised, a JSON rule's method).
    */
-  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string, url = false) {
+  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
     this.routes = ctx.routes.current;
     this.down = down;
@@ -161,11 +160,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // kept as the same string: no allocation.
     const p = headers[":path"];
     const target = typeof p === "string" ? p : "";
-    const path = url ? methodPathFromUrl(target) : isMethodPath(target) ? target : null;
-    if (path !== null) {
-      this.path = path;
+    if (isMethodPath(target)) {
+      this.path = target;
       this.refusedTarget = undefined;
-      this.series = ctx.metrics.seriesFor(path);
+      this.series = ctx.metrics.seriesFor(target);
     } else {
       this.path = "";
       this.refusedTarget = target;
@@ -188,10 +186,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   // === request headers → upstream request ===
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    // A URL read as a method (a Connect call): the raw head the filters read (a fault rule's
-    // metadata, ext_authz's headers) carries that one name too, never the URL as it came. (A gRPC
-    // :path is the name itself: the same string, one reference test.)
-    if (headers[":path"] !== this.path && this.refusedTarget === undefined) setRawPath(raw as string[], this.path);
     // Read from node's parsed headers (a lookup, not another pass over rawHeaders; copyHeaders
     // below is the one pass, and it forwards every field as sent).
     const ridv = headers["x-request-id"];
@@ -602,16 +596,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     if (this.retry !== null) this.retry.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
-  }
-}
-
-/** The `:path` field of a raw head list ([name, value, ...]) set to `path`. */
-function setRawPath(raw: string[], path: string): void {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i] === ":path") {
-      raw[i + 1] = path;
-      return;
-    }
   }
 }
 

@@ -17,7 +17,8 @@ const listenerLines = read("proxy/listener.ts").split("\n").length - 1;
 
 // --- Call's fields ---
 const callText = read("proxy/call/call.ts");
-const body = callText.slice(callText.indexOf("export class Call "), callText.indexOf("\n}\n", callText.indexOf("export class Call ")));
+const classAt = callText.search(/export class Call\b/);
+const body = callText.slice(classAt, callText.indexOf("\n}\n", classAt));
 const fields = [];
 for (const m of body.matchAll(/^ {2}((?:readonly |private |public |protected )*)([A-Za-z_$][\w$]*)[?!]?(?::|\s=)/gm)) {
   fields.push({ name: m[2], readonly: m[1].includes("readonly"), private: /private|protected/.test(m[1]) });

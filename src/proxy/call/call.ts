@@ -9,6 +9,15 @@
 // as module functions taking the call: deadline.ts (its clocks), request-body.ts (client DATA
 // → upstream), response-body.ts (upstream DATA and trailers → client), respond.ts (writes).
 //
+// One writer per field (issue 30 item 2): each helper file declares the narrow host it sees
+// (RetryHost, ClockHost, RequestHost, ResponseHost, RespondHost, WireHost, RecordedCall, …) and
+// Call implements them all; none of them imports Call. The status (done, code, message,
+// messageEncoded, decidedBy) is fixed in settle() only; respond.ts and wire.ts change the call
+// only through settle(), markResponded() and setPendingTrailers(). The few fields a helper owns
+// (the clocks in deadline.ts and idle.ts, the request's in request-body.ts, upTrailers in
+// response-body.ts, retry in retry.ts) are written there only: test/architecture/layers.test.ts
+// maps every mutable field to its one file.
+//
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
@@ -16,7 +25,7 @@ import http2, { type IncomingHttpHeaders } from "node:http2";
 import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import { goQuote } from "../../translate/go-text.js";
 import type { CompiledRoute } from "../router.js";
-import type { CallContext, ListenerRoutes } from "./context.js";
+import type { ActiveCall, CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
 import type { CallTrace } from "../observe/tracing.js";
@@ -25,17 +34,17 @@ import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerS
 import type { Downstream, DownstreamOwner } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall } from "./filter.js";
-import { RetryController, retryFromClose, tryRetry } from "./retry.js";
+import { RetryController, retryFromClose, tryRetry, type RetryHost } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
-import { recordCall } from "./record.js";
-import { Wire } from "./wire.js";
-import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers } from "./respond.js";
-import { clientStreamWindow, responseData, responseTrailers } from "./response-body.js";
+import { recordCall, type RecordedCall } from "./record.js";
+import { Wire, type WireHost } from "./wire.js";
+import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers, type RespondHost } from "./respond.js";
+import { clientStreamWindow, forgetTrailers, responseData, responseTrailers, type ResponseHost } from "./response-body.js";
 import { filtersFor, nextAfter, resetsWithCodes, runAttemptOpen, runAttemptStart, runEnd, runRequestEnd, runRequestHead, runResponseHead, runTrailers, statusExtra } from "./filter-run.js";
-import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
-import type { IdleGroup, IdleWatched } from "./idle.js";
-import { clientPastDeadline, idleTimedOut, pastDeadline, startClocks, stopClocks } from "./deadline.js";
-import { endRequest, mayEndRequest, requestData, requestEnd } from "./request-body.js";
+import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead, type HeadHost } from "./request-head.js";
+import type { IdleGroup } from "./idle.js";
+import { clientPastDeadline, idleTimedOut, pastDeadline, startClocks, stopClocks, type ClockHost } from "./deadline.js";
+import { endRequest, mayEndRequest, replayNoMore, requestData, requestEnd, type RequestHost } from "./request-body.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
@@ -44,7 +53,9 @@ const kCall = Symbol("dojang.call");
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOwner {
+export class Call
+  implements AttemptOwner, FilterCall, DownstreamOwner, ActiveCall, RetryHost, ClockHost, HeadHost, RequestHost, ResponseHost, RespondHost, WireHost, RecordedCall
+{
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -229,8 +240,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
     if (policy !== null) {
-      this.retry = RetryController.forRoute(this, policy);
-      this.replayChunk = null;
+      RetryController.forRoute(this, policy);
+      replayNoMore(this);
     }
 
     const timeoutHeader = startClocks(this, clientMs, route);
@@ -249,7 +260,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
         if (!runRequestHead(this, 0)) return;
       }
     }
-    this.proceed();
+    this.startAttempt();
   }
 
   /** FilterCall: the client's address ("" when unknown). */
@@ -261,11 +272,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
   /** FilterCall: the wire capability (wire.ts; stateless, a filter keeps the one it got). */
   wire(): CallWire {
     return new Wire(this);
-  }
-
-  /** Picks an endpoint and starts the first attempt. */
-  private proceed(): void {
-    this.startAttempt();
   }
 
   /**
@@ -305,7 +311,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
   /** RetryController: `a` is given up for another attempt (started now or after the back-off). */
   abandon(a: Attempt): void {
     this.attempt = null;
-    this.upTrailers = undefined;
+    forgetTrailers(this);
     this.held = undefined;
     if (this.trace !== null) this.ctx.tracing!.attemptAbandoned(this.trace, a.status, a.up === undefined ? "no stream reached the upstream" : "no status came; given up for a retry");
     a.cancel();
@@ -361,11 +367,16 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
     // issue 22: while calls wait unread, one more at a window under one frame may be cut here,
     // before its DATA is taken (observe/overload.ts); nothing to do on the normal path.
     if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, clientStreamWindow(this))) return;
-    this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
+    replayNoMore(this); // the upstream took the stream: no transparent retry from here on
     // A retry is still possible (the buffer is kept): a status decides it, a message commits.
     const r = this.retry;
     if (r !== null && r.buffer !== null && r.onHead(a, headers, flags, raw)) return;
     this.deliverHead(a, headers, flags, raw);
+  }
+
+  /** RetryHost: the head waits (BY_RETRY) for the status or the first message (held.ts). */
+  holdHead(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    this.held = new HeldResponse(headers, flags, raw, BY_RETRY);
   }
 
   /**
@@ -373,6 +384,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
    * `released`: the head the retry controller held until the commit (it passes to the filters).
    */
   deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[], released?: HeldResponse): void {
+    if (released !== undefined) this.held = undefined;
     if (this.filters !== null) {
       let h = released;
       if (h === undefined) h = new HeldResponse(headers, flags, raw, BY_FILTER);
@@ -420,12 +432,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
   }
 
   // === request body: request-body.ts ===
-
-  /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
-  commit(): void {
-    const r = this.retry;
-    if (r !== null) r.commit();
-  }
 
   // === response ===
 
@@ -505,17 +511,34 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
   // === ends ===
 
   /**
-   * Fixes the call's status once (dojang's own, or one a filter put on the wire); its timers
-   * stop. false: the status was fixed already. (forwardStatusNow fixes the upstream's.)
+   * Fixes the call's status once (the upstream's, dojang's own, or one a filter put on the wire);
+   * its timers stop. The one writer of done, code, message, messageEncoded and decidedBy. false:
+   * the status was fixed already. `encoded`: `message` is a header value as the upstream sent it.
    */
-  settle(code: number, message: string, decidedBy: DecidedBy): boolean {
+  settle(code: number, message: string | undefined, decidedBy: DecidedBy, encoded = false): boolean {
     if (this.done) return false;
     this.done = true;
     stopClocks(this);
     this.code = code;
     this.message = message;
+    this.messageEncoded = encoded;
     this.decidedBy = decidedBy;
     return true;
+  }
+
+  /** RespondHost, WireHost: respond() was called downstream (Trailers-Only is no longer possible). */
+  markResponded(): void {
+    this.responded = true;
+  }
+
+  /** RespondHost, WireHost: the status block the client stream's 'wantTrailers' sends. */
+  setPendingTrailers(t: OutgoingHeaders): void {
+    this.pendingTrailers = t;
+  }
+
+  /** WireHost: a filter owns the rest of the response; upstream events are dropped. */
+  takeOverResponse(): void {
+    this.responseTakenOver = true;
   }
 
   /** dojang's own status for the call; cancels the upstream if it is still open. */
@@ -530,7 +553,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
 
   continueRequestHead(from: CallFilter): void {
     if (this.done) return;
-    if (runRequestHead(this, nextAfter(this, from))) this.proceed();
+    if (runRequestHead(this, nextAfter(this, from))) this.startAttempt();
   }
 
   continueResponseHead(from: CallFilter): void {
@@ -562,10 +585,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
     this.finish(o, extra);
   }
 
-  onWantTrailers(): void {
-    sendTrailers(this);
-  }
-
   /**
    * The response-buffer guard cuts this stalled call (observe/overload.ts): 8 RESOURCE_EXHAUSTED
    * as the status, but the client is not reading, so the stream is reset (ENHANCE_YOUR_CALM)
@@ -588,12 +607,13 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched, DownstreamOw
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     stopClocks(this);
-    this.commit();
+    const r = this.retry;
+    if (r !== null) r.commit(); // the retry buffer lets go
     if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
     if (this.countedCall) this.route!.cluster.breaker.releaseCall();
-    if (this.retry !== null) this.retry.releaseSlot();
+    if (r !== null) r.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
   }
@@ -629,7 +649,7 @@ function onDownError(this: Downstream): void {
   // The stream's 'close' follows and decides; an error listener keeps the process alive.
 }
 function onDownWantTrailers(this: Downstream): void {
-  callOf(this).onWantTrailers();
+  sendTrailers(callOf(this));
 }
 /** The listener's 'stream' handler. */
 export function handleStream(ctx: CallContext, stream: Downstream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {

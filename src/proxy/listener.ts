@@ -1,10 +1,11 @@
 // The downstream side: one node:http2 server per configured listener (h2c or TLS; core stream
-// API, not the compatibility API), its HTTP/1.1 gRPC-Web socket, the order in which a new
-// stream is taken (count and refuse, overload, gRPC-Web, health, call), drain and retire.
+// API, not the compatibility API), its HTTP/1.1 socket, the order in which a new stream is taken
+// (count and refuse, overload, the bridged protocols, health, call), drain and retire.
 // Per-connection state is one ConnState (downstream/connection.ts); the abuse guards are
 // downstream/guards.ts, the connection timers downstream/lifetime.ts, the grpc.health.v1
-// service downstream/health-service.ts.
-import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+// service downstream/health-service.ts; the protocols besides native gRPC (gRPC-Web, Connect,
+// JSON transcoding) are one table, downstream/dispatch.ts, which this file iterates.
+import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
 import type { CertificateSource } from "./observe/metrics.js";
@@ -14,17 +15,13 @@ import type { AddressInfo, Socket } from "node:net";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
-import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grpc-web.js";
-import type { JsonTranscoding } from "./downstream/transcode.js";
-import { classifyConnect, handleConnectHttp1, handleConnectHttp2, refuseConnectHttp1 } from "./downstream/connect.js";
-import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
+import { ListenerWays, dispatchH1, dispatchH2, servesHttp1, tlsAllowsHttp1 } from "./downstream/dispatch.js";
+import { compileCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, onClientSettings, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
-import { parseWebContentType } from "../translate/grpc-web.js";
-import { parseConnectContentType } from "../translate/connect.js";
-import type { JsonTranscodingConfig, ListenerConfig } from "../config/index.js";
+import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
 import { Code, outcome } from "../translate/index.js";
 import { HEALTH_CHECK_PATH, HEALTH_WATCH_PATH } from "../translate/health.js";
@@ -35,20 +32,7 @@ import { heapPressure, responseBuffers } from "./observe/overload.js";
 export { advertisedStreams } from "./downstream/guards.js";
 export type { HealthTargets } from "./downstream/health-service.js";
 
-/**
- * JSON transcoding (downstream/transcode.ts, with @bufbuild/protobuf) is loaded by the first
- * listener that has jsonTranscoding, never at start: a process without it does not evaluate it.
- */
-type TranscodeModule = typeof import("./downstream/transcode.js");
-let transcodeModule: TranscodeModule | undefined;
-function loadTranscodeModule(): Promise<TranscodeModule> {
-  return import("./downstream/transcode.js").then((m) => (transcodeModule = m));
-}
-
-/** What an HTTP/1.1 request refused under overload is told (refusesHttp1Call), in each protocol's form. */
-const OVERLOADED_MESSAGE = "dojang is overloaded (response-buffer budget or heap): call not started, retry later";
-
-/** How often the gRPC-Web HTTP/1.1 server checks its connections' requestHeadersTimeout. */
+/** How often the HTTP/1.1 server checks its connections' requestHeadersTimeout. */
 const HTTP1_CHECK_MS = 1000;
 
 /** What the listener asks its owner: the current snapshot's health targets, whether dojang drains. */
@@ -85,12 +69,11 @@ export class Listener {
   /** refused handshakes on the TLS port and the HTTPS/1.1 socket (null = h2c) */
   readonly handshakeErrors: HandshakeErrors | null = null;
   private http1Bound: AddressInfo | undefined;
-  private cors: CorsPolicy | null = null;
-  /** jsonTranscoding: the compiled descriptor set (null = off: one field test per stream) */
-  private json: JsonTranscoding | null = null;
-  /** the transcoding module loading for this listener (listen() waits for it and throws its error) */
-  private jsonLoading: Promise<void> | null = null;
-  /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
+  /** the CORS policy the bridges answer with (bridge.ts ListenerSide) */
+  cors: CorsPolicy | null = null;
+  /** the protocols besides native gRPC that are on, in the table's order (none: one length test per stream) */
+  private readonly ways: ListenerWays;
+  /** HTTP/1.1 connections on a TLS listener (tlsAllowsHttp1) */
   private readonly tlsHttp1Sockets = new Set<Socket>();
 
   constructor(
@@ -148,10 +131,11 @@ export class Listener {
     // maxConnections: node's net.Server closes a connection over the limit as it is accepted
     server.maxConnections = cfg.maxConnections ?? Infinity;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
-    this.useJson(cfg.jsonTranscoding, true);
-    // gRPC-Web over HTTP/1.1 (grpc-web.ts): node's h2c server speaks only HTTP/2, so plain-text
-    // HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request timeout of
-    // node's own (the call's deadline and streamIdleTimeout bound a call).
+    this.ways = new ListenerWays((name, err) => ctx.log.error({ listener: this.cfg.name, err: err.message }, `${name} not reloaded`));
+    this.ways.use(cfg, true);
+    // The bridged protocols over HTTP/1.1 (dispatch.ts): node's h2c server speaks only HTTP/2, so
+    // plain-text HTTP/1.1 has a socket of its own; keep-alive as browsers expect, no request
+    // timeout of node's own (the call's deadline and streamIdleTimeout bound a call).
     // The HTTP/2 listener's limits hold here too: requestHeadersTimeout (slowloris: node's
     // headersTimeout, checked every HTTP1_CHECK_MS instead of node's 30 s), maxHeaderListSize
     // and maxConnections.
@@ -160,7 +144,7 @@ export class Listener {
     // identity goes upstream as x-forwarded-client-cert as on the TLS port (grpc-web.ts reads it
     // from the socket). A plain-text socket beside an mTLS port would let any client past
     // requireClientCert (issue 18 item 1).
-    if ((cfg.grpcWeb || cfg.connect || cfg.jsonTranscoding !== null) && cfg.http1Address !== null) {
+    if (servesHttp1(cfg) && cfg.http1Address !== null) {
       const opts = {
         requestTimeout: 0,
         keepAliveTimeout: 60_000,
@@ -168,7 +152,7 @@ export class Listener {
         connectionsCheckingInterval: HTTP1_CHECK_MS,
         maxHeaderSize: cfg.maxHeaderListSize,
       };
-      const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.serveHttp1(req, res);
+      const onRequest = (req: IncomingMessage, res: ServerResponse): void => dispatchH1(this, this.ways, req, res);
       if (this.tls === null) this.http1 = http.createServer(opts, onRequest);
       else {
         const h1s = https().createServer({ ...opts, ...this.tls.http1Options(), ...handshakeTimeout(cfg) }, onRequest);
@@ -184,7 +168,7 @@ export class Listener {
       if (this.http1 !== null) this.tls.watch(secure!, this.http1 as HttpsServer);
       else this.tls.watch(secure!);
     }
-    // On a TLS listener with grpcWeb, ALPN also offers http/1.1 (tlsAllowsHttp1) and node hands
+    // On a TLS listener with a protocol that has an HTTP/1.1 form, ALPN also offers http/1.1 (tlsAllowsHttp1) and node hands
     // those connections' requests to the secure server's 'request' event. A 'request' listener
     // makes node add its compatibility 'stream' handler as well (which would take every HTTP/2
     // stream too): it is removed at once, before dojang's own 'stream' handler is added below,
@@ -197,7 +181,7 @@ export class Listener {
           this.tlsHttp1Sockets.add(sock);
           sock.once("close", () => this.tlsHttp1Sockets.delete(sock));
         }
-        this.serveHttp1(req, res);
+        dispatchH1(this, this.ways, req, res);
       });
       server.removeAllListeners("stream");
     }
@@ -238,8 +222,8 @@ export class Listener {
       });
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
-    // next), refused over the connection's limit or the process's budget, then gRPC-Web, the
-    // health service, and only then a call.
+    // next), refused over the connection's limit or the process's budget, then the bridged
+    // protocols (dispatch.ts, in its table's order), the health service, and only then a call.
     server.on("stream", (stream: ConnStream, headers, flags, rawHeaders) => {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
@@ -258,16 +242,8 @@ export class Listener {
           return;
         }
       }
-      // JSON transcoding (a request that is not gRPC's and matches a rule): one field test when off.
-      // On a listener that also takes Connect, a request no rule matches goes on to Connect when it
-      // is a Connect call (unknownPaths: notFound answers only what neither takes).
-      if (
-        this.json !== null &&
-        transcodeModule!.takesJson(headers["content-type"]) &&
-        transcodeModule!.serveJsonHttp2(ctx, this.json, stream, headers, rawHeaders as unknown as string[], this.cfg.connect && classifyConnect(String(headers[":method"]), String(headers[":path"]), headers) !== null)
-      ) return;
-      // gRPC-Web and Connect on the h2c port: one flag test on the native path.
-      if ((this.cfg.grpcWeb || this.cfg.connect) && this.serveWebStream(stream, headers, rawHeaders as unknown as string[])) return;
+      // gRPC-Web, Connect, JSON transcoding: one length test on the native path when all are off.
+      if (this.ways.ways.length !== 0 && dispatchH2(this, this.ways, stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
         const p = headers[":path"];
         if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.health.serve(stream, headers, p === HEALTH_WATCH_PATH);
@@ -297,133 +273,13 @@ export class Listener {
     ctx.accessLog = accessLog;
     ctx.accessLogRedact = accessLogRedact;
     this.cors = cfg.cors === null ? null : compileCors(cfg.cors.allowOrigins);
-    if (JSON.stringify(cfg.jsonTranscoding) !== JSON.stringify(this.json?.cfg ?? null)) this.useJson(cfg.jsonTranscoding, false);
+    this.ways.use(cfg, false);
     this.server.updateSettings({
       maxConcurrentStreams: advertisedStreams(cfg.maxConcurrentStreams),
       initialWindowSize: cfg.initialWindowSize,
       maxHeaderListSize: cfg.maxHeaderListSize,
       enablePush: false,
     });
-  }
-
-  /**
-   * jsonTranscoding's descriptor set, compiled (the module loaded first if no listener has yet).
-   * `strict` (a new listener): a set that does not load fails listen(); on a reload it is logged
-   * and the one in use is kept.
-   */
-  private useJson(cfg: JsonTranscodingConfig | null, strict: boolean): void {
-    if (cfg === null) {
-      this.json = null;
-      return;
-    }
-    const use = (m: TranscodeModule): void => {
-      try {
-        this.json = m.loadJsonTranscoding(cfg);
-      } catch (err) {
-        if (strict) throw err;
-        this.ctx.log.error({ listener: this.cfg.name, err: (err as Error).message }, "jsonTranscoding not reloaded");
-      }
-    };
-    if (transcodeModule !== undefined) return use(transcodeModule);
-    const p = loadTranscodeModule().then(use);
-    p.catch(() => {}); // (listen() reports it)
-    this.jsonLoading = p;
-  }
-
-  // === gRPC-Web (grpcWeb: true): HTTP/2 here, HTTP/1.1 on http1Address ===
-
-  /** A stream on the h2c port that is gRPC-Web, Connect, or a CORS preflight; false: a native call. */
-  private serveWebStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: readonly string[]): boolean {
-    const cfg = this.cfg;
-    const method = headers[":method"];
-    const origin = typeof headers["origin"] === "string" ? headers["origin"] : undefined;
-    if (method === "OPTIONS") {
-      stream.on("error", ignoreError);
-      const acrm = headers["access-control-request-method"];
-      const acrh = headers["access-control-request-headers"];
-      const h = preflightCors(this.cors, origin, typeof acrm === "string" ? acrm : undefined, typeof acrh === "string" ? acrh : undefined, cfg.connect);
-      stream.respond({ ":status": h === null ? 403 : 204, ...h }, { endStream: true });
-      return true;
-    }
-    // which protocol, by content type and method (translate/: grpc-web.ts, connect.ts)
-    if (cfg.grpcWeb) {
-      const ct = headers["content-type"];
-      const web = parseWebContentType(typeof ct === "string" ? ct : undefined);
-      if (web !== null) {
-        handleWebHttp2(this.ctx, web, stream, headers, raw, responseCors(this.cors, origin));
-        return true;
-      }
-    }
-    if (cfg.connect) {
-      const p = headers[":path"];
-      const c = classifyConnect(String(method ?? ""), typeof p === "string" ? p : "", headers);
-      if (c !== null) {
-        handleConnectHttp2(this.ctx, c, stream, headers, raw, responseCors(this.cors, origin));
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** A request on the HTTP/1.1 socket: gRPC-Web, or its CORS preflight; anything else is refused. */
-  private serveHttp1(req: IncomingMessage, res: ServerResponse): void {
-    const origin = req.headers.origin;
-    if (req.method === "OPTIONS") {
-      const acrm = req.headers["access-control-request-method"];
-      const acrh = req.headers["access-control-request-headers"];
-      const h = preflightCors(this.cors, origin, acrm, typeof acrh === "string" ? acrh : undefined, this.cfg.connect);
-      res.writeHead(h === null ? 403 : 204, h ?? {});
-      res.end();
-      return;
-    }
-    const web = this.cfg.grpcWeb ? parseWebContentType(req.headers["content-type"]) : null;
-    const connect = web === null && this.cfg.connect ? classifyConnect(req.method ?? "", req.url ?? "", req.headers) : null;
-    if (web === null && this.json !== null && transcodeModule!.takesJson(req.headers["content-type"])) {
-      if (this.refusesHttp1Call()) {
-        res.writeHead(503, { "content-type": "application/json" });
-        res.end(JSON.stringify({ code: Code.UNAVAILABLE, message: OVERLOADED_MESSAGE }));
-        return;
-      }
-      if (transcodeModule!.serveJsonHttp1(this.ctx, this.json, req, res, connect !== null)) return;
-    }
-    if (connect !== null) return this.serveConnectHttp1(connect, req, res, origin);
-    if (web === null || req.method !== "POST") {
-      // Not gRPC-Web nor Connect: this socket serves nothing else (a plain HTTP answer, no call
-      // made). A gRPC-Web or Connect content type with another method is 405.
-      const known = web !== null || (this.cfg.connect && parseConnectContentType(req.headers["content-type"]) !== null);
-      res.writeHead(known ? 405 : 415, { "content-type": "text/plain; charset=utf-8" });
-      const what = this.cfg.grpcWeb && this.cfg.connect ? "gRPC-Web and Connect" : this.cfg.connect ? "Connect" : "gRPC-Web";
-      res.end(known ? `dojang: ${what} requests are POST${this.cfg.connect ? " (a Connect unary call may be GET)" : ""}\n` : `dojang: this port takes ${what} requests (see its content types in the docs)\n`);
-      return;
-    }
-    if (this.refusesHttp1Call()) {
-      refuseWebHttp1(web, res, responseCors(this.cors, origin), Code.UNAVAILABLE, OVERLOADED_MESSAGE);
-      return;
-    }
-    handleWebHttp1(this.ctx, web, req, res, responseCors(this.cors, origin));
-  }
-
-  /**
-   * An HTTP/1.1 request (gRPC-Web, Connect, JSON) arrives: past the process's response-buffer
-   * budget or under heap pressure no call is taken (the native port's REFUSED_STREAM; there is no
-   * stream to refuse here, so the caller answers "unavailable, retry" in its protocol's form, and
-   * nothing goes upstream). True: refused, and counted.
-   */
-  private refusesHttp1Call(): boolean {
-    heapPressure.onStream();
-    if (!responseBuffers.overloaded && !heapPressure.pressed) return false;
-    responseBuffers.refused++;
-    this.ctx.metrics.refusedStreams.inc();
-    return true;
-  }
-
-  /** A Connect request on the HTTP/1.1 socket (the overload refusal as gRPC-Web's, in Connect's form). */
-  private serveConnectHttp1(c: NonNullable<ReturnType<typeof classifyConnect>>, req: IncomingMessage, res: ServerResponse, origin: string | undefined): void {
-    if (this.refusesHttp1Call()) {
-      refuseConnectHttp1(c, res, responseCors(this.cors, origin), OVERLOADED_MESSAGE);
-      return;
-    }
-    handleConnectHttp1(this.ctx, c, req, res, responseCors(this.cors, origin));
   }
 
   /**
@@ -445,7 +301,7 @@ export class Listener {
   }
 
   async listen(): Promise<AddressInfo> {
-    if (this.jsonLoading !== null) await this.jsonLoading;
+    if (this.ways.loading !== null) await this.ways.loading;
     const { host, port } = this.cfg.address;
     const bound = await new Promise<AddressInfo>((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));
@@ -535,16 +391,6 @@ export class Listener {
  */
 function notePeer(raw: Socket): void {
   void raw.remoteAddress;
-}
-
-/**
- * ALPN on a TLS listener: h2 only, or h2 and http/1.1. With grpcWeb, http/1.1 is offered too and
- * its requests arrive at the secure server's 'request' event (gRPC-Web over HTTP/1.1 on the same
- * TLS port, served as on http1Address); without it a client that cannot speak h2 is refused in
- * the handshake.
- */
-export function tlsAllowsHttp1(cfg: ListenerConfig): boolean {
-  return cfg.tls !== null && (cfg.grpcWeb || cfg.connect);
 }
 
 /**

@@ -31,7 +31,7 @@
 // The response is read into the shape @grpc/proto-loader hands over (field names as in the
 // .proto, enums by name, except HttpStatus.code, a number: the HTTP status), and only the fields
 // the verdict reads (src/proxy/filters/auth/check.ts mapCheckResponse).
-import { writeMessagePrefix } from "./framing.js";
+import { writePrefix } from "./framing.js";
 import { int32Size, lenFieldSize, stringField, utf8Size, varintSize, WireError, WireReader, WIRE_LEN, WIRE_VARINT, writeInt32, writeUtf8, writeVarint } from "./proto-wire.js";
 
 /** The gRPC method. */
@@ -105,7 +105,7 @@ export function encodeCheckRequest(f: CheckFacts): Uint8Array {
   const body = lenFieldSize(attributes);
 
   const out = new Uint8Array(5 + body);
-  writeMessagePrefix(out, body);
+  writePrefix(out, 0, 0, body);
   let at = 5;
   out[at++] = 0x0a; // CheckRequest.attributes (1)
   at = writeVarint(out, at, attributes);

@@ -147,20 +147,57 @@ export function atMessageBoundary(s: FrameScanner): boolean {
   return s.headerLeft === PREFIX_BYTES;
 }
 
-/** Writes an uncompressed message's 5-byte prefix at the start of `out` (the message follows it). */
-export function writeMessagePrefix(out: Uint8Array, len: number, flag = 0): void {
-  out[0] = flag & 0xff;
-  out[1] = (len >>> 24) & 0xff;
-  out[2] = (len >>> 16) & 0xff;
-  out[3] = (len >>> 8) & 0xff;
-  out[4] = len & 0xff;
+// === one prefix, read and written here only ===
+
+/** The prefix's length in bytes (flag + uint32 length). */
+export const MESSAGE_PREFIX_BYTES = PREFIX_BYTES;
+
+/** Writes a prefix (`flag`, `length`) into `out` at `at` (5 bytes). */
+export function writePrefix(out: Uint8Array, at: number, flag: number, length: number): void {
+  out[at] = flag & 0xff;
+  out[at + 1] = (length >>> 24) & 0xff;
+  out[at + 2] = (length >>> 16) & 0xff;
+  out[at + 3] = (length >>> 8) & 0xff;
+  out[at + 4] = length & 0xff;
 }
 
-/** Builds one framed message: 5-byte prefix + payload. Test and demo helper; allocates. */
+/** The flag byte of the prefix at `at` (bit 0: compressed; gRPC-Web's 0x80: a trailer frame; Connect's 0x02: end of stream). */
+export function prefixFlag(b: Uint8Array, at = 0): number {
+  return b[at] as number;
+}
+
+/** The message length declared by the prefix at `at` (5 bytes must be there): 0..4294967295, never negative. */
+export function messageLength(b: Uint8Array, at = 0): number {
+  return (b[at + 1] as number) * 0x1000000 + (((b[at + 2] as number) << 16) | ((b[at + 3] as number) << 8) | (b[at + 4] as number));
+}
+
+/**
+ * The prefix that starts the bytes `chunks` hold in turn (it may span them): `out.flag` and
+ * `out.length` set, true; false when fewer than 5 bytes are there.
+ */
+export function prefixAcross(chunks: readonly Uint8Array[], out: { flag: number; length: number }): boolean {
+  let k = 0;
+  let flag = 0;
+  let length = 0;
+  for (const c of chunks) {
+    for (let i = 0; i < c.length && k < PREFIX_BYTES; i++, k++) {
+      if (k === 0) flag = c[i] as number;
+      else length = length * 256 + (c[i] as number);
+    }
+    if (k === PREFIX_BYTES) {
+      out.flag = flag;
+      out.length = length;
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Builds one framed message: 5-byte prefix + payload (a copy of it). */
 export function frameMessage(payload: Uint8Array, flag = 0): Uint8Array {
   const len = payload.length;
   const out = new Uint8Array(PREFIX_BYTES + len);
-  writeMessagePrefix(out, len, flag);
+  writePrefix(out, 0, flag, len);
   out.set(payload, PREFIX_BYTES);
   return out;
 }

@@ -8,6 +8,7 @@
 // must carry the 0..3 characters of an incomplete group over to the next chunk.
 //
 // Pure: Uint8Array views only (no node: types), no clock, no I/O.
+import { frameMessage } from "./framing.js";
 
 export const GRPC_WEB = "application/grpc-web";
 export const GRPC_WEB_TEXT = "application/grpc-web-text";
@@ -67,15 +68,7 @@ const latin1 = new TextDecoder("latin1");
 export function encodeTrailerFrame(fields: readonly (readonly [string, string])[]): Uint8Array {
   let block = "";
   for (const [n, v] of fields) block += `${n.toLowerCase()}: ${v}\r\n`;
-  const body = utf8.encode(block);
-  const out = new Uint8Array(5 + body.length);
-  out[0] = TRAILER_FLAG;
-  out[1] = (body.length >>> 24) & 0xff;
-  out[2] = (body.length >>> 16) & 0xff;
-  out[3] = (body.length >>> 8) & 0xff;
-  out[4] = body.length & 0xff;
-  out.set(body, 5);
-  return out;
+  return frameMessage(utf8.encode(block), TRAILER_FLAG);
 }
 
 /** A trailer frame's payload (without its 5-byte prefix) → fields in order; lines without ":" are skipped. */

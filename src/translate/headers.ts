@@ -34,3 +34,19 @@ export function isNotForwarded(name: string, value: string): boolean {
   if (name === XFCC) return true;
   return HOP_BY_HOP_HEADERS.has(name);
 }
+
+/**
+ * The field names an HTTP/1.1 Connection header value nominates as hop-by-hop (RFC 9110 §7.6.1:
+ * "a proxy or gateway MUST ... remove any header or trailer field(s) from the message with the
+ * same name as the connection-option"), lower-cased; tokens only (anything else names no field).
+ */
+export function connectionOptions(value: string): string[] {
+  const out: string[] = [];
+  for (const part of value.split(",")) {
+    const t = part.trim().toLowerCase();
+    if (t !== "" && TOKEN.test(t)) out.push(t);
+  }
+  return out;
+}
+/** RFC 9110 §5.6.2 token (a field name) */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;

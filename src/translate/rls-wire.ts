@@ -20,7 +20,7 @@
 // The response: only what the verdict reads (src/translate/rate-limit-global.ts): overall_code,
 // and the statuses when a refusal carries hints; as @grpc/proto-loader would hand them over
 // (field names as in the .proto, enums by name), so globalVerdict reads either.
-import { writeMessagePrefix } from "./framing.js";
+import { writePrefix } from "./framing.js";
 import { lenFieldSize, stringField, utf8Size, varintSize, WireError, WireReader, WIRE_LEN, WIRE_VARINT, writeUtf8, writeVarint } from "./proto-wire.js";
 import { entryValue, type DescriptorInput, type EntrySpec, type EntrySource, type RlsDescriptorStatus, type RlsResponse } from "./rate-limit-global.js";
 
@@ -115,7 +115,7 @@ export function encodeRlsRequest(t: RlsRequestTemplate, input: DescriptorInput):
   }
   if (!any) return null;
   const out = new Uint8Array(5 + body);
-  writeMessagePrefix(out, body);
+  writePrefix(out, 0, 0, body);
   out.set(t.domain, 5);
   let at = 5 + t.domain.length;
   k = 0;

@@ -143,8 +143,9 @@ describe("no import cycles at run time (grpc-js runs madge -c; type-only imports
 
 /**
  * Inside proxy/call/ (one layer), the files are ordered too, lowest first (house review §5): a
- * file may import the values of the files before it only; a type-only import may go either way
- * (record.ts, retry.ts and the others name the Call type; call.ts brings them together).
+ * file may import the values of the files before it only; a type-only import may go up the order
+ * (request-body.ts names retry.ts's RetryController), but no file names the Call: each helper
+ * declares the host it sees and call.ts implements them (the cycle rule below, issue 30 item 2).
  */
 const CALL_ORDER = [
   "headers.ts",
@@ -404,3 +405,256 @@ function violations(file: string, text: string): string[] {
   }
   return out;
 }
+
+/**
+ * One concept, one place (house review 3, change 1): gRPC's 5-byte message prefix is read and
+ * written by src/translate/framing.ts only (writePrefix, prefixFlag, messageLength, prefixAcross,
+ * the scanner), and a bridged call is made in one place, downstream/bridge.ts startCall, from the
+ * one head builder (bridgeHead); the listener reaches the bridges only through its table,
+ * downstream/dispatch.ts.
+ */
+const HAND_PREFIX: readonly [string, RegExp][] = [
+  ["readUInt32BE", /\breadUInt32BE\b/],
+  ["writeUInt32BE", /\bwriteUInt32BE\b/],
+  ["a 5-byte buffer", /\balloc(?:Unsafe)?\(\s*5\s*\)/],
+  ["a length from bytes 1..4", /\[\s*(?:\w+\s*\+\s*)?1\s*\]\s*\*\s*0x1000000|<<\s*24\b/],
+];
+
+function handPrefixes(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+  return HAND_PREFIX.filter(([, re]) => re.test(code)).map(([what]) => what);
+}
+
+describe("one prefix reader and writer, one way a bridged call starts", () => {
+  it("finds a hand-made prefix when there is one (a check that the rule can fail)", () => {
+    expect(handPrefixes("const p = Buffer.allocUnsafe(5);\np.writeUInt32BE(n, 1);")).toEqual(["writeUInt32BE", "a 5-byte buffer"]);
+    expect(handPrefixes("const len = b.readUInt32BE(1);")).toEqual(["readUInt32BE"]);
+    expect(handPrefixes("const n = (b[1] << 24) | b[2];")).toEqual(["a length from bytes 1..4"]);
+    expect(handPrefixes("// b.readUInt32BE(1) in a comment\nconst f = messageLength(b);")).toEqual([]);
+  });
+
+  describe.each(files.filter((f) => f !== "translate/framing.ts").map((f) => [f] as const))("%s", (file) => {
+    it("reads and writes no message prefix by hand", () => {
+      expect(handPrefixes(readFileSync(join(SRC, file), "utf8"))).toEqual([]);
+    });
+  });
+
+  it("only call.ts and downstream/bridge.ts make a Call, and only the listener's table names a bridge's entry", () => {
+    const makers = files.filter((f) => /\bnew Call\s*\(/.test(readFileSync(join(SRC, f), "utf8")));
+    expect(makers.sort()).toEqual(["proxy/call/call.ts", "proxy/downstream/bridge.ts"]);
+    const bridges = ["proxy/downstream/grpc-web.ts", "proxy/downstream/connect.ts", "proxy/downstream/transcode.ts"];
+    const importers = files.filter((f) => importsOf(readFileSync(join(SRC, f), "utf8")).some((s) => bridges.some((b) => relative(SRC, resolve(SRC, dirname(f), s)).replace(/\.js$/, ".ts") === b)));
+    expect(importers.sort()).toEqual(["proxy/downstream/dispatch.ts"]);
+  });
+});
+
+/**
+ * One writer for every call field (issue 30 item 2; house review 3 §3: 20 of Call's fields were
+ * assigned outside call.ts, 10 of them from two files, `done` among them). Each mutable field of
+ * Call has the one file that may assign it, written here as a literal: call.ts for most (the status
+ * in settle() only, `responded` and `pendingTrailers` through markResponded() and
+ * setPendingTrailers()), and the helper that owns a piece of the call's state for the rest. A
+ * helper sees the call through a narrow host it declares (RetryHost, ClockHost, RespondHost, …);
+ * TypeScript keeps a `readonly` field of a host unwritten, so the rule is: a host may declare a call
+ * field writable only in the field's own file. A text scan of the assignments backs it up.
+ */
+const CALL_FIELD_WRITERS: Readonly<Record<string, string>> = {
+  requestId: "call.ts",
+  prevAttempts: "call.ts",
+  route: "call.ts",
+  attempt: "call.ts",
+  // the controller, made at the start (a route's policy) or for a transparent retry
+  retry: "retry.ts",
+  attempts: "call.ts",
+  // the request side: what a transparent retry may replay, and the request's end
+  replayChunk: "request-body.ts",
+  reqEnded: "request-body.ts",
+  headBase: "call.ts",
+  countedCall: "call.ts",
+  // the clocks: the deadline and its timer, the idle watch
+  deadlineAt: "deadline.ts",
+  budgetInMs: "call.ts",
+  budgetOutMs: "deadline.ts",
+  timer: "deadline.ts",
+  idleGroup: "deadline.ts",
+  idleMs: "deadline.ts",
+  idleSeen: "idle.ts",
+  idleSlot: "idle.ts",
+  responded: "call.ts",
+  // the status: settle() only
+  done: "call.ts",
+  code: "call.ts",
+  message: "call.ts",
+  messageEncoded: "call.ts",
+  decidedBy: "call.ts",
+  pendingTrailers: "call.ts",
+  filters: "call.ts",
+  held: "call.ts",
+  responseTakenOver: "call.ts",
+  trailersHeld: "call.ts",
+  upHeaders: "call.ts",
+  upEndStream: "call.ts",
+  // the upstream's trailers, held until its body has ended
+  upTrailers: "response-body.ts",
+  reading: "call.ts",
+  downDrainHooked: "call.ts",
+  trace: "call.ts",
+  replyType: "call.ts",
+};
+
+interface Member {
+  readonly name: string;
+  readonly readonly: boolean;
+}
+
+const uncomment = (text: string): string => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+
+/** The fields (not methods) of the class or interface body that starts at `at` (its members at two spaces' indent). */
+function membersAt(code: string, at: number): Member[] {
+  const open = code.indexOf("{", at);
+  const end = code.indexOf("\n}", open);
+  const body = code.slice(open + 1, end);
+  const out: Member[] = [];
+  for (const m of body.matchAll(/^ {2}((?:readonly |private |public |protected |static )*)([A-Za-z_$][\w$]*)[?!]?\s*(?::|=)/gm)) {
+    out.push({ name: m[2]!, readonly: m[1]!.includes("readonly") });
+  }
+  return out;
+}
+
+/** Call's fields, parsed from call.ts; `implements`: the interfaces it names. */
+function callClass(text: string): { fields: Member[]; implements: string[] } {
+  const code = uncomment(text);
+  const at = code.search(/export class Call\b/);
+  const head = code.slice(at, code.indexOf("{", at));
+  const impl = /\bimplements\b([\s\S]*)$/.exec(head)?.[1] ?? "";
+  return { fields: membersAt(code, at), implements: impl.split(",").map((s) => s.trim()).filter((s) => s !== "") };
+}
+
+interface Iface {
+  readonly file: string;
+  readonly extends: readonly string[];
+  readonly props: readonly Member[];
+}
+
+/** The interfaces a file declares, by name. */
+function interfacesIn(file: string, text: string): Map<string, Iface> {
+  const code = uncomment(text);
+  const out = new Map<string, Iface>();
+  for (const m of code.matchAll(/^(?:export )?interface ([A-Za-z_$][\w$]*)(?:<[^>{]*>)?(?:\s+extends\s+([^{]+))?\s*\{/gm)) {
+    const ext = (m[2] ?? "").split(",").map((s) => s.trim().replace(/<.*$/, "")).filter((s) => s !== "");
+    out.set(m[1]!, { file, extends: ext, props: membersAt(code, m.index) });
+  }
+  return out;
+}
+
+/** "Host (file) lets field be written" for each host of Call that exposes a call field as writable outside its one file. */
+function hostViolations(fields: readonly Member[], roots: readonly string[], ifaces: ReadonlyMap<string, readonly Iface[]>): string[] {
+  const mutable = new Set(fields.filter((f) => !f.readonly).map((f) => f.name));
+  const out: string[] = [];
+  const seen = new Set<string>();
+  const todo = [...roots];
+  while (todo.length > 0) {
+    const name = todo.pop()!;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    for (const i of ifaces.get(name) ?? []) {
+      todo.push(...i.extends);
+      for (const p of i.props) {
+        if (p.readonly || !mutable.has(p.name)) continue;
+        const writer = CALL_FIELD_WRITERS[p.name];
+        if (writer === undefined || i.file !== `proxy/call/${writer}`) out.push(`${name} (${i.file}) lets ${p.name} be written (its writer: ${writer ?? "none named"})`);
+      }
+    }
+  }
+  return out;
+}
+
+/** "field: file" for each assignment of a call field through a call's name (`this` in call.ts; `c`, `call`, `host`, `this.call` in call/; `call`, `this.call` elsewhere). */
+function fieldWrites(file: string, text: string, names: readonly string[]): string[] {
+  const code = uncomment(text);
+  const recv = file === "proxy/call/call.ts" ? "this" : file.startsWith("proxy/call/") ? "(?:c|call|host|this\\.call)" : "(?:call|this\\.call)";
+  const out: string[] = [];
+  for (const name of names) {
+    const re = new RegExp(`(?<![\\w$.])${recv}!?\\.${name}\\s*(?:=(?!=)|\\+=|-=|\\?\\?=|\\|\\|=|&&=|\\+\\+|--)|(?:\\+\\+|--)\\s*${recv}\\.${name}\\b`, "g");
+    if (re.test(code)) out.push(`${name}: ${file}`);
+  }
+  return out;
+}
+
+describe("one writer for every call field (each mutable field of Call is assigned in one file)", () => {
+  const callText = readFileSync(join(SRC, "proxy/call/call.ts"), "utf8");
+  const call = callClass(callText);
+  const mutable = call.fields.filter((f) => !f.readonly).map((f) => f.name);
+  const ifaces = new Map<string, Iface[]>();
+  for (const f of files) for (const [name, i] of interfacesIn(f, readFileSync(join(SRC, f), "utf8"))) ifaces.set(name, [...(ifaces.get(name) ?? []), i]);
+
+  it("names the one writer of every mutable field, and only of those", () => {
+    expect(call.fields.length).toBeGreaterThan(40);
+    expect([...mutable].sort()).toEqual(Object.keys(CALL_FIELD_WRITERS).sort());
+    for (const w of new Set(Object.values(CALL_FIELD_WRITERS))) expect(files, w).toContain(`proxy/call/${w}`);
+  });
+
+  it("finds a host that lets a field be written, and a write from the wrong file (a check that the rule can fail)", () => {
+    const sample = interfacesIn("proxy/call/wire.ts", "export interface WireHost extends Base {\n  readonly down: Downstream;\n  done: boolean;\n  settle(code: number): boolean;\n}\ninterface Base {\n  responded: boolean;\n  readonly code: number;\n}\n");
+    const m = new Map([...sample].map(([n, i]) => [n, [i]]));
+    expect(hostViolations(call.fields, ["WireHost"], m)).toEqual([
+      "WireHost (proxy/call/wire.ts) lets done be written (its writer: call.ts)",
+      "Base (proxy/call/wire.ts) lets responded be written (its writer: call.ts)",
+    ]);
+    const own = interfacesIn("proxy/call/deadline.ts", "export interface ClockHost {\n  deadlineAt: number;\n  readonly done: boolean;\n}\n");
+    expect(hostViolations(call.fields, ["ClockHost"], new Map([...own].map(([n, i]) => [n, [i]])))).toEqual([]);
+    // (in the order of Call's fields)
+    expect(fieldWrites("proxy/call/respond.ts", "c.done = true;\nc.responded ||= true;\nif (c.code === 0) c.attempts++;\n// c.message = 'x';\nx.c.held = undefined;", mutable)).toEqual([
+      "attempts: proxy/call/respond.ts",
+      "responded: proxy/call/respond.ts",
+      "done: proxy/call/respond.ts",
+    ]);
+    expect(fieldWrites("proxy/call/call.ts", "this.done = true;\nc.done = true;", mutable)).toEqual(["done: proxy/call/call.ts"]);
+    expect(fieldWrites("proxy/downstream/bridge.ts", "call.decidedBy = 'x';\nc.decidedBy = 'y';", mutable)).toEqual(["decidedBy: proxy/downstream/bridge.ts"]);
+  });
+
+  it("no host of Call lets a field be written outside its one file", () => {
+    expect(call.implements).toEqual(expect.arrayContaining(["RetryHost", "RespondHost", "WireHost", "ClockHost"]));
+    expect(hostViolations(call.fields, call.implements, ifaces)).toEqual([]);
+  });
+
+  it("every assignment of a call field is in the field's file", () => {
+    const wrong: string[] = [];
+    for (const f of files.filter((f) => f.startsWith("proxy/"))) {
+      for (const w of fieldWrites(f, readFileSync(join(SRC, f), "utf8"), mutable)) {
+        const [name] = w.split(":");
+        if (f !== `proxy/call/${CALL_FIELD_WRITERS[name!]}`) wrong.push(w);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("only call.ts and downstream/bridge.ts (which makes a bridged call) name the Call class itself", () => {
+    const namesCall = (text: string): boolean => /\bimport\b[^;]*\bCall\b[^;]*\bfrom\s*["'][^"']*\bcall\.js["']/.test(uncomment(text));
+    expect(namesCall('import type { Call } from "./call.js";')).toBe(true);
+    expect(namesCall('import { handleStream, type CallContext } from "./call/call.js";')).toBe(false);
+    expect(files.filter((f) => f !== "proxy/call/call.ts" && namesCall(readFileSync(join(SRC, f), "utf8")))).toEqual(["proxy/downstream/bridge.ts"]);
+  });
+});
+
+describe("no import cycle inside proxy/call/, type imports included (each helper declares the host it sees)", () => {
+  const callFiles = files.filter((f) => f.startsWith("proxy/call/"));
+  const callImports = (file: string, text: string): string[] =>
+    importsOf(text)
+      .filter((s) => s.startsWith("."))
+      .map((s) => relative(SRC, resolve(SRC, dirname(file), s)).split("\\").join("/").replace(/\.js$/, ".ts"))
+      .filter((t) => t.startsWith("proxy/call/"));
+
+  it("finds none", () => {
+    expect(callFiles.length).toBeGreaterThan(15);
+    expect(runtimeCycles(new Map(callFiles.map((f) => [f, callImports(f, readFileSync(join(SRC, f), "utf8"))])))).toEqual([]);
+  });
+
+  it("counts a type import of the Call as an edge (a check that the rule can fail)", () => {
+    const g = new Map([
+      ["proxy/call/call.ts", callImports("proxy/call/call.ts", 'import { recordCall } from "./record.js";')],
+      ["proxy/call/record.ts", callImports("proxy/call/record.ts", 'import type { Call } from "./call.js";')],
+    ]);
+    expect(runtimeCycles(g)).toEqual(["proxy/call/call.ts -> proxy/call/record.ts -> proxy/call/call.ts"]);
+  });
+});

@@ -7,7 +7,11 @@ import {
   forwardedBytes,
   forwardedMessages,
   frameMessage,
+  messageLength,
   newScanner,
+  prefixAcross,
+  prefixFlag,
+  writePrefix,
   refusedBytes,
   scanChunk,
   type FrameScanner,
@@ -335,5 +339,41 @@ describe("nextBoundary(): cutting chunks at message boundaries for the fault pat
     nextBoundary(s, m.subarray(0, 7), 0);
     expect(s.messages).toBe(1);
     expect(completedMessages(s)).toBe(0);
+  });
+});
+
+describe("the prefix, read and written in one place (writePrefix, prefixFlag, messageLength, prefixAcross)", () => {
+  // SPEC Length-Prefixed-Message: flag byte, then the length as uint32 big-endian
+  it.each([
+    [0, 0, [0, 0, 0, 0, 0]],
+    [1, 5, [1, 0, 0, 0, 5]],
+    [0x80, 0x0102_0304, [0x80, 1, 2, 3, 4]],
+    [0, 0xffff_ffff, [0, 255, 255, 255, 255]],
+    [2, 0x8000_0000, [2, 128, 0, 0, 0]],
+  ])("flag %i, length %i is the bytes %j, and reads back (no sign flip at 2^31)", (flag, length, bytes) => {
+    const b = new Uint8Array(7).fill(9);
+    writePrefix(b, 1, flag, length);
+    expect([...b]).toEqual([9, ...bytes, 9]);
+    expect(prefixFlag(b, 1)).toBe(flag);
+    expect(messageLength(b, 1)).toBe(length);
+  });
+
+  it("prefixAcross reads a prefix split over chunks anywhere, and nothing from fewer than 5 bytes", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 0xffff_ffff }), fc.array(fc.nat(8), { maxLength: 6 }), (flag, length, cuts) => {
+        const b = new Uint8Array(8);
+        writePrefix(b, 0, flag, length);
+        const out = { flag: -1, length: -1 };
+        expect(prefixAcross(split(b, cuts), out)).toBe(true);
+        expect(out).toEqual({ flag, length });
+        const short = { flag: -1, length: -1 };
+        expect(prefixAcross(split(b.subarray(0, 4), cuts), short)).toBe(false);
+        expect(short).toEqual({ flag: -1, length: -1 });
+      }),
+    );
+  });
+
+  it("frameMessage writes the same prefix", () => {
+    expect([...frameMessage(new Uint8Array([7, 8]), 1)]).toEqual([1, 0, 0, 0, 2, 7, 8]);
   });
 });

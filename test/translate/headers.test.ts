@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HOP_BY_HOP_HEADERS, isNotForwarded, TE_TRAILERS } from "../../src/translate/headers.js";
+import { HOP_BY_HOP_HEADERS, connectionOptions, isNotForwarded, TE_TRAILERS } from "../../src/translate/headers.js";
 
 describe("isNotForwarded()", () => {
   it("lists exactly the six connection-specific names node refuses to send", () => {
@@ -32,4 +32,16 @@ describe("isNotForwarded()", () => {
     "forwards %s",
     (name) => { expect(isNotForwarded(name, "v")).toBe(false); },
   );
+});
+
+describe("connectionOptions() (RFC 9110 §7.6.1: the fields a Connection header names)", () => {
+  it("lists each token, lower-cased, without whitespace or empty list elements", () => {
+    expect(connectionOptions("keep-alive, X-Hop ,,Upgrade")).toEqual(["keep-alive", "x-hop", "upgrade"]);
+    expect(connectionOptions("close")).toEqual(["close"]);
+    expect(connectionOptions("")).toEqual([]);
+  });
+
+  it("names no field with what is not a token", () => {
+    expect(connectionOptions('x-a, "quoted", b c, d@e')).toEqual(["x-a"]);
+  });
 });

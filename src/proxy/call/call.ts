@@ -9,33 +9,42 @@
 // as module functions taking the call: deadline.ts (its clocks), request-body.ts (client DATA
 // → upstream), response-body.ts (upstream DATA and trailers → client), respond.ts (writes).
 //
+// One writer per field (issue 30 item 2): each helper file declares the narrow host it sees
+// (RetryHost, ClockHost, RequestHost, ResponseHost, RespondHost, WireHost, RecordedCall, …) and
+// Call implements them all; none of them imports Call. The status (done, code, message,
+// messageEncoded, decidedBy) is fixed in settle() only; respond.ts and wire.ts change the call
+// only through settle(), markResponded() and setPendingTrailers(). The few fields a helper owns
+// (the clocks in deadline.ts and idle.ts, the request's in request-body.ts, upTrailers in
+// response-body.ts, retry in retry.ts) are written there only: test/architecture/layers.test.ts
+// maps every mutable field to its one file.
+//
 // Hot-path rules (style.md §3.7): stream listeners are module-level functions that find the
 // call in one symbol slot on the stream, so no closure is created per call or per chunk;
 // payload chunks are passed on unchanged (the prefix scanner only reads bytes by index).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, methodPathFromUrl, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import { goQuote } from "../../translate/go-text.js";
 import type { CompiledRoute } from "../router.js";
-import type { CallContext, ListenerRoutes } from "./context.js";
+import type { ActiveCall, CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
 import type { CallTrace } from "../observe/tracing.js";
 import type { AttemptEnd } from "../../translate/retry.js";
 import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
-import type { Downstream } from "./downstream.js";
+import type { Downstream, DownstreamOwner } from "./downstream.js";
 import { Attempt, type AttemptOwner } from "./attempt.js";
 import type { CallFilter, CallWire, FilterCall } from "./filter.js";
-import { RetryController, retryFromClose, tryRetry } from "./retry.js";
+import { RetryController, retryFromClose, tryRetry, type RetryHost } from "./retry.js";
 import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
-import { recordCall } from "./record.js";
-import { Wire } from "./wire.js";
-import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers } from "./respond.js";
-import { clientStreamWindow, responseData, responseTrailers } from "./response-body.js";
+import { recordCall, type RecordedCall } from "./record.js";
+import { Wire, type WireHost } from "./wire.js";
+import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers, type RespondHost } from "./respond.js";
+import { clientStreamWindow, forgetTrailers, responseData, responseTrailers, type ResponseHost } from "./response-body.js";
 import { filtersFor, nextAfter, resetsWithCodes, runAttemptOpen, runAttemptStart, runEnd, runRequestEnd, runRequestHead, runResponseHead, runTrailers, statusExtra } from "./filter-run.js";
-import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead } from "./request-head.js";
-import type { IdleGroup, IdleWatched } from "./idle.js";
-import { clientPastDeadline, idleTimedOut, pastDeadline, startClocks, stopClocks } from "./deadline.js";
-import { endRequest, mayEndRequest, requestData, requestEnd } from "./request-body.js";
+import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead, type HeadHost } from "./request-head.js";
+import type { IdleGroup } from "./idle.js";
+import { clientPastDeadline, idleTimedOut, pastDeadline, startClocks, stopClocks, type ClockHost } from "./deadline.js";
+import { endRequest, mayEndRequest, replayNoMore, requestData, requestEnd, type RequestHost } from "./request-body.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
 import { responseBuffers } from "../observe/overload.js";
 
@@ -44,7 +53,9 @@ const kCall = Symbol("dojang.call");
 
 type CallCarrier = Downstream & { [kCall]?: Call };
 
-export class Call implements AttemptOwner, FilterCall, IdleWatched {
+export class Call
+  implements AttemptOwner, FilterCall, DownstreamOwner, ActiveCall, RetryHost, ClockHost, HeadHost, RequestHost, ResponseHost, RespondHost, WireHost, RecordedCall
+{
   readonly ctx: CallContext;
   /** the routes and filters of the snapshot this call started with (kept to its end) */
   readonly routes: ListenerRoutes;
@@ -147,11 +158,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   replyType = GRPC_CONTENT_TYPE;
 
   /**
-   * `url`: the client's :path is a URL (a Connect call: connect-go reads its decoded path without
-   * the query), normalised as Envoy normalises one before it is read as a method; otherwise (gRPC,
-   * gRPC-Web, a JSON rule's method) it must be a method path as it is.
+   * The :path must be a method path as it is: a bridge's head (downstream/bridge.ts bridgeHead)
+   * carries the method it names there (a Connect URL normalised, a JSON rule's method).
    */
-  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string, url = false) {
+  constructor(ctx: CallContext, down: Downstream, headers: IncomingHttpHeaders, clientProtocol?: string) {
     this.ctx = ctx;
     this.routes = ctx.routes.current;
     this.down = down;
@@ -161,11 +171,10 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // kept as the same string: no allocation.
     const p = headers[":path"];
     const target = typeof p === "string" ? p : "";
-    const path = url ? methodPathFromUrl(target) : isMethodPath(target) ? target : null;
-    if (path !== null) {
-      this.path = path;
+    if (isMethodPath(target)) {
+      this.path = target;
       this.refusedTarget = undefined;
-      this.series = ctx.metrics.seriesFor(path);
+      this.series = ctx.metrics.seriesFor(target);
     } else {
       this.path = "";
       this.refusedTarget = target;
@@ -188,10 +197,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   // === request headers → upstream request ===
 
   start(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
-    // A URL read as a method (a Connect call): the raw head the filters read (a fault rule's
-    // metadata, ext_authz's headers) carries that one name too, never the URL as it came. (A gRPC
-    // :path is the name itself: the same string, one reference test.)
-    if (headers[":path"] !== this.path && this.refusedTarget === undefined) setRawPath(raw as string[], this.path);
     // Read from node's parsed headers (a lookup, not another pass over rawHeaders; copyHeaders
     // below is the one pass, and it forwards every field as sent).
     const ridv = headers["x-request-id"];
@@ -235,8 +240,8 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     cluster.budget.deposit(this.t0);
     const policy = route.retry;
     if (policy !== null) {
-      this.retry = RetryController.forRoute(this, policy);
-      this.replayChunk = null;
+      RetryController.forRoute(this, policy);
+      replayNoMore(this);
     }
 
     const timeoutHeader = startClocks(this, clientMs, route);
@@ -255,7 +260,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
         if (!runRequestHead(this, 0)) return;
       }
     }
-    this.proceed();
+    this.startAttempt();
   }
 
   /** FilterCall: the client's address ("" when unknown). */
@@ -267,11 +272,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** FilterCall: the wire capability (wire.ts; stateless, a filter keeps the one it got). */
   wire(): CallWire {
     return new Wire(this);
-  }
-
-  /** Picks an endpoint and starts the first attempt. */
-  private proceed(): void {
-    this.startAttempt();
   }
 
   /**
@@ -311,7 +311,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   /** RetryController: `a` is given up for another attempt (started now or after the back-off). */
   abandon(a: Attempt): void {
     this.attempt = null;
-    this.upTrailers = undefined;
+    forgetTrailers(this);
     this.held = undefined;
     if (this.trace !== null) this.ctx.tracing!.attemptAbandoned(this.trace, a.status, a.up === undefined ? "no stream reached the upstream" : "no status came; given up for a retry");
     a.cancel();
@@ -367,11 +367,16 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     // issue 22: while calls wait unread, one more at a window under one frame may be cut here,
     // before its DATA is taken (observe/overload.ts); nothing to do on the normal path.
     if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, clientStreamWindow(this))) return;
-    this.replayChunk = null; // the upstream took the stream: no transparent retry from here on
+    replayNoMore(this); // the upstream took the stream: no transparent retry from here on
     // A retry is still possible (the buffer is kept): a status decides it, a message commits.
     const r = this.retry;
     if (r !== null && r.buffer !== null && r.onHead(a, headers, flags, raw)) return;
     this.deliverHead(a, headers, flags, raw);
+  }
+
+  /** RetryHost: the head waits (BY_RETRY) for the status or the first message (held.ts). */
+  holdHead(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+    this.held = new HeldResponse(headers, flags, raw, BY_RETRY);
   }
 
   /**
@@ -379,6 +384,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
    * `released`: the head the retry controller held until the commit (it passes to the filters).
    */
   deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[], released?: HeldResponse): void {
+    if (released !== undefined) this.held = undefined;
     if (this.filters !== null) {
       let h = released;
       if (h === undefined) h = new HeldResponse(headers, flags, raw, BY_FILTER);
@@ -426,12 +432,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   }
 
   // === request body: request-body.ts ===
-
-  /** The call stays with its current attempt whatever happens: the retry buffer lets go. */
-  commit(): void {
-    const r = this.retry;
-    if (r !== null) r.commit();
-  }
 
   // === response ===
 
@@ -511,17 +511,34 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
   // === ends ===
 
   /**
-   * Fixes the call's status once (dojang's own, or one a filter put on the wire); its timers
-   * stop. false: the status was fixed already. (forwardStatusNow fixes the upstream's.)
+   * Fixes the call's status once (the upstream's, dojang's own, or one a filter put on the wire);
+   * its timers stop. The one writer of done, code, message, messageEncoded and decidedBy. false:
+   * the status was fixed already. `encoded`: `message` is a header value as the upstream sent it.
    */
-  settle(code: number, message: string, decidedBy: DecidedBy): boolean {
+  settle(code: number, message: string | undefined, decidedBy: DecidedBy, encoded = false): boolean {
     if (this.done) return false;
     this.done = true;
     stopClocks(this);
     this.code = code;
     this.message = message;
+    this.messageEncoded = encoded;
     this.decidedBy = decidedBy;
     return true;
+  }
+
+  /** RespondHost, WireHost: respond() was called downstream (Trailers-Only is no longer possible). */
+  markResponded(): void {
+    this.responded = true;
+  }
+
+  /** RespondHost, WireHost: the status block the client stream's 'wantTrailers' sends. */
+  setPendingTrailers(t: OutgoingHeaders): void {
+    this.pendingTrailers = t;
+  }
+
+  /** WireHost: a filter owns the rest of the response; upstream events are dropped. */
+  takeOverResponse(): void {
+    this.responseTakenOver = true;
   }
 
   /** dojang's own status for the call; cancels the upstream if it is still open. */
@@ -536,7 +553,7 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
 
   continueRequestHead(from: CallFilter): void {
     if (this.done) return;
-    if (runRequestHead(this, nextAfter(this, from))) this.proceed();
+    if (runRequestHead(this, nextAfter(this, from))) this.startAttempt();
   }
 
   continueResponseHead(from: CallFilter): void {
@@ -568,10 +585,6 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
     this.finish(o, extra);
   }
 
-  onWantTrailers(): void {
-    sendTrailers(this);
-  }
-
   /**
    * The response-buffer guard cuts this stalled call (observe/overload.ts): 8 RESOURCE_EXHAUSTED
    * as the status, but the client is not reading, so the stream is reset (ENHANCE_YOUR_CALM)
@@ -594,24 +607,15 @@ export class Call implements AttemptOwner, FilterCall, IdleWatched {
       else this.finish(outcome(Code.CANCELLED, "client cancelled the call", "client_cancel"));
     }
     stopClocks(this);
-    this.commit();
+    const r = this.retry;
+    if (r !== null) r.commit(); // the retry buffer lets go
     if (this.filters !== null) runEnd(this);
     const ctx = this.ctx;
     ctx.active.delete(this);
     if (this.countedCall) this.route!.cluster.breaker.releaseCall();
-    if (this.retry !== null) this.retry.releaseSlot();
+    if (r !== null) r.releaseSlot();
     recordCall(this);
     ctx.onCallClosed();
-  }
-}
-
-/** The `:path` field of a raw head list ([name, value, ...]) set to `path`. */
-function setRawPath(raw: string[], path: string): void {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (raw[i] === ":path") {
-      raw[i + 1] = path;
-      return;
-    }
   }
 }
 
@@ -645,7 +649,7 @@ function onDownError(this: Downstream): void {
   // The stream's 'close' follows and decides; an error listener keeps the process alive.
 }
 function onDownWantTrailers(this: Downstream): void {
-  callOf(this).onWantTrailers();
+  sendTrailers(callOf(this));
 }
 /** The listener's 'stream' handler. */
 export function handleStream(ctx: CallContext, stream: Downstream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {

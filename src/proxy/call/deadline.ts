@@ -1,12 +1,36 @@
 // The call's clocks: its deadline (the client's grpc-timeout capped by the route's timeout, one
 // timer per call) and its stream-idle watch (idle.ts: no timer of its own). Module functions
-// taking the Call (no per-call object); the call's fields (deadlineAt, timer, idle*) are its own.
-import { Code, outcome } from "../../translate/index.js";
+// taking the call's ClockHost (no per-call object); the clock fields (deadlineAt, budgetOutMs,
+// timer, idleGroup, idleMs) are written here only (test/architecture/layers.test.ts).
+import { Code, outcome, type Outcome } from "../../translate/index.js";
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
-import type { Call } from "./call.js";
+import type { CallContext } from "./context.js";
 import { timeoutHeaderFor } from "./request-head.js";
-import { unwatchIdle, watchIdle } from "./idle.js";
+import { unwatchIdle, watchIdle, type IdleGroup, type IdleWatched } from "./idle.js";
+
+/** What a deadline is read from: the clock and the absolute deadline (Infinity: none). */
+export interface Deadlined {
+  readonly ctx: { readonly now: () => number };
+  readonly deadlineAt: number;
+}
+
+/** What the clocks need of a call, and the fields they own (implemented by Call). */
+export interface ClockHost extends IdleWatched, Deadlined {
+  readonly ctx: CallContext;
+  readonly t0: number;
+  readonly done: boolean;
+  /** the retry controller's own timers stop with the call's */
+  readonly retry: { clearTimers(): void } | null;
+  /** absolute monotonic ms; Infinity when there is no budget */
+  deadlineAt: number;
+  /** the grpc-timeout the first attempt sends (ms) */
+  budgetOutMs: number | undefined;
+  timer: NodeJS.Timeout | undefined;
+  idleGroup: IdleGroup | undefined;
+  idleMs: number;
+  finish(o: Outcome): void;
+}
 
 /** setTimeout's limit (2^31−1 ms); longer budgets re-arm (grpc-js deadline.ts does the same). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -24,7 +48,7 @@ const CLIENT_DEADLINE_SLACK_MS = 10;
  * Returns the grpc-timeout the upstream gets (undefined: no budget), or null when the time is
  * already up (the call is finished: grpc-go's client never sends such a call, createHeaderFields).
  */
-export function startClocks(c: Call, clientMs: number | undefined, route: CompiledRoute<Cluster>): string | undefined | null {
+export function startClocks(c: ClockHost, clientMs: number | undefined, route: CompiledRoute<Cluster>): string | undefined | null {
   let budget = clientMs;
   if (route.timeoutMs !== null && (budget === undefined || route.timeoutMs < budget)) budget = route.timeoutMs;
   let timeoutHeader: string | undefined;
@@ -47,14 +71,14 @@ export function startClocks(c: Call, clientMs: number | undefined, route: Compil
   return timeoutHeader;
 }
 
-function armTimer(c: Call, ms: number): void {
+function armTimer(c: ClockHost, ms: number): void {
   // Whole milliseconds: node keeps one timer list per duration, and a budget's fractional
   // remainder made a new list (and its queue entry) per call; calls with the same
   // grpc-timeout now share one. The deadline is still checked when it fires (onDeadline).
   c.timer = setTimeout(onDeadline, ms > MAX_TIMER_MS ? MAX_TIMER_MS : Math.ceil(ms), c);
 }
 
-function onDeadline(c: Call): void {
+function onDeadline(c: ClockHost): void {
   c.timer = undefined;
   if (c.done) return;
   const left = c.deadlineAt - c.ctx.now();
@@ -63,7 +87,7 @@ function onDeadline(c: Call): void {
 }
 
 /** IdleWatched: nothing moved for a whole period. */
-export function idleTimedOut(c: Call): void {
+export function idleTimedOut(c: ClockHost): void {
   if (c.done) return;
   // 14: an intermediary giving up on a silent stream, as a connection idle timeout surfaces
   // in gRPC; 4 would blame a deadline the client never set (Envoy answers 408 "stream timeout").
@@ -71,17 +95,17 @@ export function idleTimedOut(c: Call): void {
 }
 
 /** The deadline has passed, give or take a timer's lateness (an upstream CANCEL this close to it is the deadline). */
-export function pastDeadline(c: Call): boolean {
+export function pastDeadline(c: Deadlined): boolean {
   return c.ctx.now() >= c.deadlineAt - DEADLINE_SLACK_MS;
 }
 
 /** A client's reset this close to the deadline is the deadline deciding (CLIENT_DEADLINE_SLACK_MS). */
-export function clientPastDeadline(c: Call): boolean {
+export function clientPastDeadline(c: Deadlined): boolean {
   return c.ctx.now() >= c.deadlineAt - CLIENT_DEADLINE_SLACK_MS;
 }
 
 /** The call's status is fixed: its timers stop (the deadline, the retry's, the idle watch). */
-export function stopClocks(c: Call): void {
+export function stopClocks(c: ClockHost): void {
   if (c.timer !== undefined) {
     clearTimeout(c.timer);
     c.timer = undefined;

@@ -4,6 +4,7 @@
 // (src/proxy/downstream/grpc-web.ts) implements it and translates, instead of posing as an
 // HTTP/2 stream. Types only; must not import src/proxy/downstream or src/proxy/filters.
 import type { Socket } from "node:net";
+import type { DecidedBy, Outcome } from "../../translate/index.js";
 import type { OutgoingHeaders, kClientCert, kRequestBytes } from "./headers.js";
 
 /** The client connection a call's stream belongs to: an HTTP/2 session, or an HTTP/1.1 socket's stand-in. */
@@ -66,4 +67,18 @@ export interface Downstream {
   pause(): unknown;
   resume(): unknown;
   on(event: DownstreamEvent, listener: (...args: any[]) => void): unknown;
+}
+
+/**
+ * What a client side that translates (a bridge: src/proxy/downstream/bridge.ts) may ask of the
+ * call it serves, and nothing more: end it with dojang's own status (a request body its protocol
+ * cannot read, a response it cannot translate), read the route's request-message limit (a body
+ * it must hold whole), and, once the call is decided, who decided it (an HTTP status that tells a
+ * local reply from the upstream's). The Call implements it.
+ */
+export interface DownstreamOwner {
+  finish(o: Outcome): void;
+  /** the call's route (undefined before routing) */
+  readonly route: { readonly maxRequestMessageBytes: number } | undefined;
+  readonly decidedBy: DecidedBy;
 }

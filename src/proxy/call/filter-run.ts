@@ -6,12 +6,17 @@
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
-import type { Call } from "./call.js";
-import type { CallFilter, FilterFactory } from "./filter.js";
+import type { CallFilter, FilterCall, FilterFactory } from "./filter.js";
 import type { OutgoingHeaders } from "./headers.js";
 
+/** What running the chain needs of a call: what a filter sees (FilterCall), and its filters (implemented by Call). */
+export interface ChainHost extends FilterCall {
+  /** the filters acting on this call; null on the normal path */
+  readonly filters: CallFilter[] | null;
+}
+
 /** The filters that act on this call (each factory may decline); null when none does. */
-export function filtersFor(c: Call, factories: readonly FilterFactory[], route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter[] | null {
+export function filtersFor(c: ChainHost, factories: readonly FilterFactory[], route: CompiledRoute<Cluster>, raw: readonly string[]): CallFilter[] | null {
   let fs: CallFilter[] | null = null;
   for (let i = 0; i < factories.length; i++) {
     const f = factories[i]!.forCall(c, route, raw);
@@ -21,12 +26,12 @@ export function filtersFor(c: Call, factories: readonly FilterFactory[], route: 
 }
 
 /** Where a chain held by `from` goes on: the filter after it. */
-export function nextAfter(c: Call, from: CallFilter): number {
+export function nextAfter(c: ChainHost, from: CallFilter): number {
   return c.filters!.indexOf(from) + 1;
 }
 
 /** Request head hooks from `start`; true when every filter let the call go on. */
-export function runRequestHead(c: Call, start: number): boolean {
+export function runRequestHead(c: ChainHost, start: number): boolean {
   const fs = c.filters!;
   for (let i = start; i < fs.length; i++) {
     const f = fs[i]!;
@@ -37,7 +42,7 @@ export function runRequestHead(c: Call, start: number): boolean {
 }
 
 /** Attempt-start hooks; true when `a` may start (no filter ended the call or failed `a`). */
-export function runAttemptStart(c: Call, a: Attempt): boolean {
+export function runAttemptStart(c: ChainHost, a: Attempt): boolean {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) {
     const f = fs[i]!;
@@ -47,13 +52,13 @@ export function runAttemptStart(c: Call, a: Attempt): boolean {
   return true;
 }
 
-export function runAttemptOpen(c: Call, a: Attempt): void {
+export function runAttemptOpen(c: ChainHost, a: Attempt): void {
   const fs = c.filters!;
   for (let i = 0; i < fs.length && !c.done; i++) fs[i]!.onAttemptOpen?.(c, a);
 }
 
 /** Response head hooks from `start`; true when every filter let the head go on. */
-export function runResponseHead(c: Call, start: number): boolean {
+export function runResponseHead(c: ChainHost, start: number): boolean {
   const fs = c.filters!;
   for (let i = start; i < fs.length; i++) {
     const f = fs[i]!;
@@ -63,18 +68,18 @@ export function runResponseHead(c: Call, start: number): boolean {
   return true;
 }
 
-export function shapeResponseHead(c: Call, out: OutgoingHeaders): void {
+export function shapeResponseHead(c: ChainHost, out: OutgoingHeaders): void {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) fs[i]!.shapeResponseHead?.(c, out);
 }
 
-export function runResponseHeadSent(c: Call): void {
+export function runResponseHeadSent(c: ChainHost): void {
   const fs = c.filters!;
   for (let i = 0; i < fs.length && !c.done; i++) fs[i]!.onResponseHeadSent?.(c);
 }
 
 /** Request chunk hooks; true when a filter took the chunk (it writes it on itself). */
-export function runRequestData(c: Call, chunk: Buffer): boolean {
+export function runRequestData(c: ChainHost, chunk: Buffer): boolean {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) {
     const f = fs[i]!;
@@ -84,7 +89,7 @@ export function runRequestData(c: Call, chunk: Buffer): boolean {
 }
 
 /** Request end hooks from `start`; true when every filter let the end go upstream. */
-export function runRequestEnd(c: Call, start: number): boolean {
+export function runRequestEnd(c: ChainHost, start: number): boolean {
   const fs = c.filters!;
   for (let i = start; i < fs.length; i++) {
     const f = fs[i]!;
@@ -95,7 +100,7 @@ export function runRequestEnd(c: Call, start: number): boolean {
 }
 
 /** Response chunk hooks; true when a filter took the chunk (it writes it on itself). */
-export function runResponseData(c: Call, chunk: Buffer): boolean {
+export function runResponseData(c: ChainHost, chunk: Buffer): boolean {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) {
     const f = fs[i]!;
@@ -105,7 +110,7 @@ export function runResponseData(c: Call, chunk: Buffer): boolean {
 }
 
 /** Trailer hooks from `start`; true when every filter let the block go out. */
-export function runTrailers(c: Call, start: number, block: OutgoingHeaders): boolean {
+export function runTrailers(c: ChainHost, start: number, block: OutgoingHeaders): boolean {
   const fs = c.filters!;
   for (let i = start; i < fs.length; i++) {
     const f = fs[i]!;
@@ -115,13 +120,13 @@ export function runTrailers(c: Call, start: number, block: OutgoingHeaders): boo
   return true;
 }
 
-export function runTrailersSent(c: Call): void {
+export function runTrailersSent(c: ChainHost): void {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) fs[i]!.onTrailersSent?.(c);
 }
 
 /** The call's client stream closed. */
-export function runEnd(c: Call): void {
+export function runEnd(c: ChainHost): void {
   const fs = c.filters!;
   for (let i = 0; i < fs.length; i++) fs[i]!.onEnd?.(c);
 }

@@ -90,6 +90,11 @@ export function copyRequestHeaders(out: OutgoingHeaders, raw: readonly string[],
   return null;
 }
 
+/** node keeps only the first of a repeated `name` (its kSingleValueHeaders). */
+export function isSingleValueField(name: string): boolean {
+  return SINGLE_VALUE.has(name);
+}
+
 function addField(out: OutgoingHeaders, name: string, value: string): void {
   const prev = out[name];
   if (prev === undefined) out[name] = value;

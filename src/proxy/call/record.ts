@@ -5,14 +5,49 @@
 // is wanted (the access log is on, the journal keeps calls, the call failed and failedCalls keeps
 // them, or someone taps).
 import { REDACTED, codeName, decodeGrpcMessage, forwardedBytes, forwardedMessages, redactTarget, refusedBytes } from "../../translate/index.js";
+import type { DecidedBy, FrameScanner } from "../../translate/index.js";
 import { redactRecord, type AccessRecord } from "../observe/log.js";
 import { latencyBin } from "../observe/stats.js";
 import { pairIndex, type Stats } from "../observe/windows.js";
-import type { Call } from "./call.js";
+import type { MethodSeries } from "../observe/metrics.js";
+import type { CallTrace } from "../observe/tracing.js";
+import type { CompiledRoute } from "../router.js";
+import type { Cluster } from "../upstream/cluster.js";
+import type { Attempt } from "./attempt.js";
+import type { CallContext } from "./context.js";
 import type { CallFilter } from "./filter.js";
+import type { ClientPeer } from "./headers.js";
+
+/** What the record reads of an ended call (implemented by Call); all of it read-only here. */
+export interface RecordedCall {
+  readonly ctx: CallContext;
+  readonly series: MethodSeries;
+  readonly t0: number;
+  readonly path: string;
+  readonly refusedTarget: string | undefined;
+  readonly authority: string | undefined;
+  readonly peer: ClientPeer | undefined;
+  readonly requestId: string;
+  readonly prevAttempts: string | undefined;
+  readonly route: CompiledRoute<Cluster> | undefined;
+  readonly attempt: Attempt | null;
+  readonly retry: { readonly lastUpstream: string | undefined } | null;
+  readonly attempts: number;
+  readonly budgetInMs: number | undefined;
+  readonly budgetOutMs: number | undefined;
+  readonly reqScan: FrameScanner;
+  readonly respScan: FrameScanner;
+  readonly code: number;
+  readonly message: string | undefined;
+  readonly messageEncoded: boolean;
+  readonly decidedBy: DecidedBy;
+  readonly filters: readonly CallFilter[] | null;
+  readonly trace: CallTrace | null;
+  readonly clientProtocol: string | undefined;
+}
 
 /** Counts the ended call `c` in its metrics and writes its access record (log and journal). */
-export function recordCall(c: Call): void {
+export function recordCall(c: RecordedCall): void {
   const ctx = c.ctx;
   const m = ctx.metrics;
   const fs = c.filters;
@@ -92,7 +127,7 @@ export function recordCall(c: Call): void {
  * of its last attempt. Each row is found once (cached on the method series, the compiled route,
  * the endpoint) and counts with a comparison and two increments; nothing is allocated.
  */
-function countWindows(st: Stats, c: Call, code: number, end: number, dur: number): void {
+function countWindows(st: Stats, c: RecordedCall, code: number, end: number, dur: number): void {
   const sec = Math.floor(end / 1000);
   const pair = pairIndex(code, c.decidedBy);
   const bin = latencyBin(dur * 1000);
@@ -105,7 +140,7 @@ function countWindows(st: Stats, c: Call, code: number, end: number, dur: number
 }
 
 /** A sampled call's spans end (observe/tracing.ts) with its final facts; `rec`: its access record, if one was made. */
-function endTrace(c: Call, rec: AccessRecord | undefined): void {
+function endTrace(c: RecordedCall, rec: AccessRecord | undefined): void {
   let faults = rec?.faults;
   let kinds = rec?.fault_kinds;
   const fs = c.filters;

@@ -1,13 +1,41 @@
 // The request body, client → upstream: each DATA chunk is scanned for the message-size limit,
 // kept for a retry (the retry buffer, or the one chunk a transparent retry may replay), passed
 // through the filters and written to the current attempt; the request's end likewise. Module
-// functions taking the Call (no per-call object); the stream listeners are call.ts's.
-import { Code, atMessageBoundary, outcome, scanChunk } from "../../translate/index.js";
-import type { Call } from "./call.js";
-import { runRequestData, runRequestEnd } from "./filter-run.js";
+// functions taking the call's RequestHost (no per-call object); the stream listeners are
+// call.ts's. The request's fields (reqEnded, replayChunk) are written here only.
+import { Code, atMessageBoundary, outcome, scanChunk, type FrameScanner, type Outcome } from "../../translate/index.js";
+import type { CompiledRoute } from "../router.js";
+import type { Cluster } from "../upstream/cluster.js";
+import type { Downstream } from "./downstream.js";
+import { runRequestData, runRequestEnd, type ChainHost } from "./filter-run.js";
+import type { RetryController } from "./retry.js";
+
+/** What the request side needs of a call, and the fields it owns (implemented by Call). */
+export interface RequestHost extends ChainHost {
+  readonly route: CompiledRoute<Cluster> | undefined;
+  readonly reqScan: FrameScanner;
+  readonly retry: RetryController | null;
+  readonly down: Downstream;
+  /** undefined: a native stream (it learns of a reset before its 'end') */
+  readonly clientProtocol: string | undefined;
+  /** the client's request has ended (a retried attempt ends its request too) */
+  reqEnded: boolean;
+  /**
+   * Without a policy: the one request chunk read so far, kept by reference for a transparent
+   * retry (undefined: none read yet; null: not replayable, a second chunk came or the response
+   * started, or the call has a policy and its retry buffer).
+   */
+  replayChunk: Buffer | null | undefined;
+  finish(o: Outcome): void;
+}
+
+/** No transparent replay from here on (the call has a retry buffer, or the upstream took the stream). */
+export function replayNoMore(c: RequestHost): void {
+  c.replayChunk = null;
+}
 
 /** A DATA chunk from the client. */
-export function requestData(c: Call, chunk: Buffer): void {
+export function requestData(c: RequestHost, chunk: Buffer): void {
   if (c.done) return;
   const route = c.route!;
   if (!scanChunk(c.reqScan, chunk, route.maxRequestMessageBytes)) {
@@ -31,7 +59,7 @@ export function requestData(c: Call, chunk: Buffer): void {
 }
 
 /** The client's request ended. */
-export function requestEnd(c: Call): void {
+export function requestEnd(c: RequestHost): void {
   c.reqEnded = true;
   const r = c.retry;
   if (r !== null && r.buffer !== null) r.buffer.end();
@@ -40,7 +68,7 @@ export function requestEnd(c: Call): void {
 }
 
 /** The request's end goes to the current attempt (after the filters' onRequestEnd). */
-export function endRequest(c: Call): void {
+export function endRequest(c: RequestHost): void {
   const a = c.attempt;
   if (c.done || a === null) return;
   // A native stream is known to be reset before its 'end' (attempt.ts endRequest); the
@@ -49,7 +77,7 @@ export function endRequest(c: Call): void {
 }
 
 /** AttemptOwner.mayEndRequest: may END_STREAM go upstream now? */
-export function mayEndRequest(c: Call): boolean {
+export function mayEndRequest(c: RequestHost): boolean {
   const down = c.down;
   if (c.done || down.aborted || down.destroyed) return false;
   // END_STREAM inside a message (a prefix or body cut short) is the client's error, decided

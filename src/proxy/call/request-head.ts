@@ -7,8 +7,15 @@ import type { IncomingHttpHeaders } from "node:http2";
 import { randomBytes } from "node:crypto";
 import { Code, MAX_INT64_NS, XFCC, decodeTimeout, encodeTimeout, isGrpcContentType, outcome, type Outcome } from "../../translate/index.js";
 import type { Cluster } from "../upstream/cluster.js";
-import type { Call } from "./call.js";
+import type { Downstream } from "./downstream.js";
 import { copyRequestHeaders, kClientCert, type OutgoingHeaders } from "./headers.js";
+
+/** What the upstream head reads of its call (implemented by Call). */
+export interface HeadHost {
+  readonly path: string;
+  readonly authority: string | undefined;
+  readonly down: Downstream;
+}
 
 /** Request ids made here: a random per-process prefix and a counter, unique without a
  * UUID's cost per call (x-request-id from the client is kept as it is). */
@@ -50,7 +57,7 @@ export function timeoutHeaderFor(ms: number): string {
  * request this call's error alone (400 + 13). `timeoutHeader`: what is left of the deadline
  * (undefined: no deadline); `requestId`: set when dojang made the call's x-request-id.
  */
-export function upstreamHead(c: Call, cluster: Cluster, raw: readonly string[], timeoutHeader: string | undefined, requestId: string | undefined): OutgoingHeaders | string {
+export function upstreamHead(c: HeadHost, cluster: Cluster, raw: readonly string[], timeoutHeader: string | undefined, requestId: string | undefined): OutgoingHeaders | string {
   const out: OutgoingHeaders = {
     ":method": "POST",
     // clusters[].tls: the upstream connection is https (RFC 9113 §8.3.1: the scheme of the target)

@@ -2,14 +2,37 @@
 // (classified, copied from rawHeaders, shaped by the filters), a status block as Trailers-Only or
 // as trailers after the messages, dojang's own local replies, and the trailers when the client
 // stream asks for them. The call decides when (its two exits, forwardStatus and finish); this
-// file says how. Module functions: no per-call object.
+// file says how. Module functions taking the call's RespondHost: no per-call object. It changes
+// the call's state only through settle(), markResponded() and setPendingTrailers().
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, classifyResponseHead, encodeGrpcMessage, outcome, parseGrpcStatus, statusTrailers, trailersOnlyHeaders, type Outcome } from "../../translate/index.js";
-import type { Call } from "./call.js";
-import { stopClocks } from "./deadline.js";
+import { Code, classifyResponseHead, encodeGrpcMessage, outcome, parseGrpcStatus, statusTrailers, trailersOnlyHeaders, type DecidedBy, type Outcome } from "../../translate/index.js";
+import type { Attempt } from "./attempt.js";
+import type { CallContext } from "./context.js";
 import type { Downstream } from "./downstream.js";
-import { runResponseHeadSent, runTrailersSent, shapeResponseHead } from "./filter-run.js";
+import { runResponseHeadSent, runTrailersSent, shapeResponseHead, type ChainHost } from "./filter-run.js";
 import { copyHeaders, headerList, type OutgoingHeaders } from "./headers.js";
+
+/** What writing the response needs of a call (implemented by Call). */
+export interface RespondHost extends ChainHost {
+  readonly ctx: CallContext;
+  readonly down: Downstream;
+  readonly attempt: Attempt | null;
+  /** undefined: a native stream (it takes a response head as node's flat list) */
+  readonly clientProtocol: string | undefined;
+  /** the content-type of a status dojang writes itself */
+  readonly replyType: string;
+  readonly responded: boolean;
+  readonly attempts: number;
+  readonly pendingTrailers: OutgoingHeaders | undefined;
+  /** fixes the call's status once (false: it was fixed already); `encoded`: the message is a header value as the upstream sent it */
+  settle(code: number, message: string | undefined, decidedBy: DecidedBy, encoded?: boolean): boolean;
+  /** respond() was called downstream (Trailers-Only is no longer possible) */
+  markResponded(): void;
+  /** the status block 'wantTrailers' sends */
+  setPendingTrailers(t: OutgoingHeaders): void;
+  finish(o: Outcome): void;
+  forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void;
+}
 
 const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;
 /** respond()'s options for a response head with trailers to follow (node only reads them) */
@@ -21,34 +44,26 @@ const RESPOND_END = { endStream: true } as const;
  * the call's status is fixed from it. A block without a parsable grpc-status still ends with a
  * readable stamp: 2 UNKNOWN, as grpc-go's client would decide (spec §4.1), and dojang says it decided.
  */
-export function forwardUpstreamStatus(c: Call, block: OutgoingHeaders, trailersOnly: boolean): void {
-  c.done = true;
-  stopClocks(c);
+export function forwardUpstreamStatus(c: RespondHost, block: OutgoingHeaders, trailersOnly: boolean): void {
   const gsRaw = block["grpc-status"];
   const gs = parseGrpcStatus(typeof gsRaw === "string" ? gsRaw : undefined);
   const gm = block["grpc-message"];
   if (gs === undefined) {
     const why = gsRaw === undefined ? "missing grpc-status in upstream " + (trailersOnly ? "response" : "trailers") : `malformed grpc-status: ${String(gsRaw)}`;
-    c.code = Code.UNKNOWN;
-    c.message = typeof gm === "string" && gm !== "" ? gm : encodeGrpcMessage(why);
-    c.messageEncoded = true;
-    c.decidedBy = "upstream_protocol";
+    if (!c.settle(Code.UNKNOWN, typeof gm === "string" && gm !== "" ? gm : encodeGrpcMessage(why), "upstream_protocol", true)) return;
     block["grpc-status"] = "2";
     if (typeof gm !== "string" || gm === "") block["grpc-message"] = encodeGrpcMessage(why);
     if (trailersOnly && block["content-type"] === undefined) block["content-type"] = c.replyType;
   } else {
-    c.code = gs;
-    c.attempt!.status = gs;
     // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
-    c.message = typeof gm === "string" ? gm : undefined;
-    c.messageEncoded = true;
-    c.decidedBy = "upstream";
+    if (!c.settle(gs, typeof gm === "string" ? gm : undefined, "upstream", true)) return;
+    c.attempt!.status = gs;
   }
   writeStatus(c, block, trailersOnly);
 }
 
 /** The upstream's response head, released (no retry or filter holds it): to the client, or the call's end. */
-export function respondHead(c: Call, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
+export function respondHead(c: RespondHost, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
   const st = headers[":status"];
   const ct = headers["content-type"];
   const gs = headers["grpc-status"];
@@ -72,7 +87,7 @@ export function respondHead(c: Call, headers: IncomingHttpHeaders, flags: number
   try {
     // (a gRPC-Web adapter takes the object; a native stream the list, which node copies less)
     c.down.respond(c.clientProtocol === undefined ? headerList(out) : out, RESPOND_WAIT_TRAILERS);
-    c.responded = true;
+    c.markResponded();
     if (fs !== null) runResponseHeadSent(c);
   } catch (err) {
     c.finish(outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"));
@@ -80,29 +95,29 @@ export function respondHead(c: Call, headers: IncomingHttpHeaders, flags: number
 }
 
 /** The upstream's status block (already checked and recorded by the call) goes out: Trailers-Only, or trailers at the end. */
-export function writeStatus(c: Call, block: OutgoingHeaders, trailersOnly: boolean): void {
+export function writeStatus(c: RespondHost, block: OutgoingHeaders, trailersOnly: boolean): void {
   const down = c.down;
   if (down.destroyed || down.closed) return;
   if (trailersOnly) {
     try {
       down.respond(block, RESPOND_END);
-      c.responded = true;
+      c.markResponded();
       closeRequestSide(down);
     } catch (err) {
       respondLocal(c, outcome(Code.INTERNAL, `invalid response headers from upstream: ${(err as Error).message}`, "upstream_protocol"), undefined);
     }
     return;
   }
-  c.pendingTrailers = block;
+  c.setPendingTrailers(block);
   down.end();
 }
 
 /** dojang's own status: Trailers-Only when nothing went out yet, else trailers after what did. */
-export function respondLocal(c: Call, o: Outcome, extra: OutgoingHeaders | undefined): void {
+export function respondLocal(c: RespondHost, o: Outcome, extra: OutgoingHeaders | undefined): void {
   const down = c.down;
   if (down.destroyed || down.closed) return;
   if (!c.responded) {
-    c.responded = true;
+    c.markResponded();
     try {
       let head = extra === undefined ? trailersOnlyHeaders(o, c.replyType) : { ...trailersOnlyHeaders(o, c.replyType), ...extra };
       if (c.ctx.attemptsHeader === true) {
@@ -117,12 +132,12 @@ export function respondLocal(c: Call, o: Outcome, extra: OutgoingHeaders | undef
     return;
   }
   // Headers went out: the status follows the messages already forwarded, as trailers.
-  c.pendingTrailers = extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra };
+  c.setPendingTrailers(extra === undefined ? statusTrailers(o) : { ...statusTrailers(o), ...extra });
   if (!down.writableEnded) down.end();
 }
 
 /** The client stream's 'wantTrailers': the call's pending status block goes out. */
-export function sendTrailers(c: Call): void {
+export function sendTrailers(c: RespondHost): void {
   const down = c.down;
   const t = c.pendingTrailers ?? statusTrailers(outcome(Code.INTERNAL, "proxy ended the stream without a status", "upstream_protocol"));
   try {
@@ -136,7 +151,7 @@ export function sendTrailers(c: Call): void {
 }
 
 /** x-dojang-attempts on the response head (the listener's attemptsHeader). */
-function attemptsField(c: Call, out: OutgoingHeaders): void {
+function attemptsField(c: RespondHost, out: OutgoingHeaders): void {
   out["x-dojang-attempts"] = String(c.attempts);
 }
 

@@ -1,16 +1,42 @@
 // The response body and trailers, upstream → client: each DATA chunk commits a retrying call
 // to its attempt, is scanned for the message-size limit, passed through the filters and written
 // to the client (a stall pauses the attempt and counts against the response-buffer budgets);
-// the trailers wait until every message has gone out. Module functions taking the Call (no
-// per-call object); the call's forwardStatus is the exit.
-import { Code, outcome, scanChunk } from "../../translate/index.js";
+// the trailers wait until every message has gone out. Module functions taking the call's
+// ResponseHost (no per-call object); the call's forwardStatus is the exit. The upstream's
+// trailers (upTrailers) are written here only.
+import { Code, outcome, scanChunk, type FrameScanner, type Outcome } from "../../translate/index.js";
 // issue 12 (protections): stalled calls count against the response-buffer budgets
-import { responseBuffers } from "../observe/overload.js";
+import { responseBuffers, type StalledCall } from "../observe/overload.js";
+import type { CompiledRoute } from "../router.js";
+import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
-import type { Call } from "./call.js";
-import { runResponseData } from "./filter-run.js";
-import { copyHeaders } from "./headers.js";
-import { BY_RETRY } from "./held.js";
+import type { Downstream } from "./downstream.js";
+import { runResponseData, type ChainHost } from "./filter-run.js";
+import { copyHeaders, type OutgoingHeaders } from "./headers.js";
+import { BY_RETRY, type HeldResponse } from "./held.js";
+import type { RetryController } from "./retry.js";
+
+/** What the response side needs of a call, and the field it owns (implemented by Call). */
+export interface ResponseHost extends ChainHost, StalledCall {
+  readonly attempt: Attempt | null;
+  readonly down: Downstream;
+  readonly route: CompiledRoute<Cluster> | undefined;
+  readonly respScan: FrameScanner;
+  readonly retry: RetryController | null;
+  readonly held: HeldResponse | undefined;
+  readonly responded: boolean;
+  readonly responseTakenOver: boolean;
+  /** the upstream's trailers, held until its readable side has ended */
+  upTrailers: OutgoingHeaders | undefined;
+  finish(o: Outcome): void;
+  forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void;
+  waitForDrain(): void;
+}
+
+/** The attempt given up for a retry: its trailers, if any came, are not the next one's. */
+export function forgetTrailers(c: ResponseHost): void {
+  c.upTrailers = undefined;
+}
 
 /**
  * What one call may queue towards a client that has not yet shown it reads, before its upstream
@@ -39,12 +65,12 @@ interface WithReadableState {
 }
 
 /** The initial stream window the call's client advertised (its SETTINGS); undefined when the connection is not HTTP/2 or sent none. */
-export function clientStreamWindow(c: Call): number | undefined {
+export function clientStreamWindow(c: ResponseHost): number | undefined {
   return (c.down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize;
 }
 
 /** AttemptOwner.onAttemptData: a DATA chunk from the upstream. */
-export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
+export function responseData(c: ResponseHost, a: Attempt, chunk: Buffer): void {
   if (c.done || a !== c.attempt) return;
   const r = c.retry;
   if (r !== null && r.buffer !== null) {
@@ -100,7 +126,7 @@ export function responseData(c: Call, a: Attempt, chunk: Buffer): void {
 }
 
 /** AttemptOwner.onAttemptTrailers: the upstream's trailers (forwarded once its body has ended). */
-export function responseTrailers(c: Call, a: Attempt, raw: readonly string[]): void {
+export function responseTrailers(c: ResponseHost, a: Attempt, raw: readonly string[]): void {
   if (c.done || a !== c.attempt) return;
   const h = c.held;
   if (h !== undefined && h.by === BY_RETRY) {

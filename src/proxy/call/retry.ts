@@ -21,15 +21,50 @@
 // Allocation (Envoy's RetryStateImpl::create short circuit): a call on a route without a policy
 // has no controller (`call.retry === null`, one null test per event); one is made only when an
 // attempt of such a call ends refused (RetryController.transparent), the rare path.
+//
+// The controller sees its call as a RetryHost (declared here, implemented by Call): what it reads,
+// and the call's own steps it asks for (abandon, startAttempt, holdHead, deliverHead, finish).
+// It assigns one call field, `retry` (the controller itself); every other field has its writer
+// elsewhere (test/architecture/layers.test.ts).
 import http2, { type IncomingHttpHeaders } from "node:http2";
-import { Code, isGrpcContentType, outcome, parseGrpcStatus } from "../../translate/index.js";
+import { Code, isGrpcContentType, outcome, parseGrpcStatus, type Outcome } from "../../translate/index.js";
 import { decideRetry, parsePushback, type AttemptEnd, type RetryPolicy, type RetryReason } from "../../translate/retry.js";
+import type { CompiledRoute } from "../router.js";
+import type { Cluster } from "../upstream/cluster.js";
 import type { Endpoint } from "../upstream/endpoint.js";
 import type { Attempt } from "./attempt.js";
-import type { Call } from "./call.js";
+import type { CallContext } from "./context.js";
+import type { OutgoingHeaders } from "./headers.js";
 import { RetryBuffer } from "./retry-buffer.js";
-import { BY_RETRY, HeldResponse } from "./held.js";
+import { BY_RETRY, type HeldResponse } from "./held.js";
 import { pastDeadline } from "./deadline.js";
+
+/** What the retry rules need of a call (implemented by Call); `retry` is the one field written here. */
+export interface RetryHost {
+  readonly ctx: CallContext;
+  readonly route: CompiledRoute<Cluster> | undefined;
+  readonly attempt: Attempt | null;
+  readonly attempts: number;
+  readonly done: boolean;
+  readonly responded: boolean;
+  readonly reqEnded: boolean;
+  readonly replayChunk: Buffer | null | undefined;
+  readonly deadlineAt: number;
+  readonly held: HeldResponse | undefined;
+  readonly upTrailers: OutgoingHeaders | undefined;
+  /** the call's controller: null until a route's policy or a transparent retry makes one (here) */
+  retry: RetryController | null;
+  /** `a` is given up for another attempt */
+  abandon(a: Attempt): void;
+  /** picks an endpoint and starts the next attempt */
+  startAttempt(): void;
+  /** the response head of the current attempt waits (BY_RETRY) for a status or the first message */
+  holdHead(headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void;
+  /** the head the retry rules held goes the normal way (the call lets go of it first) */
+  deliverHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[], released?: HeldResponse): void;
+  forwardStatus(block: OutgoingHeaders, trailersOnly: boolean): void;
+  finish(o: Outcome): void;
+}
 
 const { NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
@@ -54,7 +89,7 @@ export class RetryController {
   private nextIsRetry = false;
 
   private constructor(
-    readonly call: Call,
+    readonly call: RetryHost,
     /** the route's retry policy (null: transparent retries only) */
     readonly policy: RetryPolicy | null,
   ) {
@@ -62,13 +97,13 @@ export class RetryController {
   }
 
   /** A route with a retry policy: made at the call's start, with its buffer. */
-  static forRoute(call: Call, policy: RetryPolicy): RetryController {
-    return new RetryController(call, policy);
+  static forRoute(call: RetryHost, policy: RetryPolicy): void {
+    call.retry = new RetryController(call, policy);
   }
 
   /** A call without a policy whose attempt ended refused: made then, for its one transparent retry. */
-  static transparent(call: Call): RetryController {
-    return new RetryController(call, null);
+  static transparent(call: RetryHost): RetryController {
+    return (call.retry = new RetryController(call, null));
   }
 
   /**
@@ -181,10 +216,7 @@ export class RetryController {
     this.commit();
     const c = this.call;
     const h = c.held;
-    if (h !== undefined && h.by === BY_RETRY) {
-      c.held = undefined;
-      c.deliverHead(a, h.headers, h.flags, h.raw, h);
-    }
+    if (h !== undefined && h.by === BY_RETRY) c.deliverHead(a, h.headers, h.flags, h.raw, h);
   }
 
   /**
@@ -227,7 +259,7 @@ export class RetryController {
     if (typeof st === "number" && st >= 100 && st < 200 && !endStream) return true;
     if (!endStream) {
       // (held.ts: the head waits for the status or the first message)
-      this.call.held = new HeldResponse(headers, flags, raw, BY_RETRY);
+      this.call.holdHead(headers, flags, raw);
       return true;
     }
     // Trailers-Only: its grpc-status, if it is a gRPC one, may be retried.
@@ -262,19 +294,19 @@ export class RetryController {
  * a transparent retry is possible, while the request can still be replayed: the controller is
  * made then (the rare path).
  */
-export function tryRetry(c: Call, a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
+export function tryRetry(c: RetryHost, a: Attempt, end: AttemptEnd, code: number | undefined, pushback: string | undefined): boolean {
   if (c.done || a !== c.attempt) return false;
   let r = c.retry;
   if (r === null) {
     // (decideRetry says "committed" to these)
     if (end !== "refused" || c.responded || c.replayChunk === null) return false;
-    r = c.retry = RetryController.transparent(c);
+    r = RetryController.transparent(c);
   }
   return r.tryRetry(a, end, code, pushback);
 }
 
 /** The retry decision for attempt `a`, whose stream closed before a status: true when a retry was started. */
-export function retryFromClose(c: Call, a: Attempt): boolean {
+export function retryFromClose(c: RetryHost, a: Attempt): boolean {
   if (c.upTrailers !== undefined) return false; // a status came (a held head's close races its end)
   const r = c.retry;
   if ((r === null || r.policy === null) && (c.responded || c.replayChunk === null)) return false;

@@ -3,6 +3,16 @@
 // (src/proxy/call/downstream.ts) while speaking another protocol to the client, over HTTP/1.1
 // (node:http's response) or HTTP/2 (the request's own ServerHttp2Stream).
 //
+// - Bridge: what a protocol's file gives the listener's table (dispatch.ts): how it recognises an
+//   HTTP/2 stream and an HTTP/1.1 request as its own, how it serves each, how it words an
+//   overload refusal.
+// - bridgeHead(): the one builder of the request head a bridged call starts from, for every
+//   bridge: the call's method name (a Connect URL normalised into it here), the gRPC content type,
+//   and the client's fields minus one not-forwarded rule (translate/headers.ts isNotForwarded:
+//   pseudo-headers, hop-by-hop fields, host; plus what the Connection header names, RFC 9110
+//   §7.6.1, and the body's own content-type and content-length), each protocol adding only what
+//   is its own (its renames, its markers). startCall() makes the Call from it.
+//
 // BridgeDownstream owns the contract's machinery, the same for every bridge:
 // - the state flags (closed, destroyed, aborted, headersSent, writableEnded, readableEnded,
 //   rstCode, writableLength) and the client connection (`session`: the HTTP/2 session, or the
@@ -15,20 +25,126 @@
 // A subclass supplies its protocol's translation: respondHead / respondTrailersOnly (the head, or
 // a Trailers-Only status), write(), answerTrailers (the status at the end), endWithoutStatus, and,
 // where the body needs it, onReqData / onReqEnd (or readRequest, for a body read before the call).
+// It sees its call only as a DownstreamOwner (finish, the route's request limit, decidedBy).
 //
 // Hot path: the listeners on the request and the sink are module-level functions that find the
 // adapter in one symbol slot; nothing here allocates a closure or an object per call.
 import { EventEmitter } from "node:events";
-import http2, { type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import http2, { type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import type { Call } from "../call/call.js";
-import type { Downstream, RespondOptions } from "../call/downstream.js";
-import { headerObject, kClientCert, kPeer, type ClientPeer, type OutgoingHeaders } from "../call/headers.js";
+import { connectionOptions, isNotForwarded, methodPathFromUrl } from "../../translate/index.js";
+import { Call } from "../call/call.js";
+import type { CallContext } from "../call/context.js";
+import type { Downstream, DownstreamOwner, RespondOptions } from "../call/downstream.js";
+import { headerObject, isSingleValueField, kClientCert, kPeer, type ClientPeer, type OutgoingHeaders } from "../call/headers.js";
+import type { CorsPolicy } from "./cors.js";
 import { clientPeer } from "./peer.js";
 import { xfccOf } from "./tls.js";
+
+// === a protocol, as the listener's table (dispatch.ts) sees it ===
+
+/** What a bridge reads of the listener it serves: the call context and the CORS policy. */
+export interface ListenerSide {
+  readonly ctx: CallContext;
+  readonly cors: CorsPolicy | null;
+}
+
+/**
+ * One protocol's way in. `C`: what recognising a request found (its content type, its Connect
+ * form, its JSON rule), handed to serve / refuse so nothing is parsed twice. A method returns
+ * null when the request is not its protocol's; the listener then asks the next row.
+ */
+export interface Bridge<C = unknown> {
+  classifyH2(l: ListenerSide, h: IncomingHttpHeaders): C | null;
+  serveH2(l: ListenerSide, c: C, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): void;
+  classifyH1(l: ListenerSide, req: IncomingMessage): C | null;
+  serveH1(l: ListenerSide, c: C, req: IncomingMessage, res: ServerResponse): void;
+  /** HTTP/1.1 under overload (the native port's REFUSED_STREAM): 14 UNAVAILABLE in the protocol's own form, no call made */
+  refuseH1(l: ListenerSide, c: C, req: IncomingMessage, res: ServerResponse, message: string): void;
+  /** a stream no row took: answered in this protocol's form (JSON's unknownPaths: notFound), true; false: not answered */
+  unclaimedH2?(l: ListenerSide, stream: ServerHttp2Stream, h: IncomingHttpHeaders): boolean;
+  unclaimedH1?(l: ListenerSide, req: IncomingMessage, res: ServerResponse): boolean;
+  /** HTTP/1.1: the content type is this protocol's (a request of it with another method is 405) */
+  ownsType?(ct: string | undefined): boolean;
+}
+
+// === the request head ===
+
+/**
+ * A protocol's own handling of one client field, before the shared rule keeps it: true when it
+ * took the field (dropped it, or added it to `h` renamed or converted); it may set `h.error` to
+ * refuse the request. A module-level function, given the request's facts as `r` (no closure).
+ */
+export type FieldRule<R> = (h: BridgeHead, name: string, value: string, r: R) => boolean;
+
+/**
+ * The request head a bridged call starts from, as node:http2 would have parsed it for a native
+ * call: `headers` (what the Call reads: :path, content-type, grpc-timeout, x-request-id,
+ * grpc-previous-rpc-attempts, the trace context...) and `raw`, the flat name/value list the
+ * upstream head is copied from (names lower-case).
+ */
+export class BridgeHead {
+  readonly headers: IncomingHttpHeaders;
+  readonly raw: string[];
+  /** set by a FieldRule: the request is refused with this (no call is made) */
+  error: string | null = null;
+
+  constructor(path: string, authority: string | undefined, contentType: string) {
+    this.headers = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": contentType };
+    if (authority !== undefined) this.headers[":authority"] = authority;
+    this.raw = [":method", "POST", ":path", path, "content-type", contentType];
+  }
+
+  /** A field for the call (a repeated one joined with ", " in `headers`, as node does; single-value fields keep the first). */
+  add(name: string, value: string): void {
+    this.raw.push(name, value);
+    const prev = this.headers[name];
+    if (prev === undefined) this.headers[name] = value;
+    else if (!isSingleValueField(name)) this.headers[name] = `${String(prev)}, ${value}`;
+  }
+}
+
+/**
+ * The one head builder (see the file comment). `target`: the :path the client sent, or the
+ * method a protocol names (a JSON rule's); with `url` (Connect) it is a URL, normalised here into
+ * the method name as Envoy normalises a path before any rule reads it (translate/grpc-path.ts
+ * methodPathFromUrl); a target that names no method is kept as it came, and the Call refuses it.
+ * `rule` and `r`: the protocol's own field handling (null: none).
+ */
+export function bridgeHead<R>(target: string, url: boolean, authority: string | undefined, contentType: string, raw: readonly string[], rule: FieldRule<R> | null, r: R): BridgeHead {
+  const path = url ? (methodPathFromUrl(target) ?? target) : target;
+  const h = new BridgeHead(path, authority, contentType);
+  // HTTP/1.1's Connection header names more hop-by-hop fields (RFC 9110 §7.6.1); HTTP/2 has none
+  let nominated: string[] | null = null;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const n = raw[i]!;
+    if (n.length === 10 && n.toLowerCase() === "connection") (nominated ??= []).push(...connectionOptions(raw[i + 1]!));
+  }
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    if (isNotForwarded(name, value) || name === "content-type" || name === "content-length") continue;
+    if (nominated !== null && nominated.includes(name)) continue;
+    if (rule !== null && rule(h, name, value, r)) {
+      if (h.error !== null) return h;
+      continue;
+    }
+    h.add(name, value);
+  }
+  return h;
+}
+
+/** Starts the Call a bridge serves: `d` answers it, `h` is its request head. */
+export function startCall(ctx: CallContext, d: BridgeDownstream, h: BridgeHead): void {
+  const call = new Call(ctx, d, h.headers, d.protocol);
+  d.owner = call;
+  call.start(h.headers, 0, h.raw);
+}
+
+// === the client side ===
 
 /**
  * What a Call reads of its client connection (`down.session`) when that connection is HTTP/1.1:
@@ -66,6 +182,8 @@ type Carrier = EventEmitter & { [kBridge]?: BridgeDownstream };
 
 /** The client side of one bridged call: a Downstream whose subclass translates (see the file comment). */
 export abstract class BridgeDownstream extends EventEmitter implements Downstream {
+  /** what the access record says about the client side ("grpc-web", "connect", "json"...) */
+  abstract readonly protocol: string;
   readonly id: number | undefined = undefined;
   /** the client connection: the HTTP/2 session, or the HTTP/1.1 socket's stand-in */
   readonly session: ServerHttp2Session | Http1Session | undefined;
@@ -76,7 +194,8 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
   writableEnded = false;
   readableEnded = false;
   rstCode: number | undefined = undefined;
-  call: Call | undefined = undefined;
+  /** the call this side answers (startCall), as much of it as a bridge may use */
+  owner: DownstreamOwner | undefined = undefined;
   /** respond() asked for trailers: end() waits for sendTrailers() */
   protected trailersWanted = false;
   private hooked = false;

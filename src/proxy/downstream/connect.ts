@@ -22,9 +22,9 @@
 //   flag); the trailers become the end-of-stream envelope (flag 0x02, JSON error and metadata);
 //   a Trailers-Only reply is HTTP 200 with that one envelope.
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
-import { Code, decodeGrpcMessage, outcome, parseGrpcStatus } from "../../translate/index.js";
+import { Code, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, outcome, parseGrpcStatus, prefixAcross, writePrefix } from "../../translate/index.js";
 import {
   CONNECT_REQUEST_ONLY,
   GRPC_RESPONSE_ONLY,
@@ -43,19 +43,15 @@ import {
   parseGetQuery,
   type ConnectContentType,
 } from "../../translate/connect.js";
-import { Call } from "../call/call.js";
-import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, ignore } from "./bridge.js";
-import type { CorsHeaders } from "./grpc-web.js";
+import { BridgeDownstream, bridgeHead, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
+import { responseCors, type CorsHeaders } from "./cors.js";
 
 /**
  * A unary body without content-length is held to its end: at most the route's
  * maxRequestMessageBytes, and never more than this.
  */
 const MAX_UNARY_BODY = 64 * 1024 * 1024;
-/** HTTP/1.1 connection-level fields: never forwarded upstream. */
-const HOP = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]);
 
 /** One Connect request as the listener classified it. */
 export interface ConnectRequest {
@@ -103,11 +99,11 @@ export class ConnectDownstream extends BridgeDownstream {
     if (this.reqChunks !== null) {
       this.reqSeen += chunk.length;
       // held to its end: no more than the route's message limit (the call has its route by now)
-      const limit = Math.min(MAX_UNARY_BODY, this.call?.route?.maxRequestMessageBytes ?? MAX_UNARY_BODY);
+      const limit = Math.min(MAX_UNARY_BODY, this.owner?.route?.maxRequestMessageBytes ?? MAX_UNARY_BODY);
       if (this.reqSeen > limit) {
         this.src.pause();
         this.reqChunks = null;
-        this.call?.finish(outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqSeen} vs. ${limit})`, "message_too_large"));
+        this.owner?.finish(outcome(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.reqSeen} vs. ${limit})`, "message_too_large"));
         return;
       }
       this.reqChunks.push(chunk);
@@ -139,15 +135,14 @@ export class ConnectDownstream extends BridgeDownstream {
 
   private emitPrefix(length: number): void {
     this.prefixed = true;
-    const p = Buffer.allocUnsafe(5);
-    p[0] = this.req.encoding !== null ? 1 : 0;
-    p.writeUInt32BE(length, 1);
+    const p = Buffer.allocUnsafe(MESSAGE_PREFIX_BYTES);
+    writePrefix(p, 0, this.req.encoding !== null ? 1 : 0, length);
     this.emit("data", p);
   }
 
   private badBody(why: string): void {
     this.src.pause();
-    this.call?.finish(outcome(Code.INVALID_ARGUMENT, `connect request body: ${why}`, "bad_request"));
+    this.owner?.finish(outcome(Code.INVALID_ARGUMENT, `connect request body: ${why}`, "bad_request"));
   }
 
   /** Unary: the head's metadata is kept until the status; streaming: the head goes out now. */
@@ -200,12 +195,12 @@ export class ConnectDownstream extends BridgeDownstream {
     if (status === Code.OK) {
       let total = 0;
       for (const c of chunks) total += c.length;
-      const len = total >= 5 ? prefixLength(chunks) : -1;
-      if (len < 0 || total !== 5 + len) {
+      const p = { flag: 0, length: 0 };
+      if (!prefixAcross(chunks, p) || total !== MESSAGE_PREFIX_BYTES + p.length) {
         status = Code.INTERNAL;
         message = total === 0 ? "unary call: the upstream sent no response message" : "unary call: the upstream sent more than one response message";
       } else {
-        compressed = (byteAt(chunks, 0) & 1) === 1;
+        compressed = (p.flag & 1) === 1;
         ok = true;
       }
     }
@@ -220,13 +215,13 @@ export class ConnectDownstream extends BridgeDownstream {
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
-    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy), out);
+    this.sendHead(connectLocalHttpStatus(status, this.owner?.decidedBy), out);
     this.endSink(Buffer.from(JSON.stringify(err)));
   }
 
-  /** Sends the held message without its 5-byte prefix, the last piece with the end. */
+  /** Sends the held message without its prefix, the last piece with the end. */
   private endMessage(chunks: readonly Buffer[]): void {
-    let skip = 5;
+    let skip = MESSAGE_PREFIX_BYTES;
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const piece = skip === 0 ? c : c.subarray(Math.min(skip, c.length));
@@ -266,18 +261,6 @@ export class ConnectDownstream extends BridgeDownstream {
   }
 }
 
-/** Byte `k` of the bytes the chunks hold in turn (k is under their total). */
-function byteAt(chunks: readonly Buffer[], k: number): number {
-  for (const c of chunks) {
-    if (k < c.length) return c[k]!;
-    k -= c.length;
-  }
-  return 0;
-}
-/** The message length in a gRPC prefix (bytes 1..4, big-endian) that may span chunks; at least 5 bytes are there. */
-function prefixLength(chunks: readonly Buffer[]): number {
-  return byteAt(chunks, 1) * 0x1000000 + ((byteAt(chunks, 2) << 16) | (byteAt(chunks, 3) << 8) | byteAt(chunks, 4));
-}
 /** A Buffer over the same bytes (Buffer.from(Uint8Array) would copy them). */
 function view(u: Uint8Array): Buffer {
   return Buffer.from(u.buffer, u.byteOffset, u.length);
@@ -350,43 +333,35 @@ export function classifyConnect(method: string, path: string, h: IncomingHttpHea
   return { ok: true, path, req: { ct, getBody: null, encoding: ce === undefined || ce === "" || ce === "identity" ? null : ce, contentLength: len } };
 }
 
-/**
- * The request head the Call reads (as for gRPC-Web's): pseudo-headers, the gRPC content type, the
- * encodings renamed, connect-timeout-ms as grpc-timeout, Connect's own and HTTP/1.1's fields
- * dropped. A bad connect-timeout-ms is an error string.
- */
-function nativeHead(path: string, authority: string | undefined, r: ConnectRequest, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } | string {
-  const ct = grpcContentType(r.ct.codec);
-  const headers: IncomingHttpHeaders = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": ct };
-  if (authority !== undefined) headers[":authority"] = authority;
-  const out: string[] = [":method", "POST", ":path", path, "content-type", ct];
-  const renames = REQUEST_RENAMES[r.ct.kind];
-  // unary: the body's encoding is the one message's (a GET names it in its query)
-  if (r.encoding !== null) out.push("grpc-encoding", r.encoding);
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (name.charCodeAt(0) === 58 || HOP.has(name)) continue;
-    const value = raw[i + 1]!;
-    if (name === "connect-timeout-ms") {
-      const t = parseConnectTimeout(value);
-      if (!t.ok) return t.error;
-      const g = grpcTimeoutForConnect(t.ms);
-      out.push("grpc-timeout", g);
-      headers["grpc-timeout"] = g;
-      continue;
-    }
-    const renamed = renames[name];
-    if (renamed !== undefined) {
-      // unary's encoding was pushed above; identity is no encoding at all (gRPC would read it as a name)
-      if (renamed === "grpc-encoding" && (r.ct.kind === "unary" || value.trim().toLowerCase() === "identity")) continue;
-      out.push(renamed, value);
-      continue;
-    }
-    if (CONNECT_REQUEST_ONLY.has(name) || name === "grpc-timeout") continue;
-    out.push(name, value);
-    if (name === "x-request-id" || name === "grpc-previous-rpc-attempts") headers[name] = value;
+/** What Connect's field rule needs of the request: its kind (unary or streaming). */
+function connectField(h: BridgeHead, name: string, value: string, r: ConnectRequest): boolean {
+  if (name === "connect-timeout-ms") {
+    const t = parseConnectTimeout(value);
+    if (!t.ok) h.error = t.error;
+    else h.add("grpc-timeout", grpcTimeoutForConnect(t.ms));
+    return true;
   }
-  return { headers, raw: out };
+  const renamed = REQUEST_RENAMES[r.ct.kind][name];
+  if (renamed !== undefined) {
+    // unary's encoding was added first; identity is no encoding at all (gRPC would read it as a name)
+    if (!(renamed === "grpc-encoding" && (r.ct.kind === "unary" || value.trim().toLowerCase() === "identity"))) h.add(renamed, value);
+    return true;
+  }
+  // Connect's own fields, and a gRPC deadline a Connect client does not send (connect-timeout-ms is its)
+  return CONNECT_REQUEST_ONLY.has(name) || name === "grpc-timeout";
+}
+
+/**
+ * The request head (bridge.ts bridgeHead): the URL read as the method, the gRPC content type, the
+ * encodings renamed, connect-timeout-ms as grpc-timeout, Connect's own fields dropped. A bad
+ * connect-timeout-ms is an error string.
+ */
+function connectHead(path: string, authority: string | undefined, r: ConnectRequest, raw: readonly string[]): BridgeHead | string {
+  // unary: the body's encoding is the one message's (a GET names it in its query): first, as a
+  // rename would have put it
+  const withEncoding = r.encoding === null ? raw : ["grpc-encoding", r.encoding, ...raw];
+  const h = bridgeHead(path, true, authority, grpcContentType(r.ct.codec), withEncoding, connectField, r);
+  return h.error ?? h;
 }
 
 /** Answers a Connect request dojang refuses before any call (bad query, timeout, protocol version). */
@@ -396,41 +371,50 @@ function refuse(kind: "unary" | "stream", codec: string, code: number, message: 
   else send(200, { ...cors, "content-type": `application/connect+${codec}` }, view(encodeEndStream(err, [])));
 }
 
-function start(ctx: CallContext, c: Classified, w: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {
+function start(l: ListenerSide, c: Classified, d: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: Send, cors: CorsHeaders): void {
   if (!c.ok) return refuse(c.kind, c.codec, Code.INVALID_ARGUMENT, c.error, send, cors);
-  const n = nativeHead(c.path, authority, c.req, raw);
-  if (typeof n === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, n, send, cors);
-  const d = w();
-  // (a Connect path is a URL: the Call normalises it before it reads it as a method)
-  const call = new Call(ctx, d, n.headers, d.protocol, true);
-  d.call = call;
-  call.start(n.headers, 0, n.raw);
+  const h = connectHead(c.path, authority, c.req, raw);
+  if (typeof h === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, h, send, cors);
+  startCall(l.ctx, d(), h);
 }
 
-/** A Connect request on the HTTP/2 port. */
-export function handleConnectHttp2(ctx: CallContext, c: Classified, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], cors: CorsHeaders): void {
-  const a = h[":authority"] ?? h["host"];
-  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
-    stream.on("error", ignore);
-    stream.respond({ ":status": status, ...head });
-    stream.end(body);
-  }, cors);
+type Send = (status: number, head: Record<string, string>, body: Buffer) => void;
+
+function classifyH2(h: IncomingHttpHeaders): Classified | null {
+  const p = h[":path"];
+  return classifyConnect(String(h[":method"] ?? ""), typeof p === "string" ? p : "", h);
 }
 
-/** A Connect request over HTTP/1.1 (the listener's http1Address socket, or ALPN http/1.1 on TLS). */
-export function handleConnectHttp1(ctx: CallContext, c: Classified, req: IncomingMessage, res: ServerResponse, cors: CorsHeaders): void {
-  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), req.headers.host, req.rawHeaders, (status, head, body) => {
-    res.writeHead(status, head);
-    res.end(body);
-  }, cors);
-}
+// === the row's bridge: how the listener's table (dispatch.ts) takes a Connect request ===
 
-/** A refusal before any call (the overload refusal on HTTP/1.1): 14 UNAVAILABLE in Connect's form. */
-export function refuseConnectHttp1(c: Classified, res: ServerResponse, cors: CorsHeaders, message: string): void {
-  const kind = c.ok ? c.req.ct.kind : c.kind;
-  const codec = c.ok ? c.req.ct.codec : c.codec;
-  refuse(kind, codec, Code.UNAVAILABLE, message, (status, head, body) => {
-    res.writeHead(status, head);
-    res.end(body);
-  }, cors);
-}
+export const CONNECT_BRIDGE: Bridge<Classified> = {
+  classifyH2: (_l, h) => classifyH2(h),
+  serveH2(l, c, stream, h, raw) {
+    const origin = h["origin"];
+    const cors = responseCors(l.cors, typeof origin === "string" ? origin : undefined);
+    const a = h[":authority"] ?? h["host"];
+    start(l, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
+      stream.on("error", ignore);
+      stream.respond({ ":status": status, ...head });
+      stream.end(body);
+    }, cors);
+  },
+  classifyH1: (_l, req) => classifyConnect(req.method ?? "", req.url ?? "", req.headers),
+  serveH1(l, c, req, res) {
+    const cors = responseCors(l.cors, req.headers.origin);
+    start(l, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), req.headers.host, req.rawHeaders, (status, head, body) => {
+      res.writeHead(status, head);
+      res.end(body);
+    }, cors);
+  },
+  /** 14 UNAVAILABLE in Connect's form (unary: the error JSON with its HTTP status; streaming: the end-of-stream envelope). */
+  refuseH1(l, c, req, res, message) {
+    const kind = c.ok ? c.req.ct.kind : c.kind;
+    const codec = c.ok ? c.req.ct.codec : c.codec;
+    refuse(kind, codec, Code.UNAVAILABLE, message, (status, head, body) => {
+      res.writeHead(status, head);
+      res.end(body);
+    }, responseCors(l.cors, req.headers.origin));
+  },
+  ownsType: (ct) => parseConnectContentType(ct) !== null,
+};

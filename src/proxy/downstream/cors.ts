@@ -1,4 +1,4 @@
-// CORS for gRPC-Web (a listener's `cors: { allowOrigins }`): which origins a browser page may
+// CORS for gRPC-Web and Connect (a listener's `cors: { allowOrigins }`): which origins a browser page may
 // call from, the preflight answer, and the headers on the actual response. A refused origin gets
 // no CORS header at all, so the browser refuses the response itself (the call may still reach
 // dojang from a non-browser client, which CORS does not concern).
@@ -6,14 +6,36 @@
 // The response exposes grpc-status, grpc-message and grpc-status-details-bin: without that, a
 // Trailers-Only status in the headers is invisible to the page (grpc/grpc-web#962).
 
-/** The request headers a gRPC-Web client sends (always allowed in a preflight). */
-const WEB_REQUEST_HEADERS = ["content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"];
-/** ... and a Connect client's (connect: true; a Connect GET needs no preflight, but may have one). */
-const CONNECT_REQUEST_HEADERS = ["connect-protocol-version", "connect-timeout-ms", "connect-content-encoding", "connect-accept-encoding", "content-encoding"];
+/** What a preflight allows for one protocol: its methods and the request headers its clients send. */
+export interface PreflightAllow {
+  readonly methods: readonly string[];
+  readonly headers: readonly string[];
+}
+/** gRPC-Web: POST, and the request headers a gRPC-Web client sends (always allowed in a preflight). */
+export const WEB_PREFLIGHT: PreflightAllow = { methods: ["POST"], headers: ["content-type", "x-grpc-web", "x-user-agent", "grpc-timeout"] };
+/** Connect: GET too (a Connect GET needs no preflight, but may have one), and a Connect client's headers besides gRPC-Web's. */
+export const CONNECT_PREFLIGHT: PreflightAllow = {
+  methods: ["GET", "POST"],
+  headers: [...WEB_PREFLIGHT.headers, "connect-protocol-version", "connect-timeout-ms", "connect-content-encoding", "connect-accept-encoding", "content-encoding"],
+};
+
+/** The preflight allowances of the protocols a listener takes, together (dispatch.ts: each row's). */
+export function joinPreflight(each: readonly PreflightAllow[]): PreflightAllow {
+  const methods = new Set<string>();
+  const headers = new Set<string>();
+  for (const a of each) {
+    for (const m of a.methods) methods.add(m);
+    for (const h of a.headers) headers.add(h);
+  }
+  return { methods: [...methods].sort(), headers: [...headers] };
+}
 // (and a rate-limit refusal's hint: grpc-retry-pushback-ms and x-ratelimit-*)
 const EXPOSE = "grpc-status,grpc-message,grpc-status-details-bin,grpc-retry-pushback-ms,x-ratelimit-limit,x-ratelimit-remaining,x-ratelimit-reset";
 /** How long a browser may cache the preflight answer (seconds). */
 const MAX_AGE = "600";
+
+/** The CORS answer for one request (responseCors): headers to add, or none. */
+export type CorsHeaders = Readonly<Record<string, string>> | null;
 
 export interface CorsPolicy {
   /** "*" allows every origin */
@@ -58,14 +80,15 @@ export function responseCors(p: CorsPolicy | null, origin: string | undefined): 
 }
 
 /**
- * The preflight (OPTIONS) answer: 204 with the allow headers for an allowed origin asking for
- * POST (or GET, and Connect's headers, on a `connect` listener); null for a refused one (the caller answers without CORS headers).
+ * The preflight (OPTIONS) answer: 204 with the allow headers for an allowed origin asking for a
+ * method `allow` names (the listener's protocols' together; gRPC-Web's alone by default); null for
+ * a refused one (the caller answers without CORS headers).
  */
-export function preflightCors(p: CorsPolicy | null, origin: string | undefined, method: string | undefined, requested: string | undefined, connect = false): Record<string, string> | null {
+export function preflightCors(p: CorsPolicy | null, origin: string | undefined, method: string | undefined, requested: string | undefined, allow: PreflightAllow = WEB_PREFLIGHT): Record<string, string> | null {
   if (p === null || origin === undefined || !originAllowed(p, origin)) return null;
   const m = method?.toUpperCase();
-  if (m !== undefined && m !== "POST" && !(connect && m === "GET")) return null;
-  const names = new Set(connect ? [...WEB_REQUEST_HEADERS, ...CONNECT_REQUEST_HEADERS] : WEB_REQUEST_HEADERS);
+  if (m !== undefined && !allow.methods.includes(m)) return null;
+  const names = new Set(allow.headers);
   if (requested !== undefined) {
     for (const n of requested.split(",")) {
       const t = n.trim().toLowerCase();
@@ -75,7 +98,7 @@ export function preflightCors(p: CorsPolicy | null, origin: string | undefined, 
   }
   return {
     "access-control-allow-origin": origin,
-    "access-control-allow-methods": connect ? "GET,POST" : "POST",
+    "access-control-allow-methods": allow.methods.join(","),
     "access-control-allow-headers": [...names].join(","),
     "access-control-max-age": MAX_AGE,
     vary: "Origin",

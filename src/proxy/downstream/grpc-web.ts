@@ -7,8 +7,8 @@
 //
 // Translation (grpc/grpc doc/PROTOCOL-WEB.md; pure parts in src/translate/grpc-web.ts):
 // - request: the content type becomes application/grpc(+subtype) upstream; -text bodies are
-//   base64-decoded incrementally (4-character groups carried across chunks); HTTP/1.1-only
-//   fields (host, connection, keep-alive, transfer-encoding...) never go upstream.
+//   base64-decoded incrementally (4-character groups carried across chunks); the head is
+//   bridge.ts's bridgeHead (hop-by-hop fields never go upstream), less x-grpc-web.
 // - response: always HTTP 200 (a browser cannot read anything else through CORS: envoy#10128);
 //   the head keeps the upstream's metadata with the gRPC-Web content type; the trailers become the
 //   trailer frame (flag 0x80) at the end of the body. A Trailers-Only reply, from the upstream or
@@ -19,8 +19,8 @@
 //
 // Hot path: a binary body passes through unchanged (no copy); the Downstream machinery (state,
 // events, the request's replay) is BridgeDownstream's (bridge.ts).
-import { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerHttp2Stream } from "node:http2";
+import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import { Code, encodeGrpcMessage, outcome } from "../../translate/index.js";
 import {
@@ -30,16 +30,16 @@ import {
   finishBase64,
   newBase64Decoder,
   newBase64Encoder,
+  parseWebContentType,
   upstreamContentType,
   webResponseContentType,
   type Base64Decoder,
   type Base64Encoder,
   type WebContentType,
 } from "../../translate/grpc-web.js";
-import { Call } from "../call/call.js";
-import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream } from "./bridge.js";
+import { BridgeDownstream, bridgeHead, startCall, type Bridge, type BridgeHead } from "./bridge.js";
+import { responseCors, type CorsHeaders } from "./cors.js";
 
 /**
  * The fields of a Trailers-Only status that are repeated as its trailer frame: the status, and a
@@ -49,13 +49,9 @@ const STATUS_FIELDS = new Set([
   "grpc-status", "grpc-message", "grpc-status-details-bin",
   "grpc-retry-pushback-ms", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset",
 ]);
-/** HTTP/1.1 connection-level fields and the gRPC-Web request markers: never forwarded upstream. */
-const NOT_UPSTREAM = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "x-grpc-web", "te"]);
 /** Response fields HTTP/1.1 must not carry from an HTTP/2 head (and our own content type). */
 const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive"]);
 
-/** The CORS answer for one request (computed by the listener from its `cors` config): headers to add, or none. */
-export type CorsHeaders = Readonly<Record<string, string>> | null;
 
 /**
  * The client side of one gRPC-Web call, a Downstream (BridgeDownstream: the state flags, the
@@ -101,7 +97,7 @@ export class WebDownstream extends BridgeDownstream {
 
   private badBody(why: string): void {
     this.src.pause();
-    this.call?.finish(outcome(Code.INTERNAL, `grpc-web-text request body: ${why}`, "bad_request"));
+    this.owner?.finish(outcome(Code.INTERNAL, `grpc-web-text request body: ${why}`, "bad_request"));
   }
 
   /** Headers now; the status follows as the trailer frame at end(). */
@@ -184,62 +180,50 @@ function statusFields(head: OutgoingHeaders): [string, string][] {
   return out;
 }
 
-// === entry points: the listener hands a gRPC-Web request here ===
+// === the row's bridge: how the listener's table (dispatch.ts) takes a gRPC-Web request ===
 
-/**
- * The request head the Call reads, as node:http2 would have parsed it for the native call:
- * pseudo-headers, the native content type, and the forwardable fields as flat raw pairs
- * (names lower-cased; HTTP/1.1 connection fields dropped).
- */
-function nativeHead(method: string, path: string, authority: string | undefined, web: WebContentType, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } {
-  const ct = upstreamContentType(web);
-  const headers: IncomingHttpHeaders = { ":method": method, ":path": path, ":scheme": "http", "content-type": ct };
-  if (authority !== undefined) headers[":authority"] = authority;
-  const out: string[] = [":method", method, ":path", path, "content-type", ct];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (name.charCodeAt(0) === 58 || NOT_UPSTREAM.has(name)) continue;
-    const value = raw[i + 1]!;
-    out.push(name, value);
-    if (name === "grpc-timeout" || name === "x-request-id" || name === "grpc-previous-rpc-attempts") headers[name] = value;
-  }
-  return { headers, raw: out };
+/** gRPC-Web's own request fields (beside its content type): never forwarded. */
+function webField(_h: BridgeHead, name: string): boolean {
+  return name === "x-grpc-web";
 }
 
-function startCall(ctx: CallContext, w: WebDownstream, headers: IncomingHttpHeaders, raw: string[]): void {
-  const call = new Call(ctx, w, headers, w.protocol);
-  w.call = call;
-  call.start(headers, 0, raw);
+function head(web: WebContentType, target: string, authority: string | undefined, raw: readonly string[]): BridgeHead {
+  return bridgeHead(target, false, authority, upstreamContentType(web), raw, webField, undefined);
 }
 
-/** A gRPC-Web request over HTTP/1.1 (the listener's http1Address server). Content type already checked. */
-export function handleWebHttp1(ctx: CallContext, web: WebContentType, req: IncomingMessage, res: ServerResponse, cors: CorsHeaders): void {
-  const w = new WebDownstream(web, req, res, undefined, cors);
-  const n = nativeHead(req.method ?? "", req.url ?? "", req.headers.host, web, req.rawHeaders);
-  startCall(ctx, w, n.headers, n.raw);
+function contentTypeOf(v: string | string[] | undefined): string | undefined {
+  return typeof v === "string" ? v : undefined;
 }
 
-/**
- * Refuses a gRPC-Web request over HTTP/1.1 before any call is made, as a Trailers-Only gRPC-Web
- * response (HTTP 200, the status in the headers and again as the trailer frame, CORS exposed):
- * what REFUSED_STREAM is on HTTP/2 (the overload manager's refusal), in a shape a browser reads.
- */
-export function refuseWebHttp1(web: WebContentType, res: ServerResponse, cors: CorsHeaders, code: Code, message: string): void {
-  const fields: [string, string][] = [
-    ["grpc-status", String(code)],
-    ["grpc-message", encodeGrpcMessage(message)],
-  ];
-  const frame = encodeTrailerFrame(fields);
-  const body = web.text ? encodeBase64Chunk(newBase64Encoder(), frame, true) : frame;
-  res.writeHead(200, { ...cors, "content-type": webResponseContentType(web), ...Object.fromEntries(fields) });
-  res.end(Buffer.from(body.buffer, body.byteOffset, body.length));
-}
-
-/** A gRPC-Web request on the h2c listener (HTTP/2). */
-export function handleWebHttp2(ctx: CallContext, web: WebContentType, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], cors: CorsHeaders): void {
-  const w = new WebDownstream(web, stream, undefined, stream, cors);
-  const p = h[":path"];
-  const a = h[":authority"] ?? h["host"];
-  const n = nativeHead(String(h[":method"] ?? ""), typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, web, raw);
-  startCall(ctx, w, n.headers, n.raw);
-}
+export const GRPC_WEB_BRIDGE: Bridge<WebContentType> = {
+  // (any method: a call whose :method is not POST is answered 405 by the Call, in gRPC-Web's form)
+  classifyH2: (_l, h) => parseWebContentType(contentTypeOf(h["content-type"])),
+  serveH2(l, web, stream, h, raw) {
+    const origin = h["origin"];
+    const w = new WebDownstream(web, stream, undefined, stream, responseCors(l.cors, typeof origin === "string" ? origin : undefined));
+    const p = h[":path"];
+    const a = h[":authority"] ?? h["host"];
+    startCall(l.ctx, w, head(web, typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, raw));
+  },
+  // HTTP/1.1: POST only (another method with a gRPC-Web content type is the listener's 405)
+  classifyH1: (_l, req) => (req.method === "POST" ? parseWebContentType(req.headers["content-type"]) : null),
+  serveH1(l, web, req, res) {
+    const w = new WebDownstream(web, req, res, undefined, responseCors(l.cors, req.headers.origin));
+    startCall(l.ctx, w, head(web, req.url ?? "", req.headers.host, req.rawHeaders));
+  },
+  /**
+   * A Trailers-Only gRPC-Web response (HTTP 200, the status in the headers and again as the
+   * trailer frame, CORS exposed): what REFUSED_STREAM is on HTTP/2, in a shape a browser reads.
+   */
+  refuseH1(l, web, req, res, message) {
+    const fields: [string, string][] = [
+      ["grpc-status", String(Code.UNAVAILABLE)],
+      ["grpc-message", encodeGrpcMessage(message)],
+    ];
+    const frame = encodeTrailerFrame(fields);
+    const body = web.text ? encodeBase64Chunk(newBase64Encoder(), frame, true) : frame;
+    res.writeHead(200, { ...responseCors(l.cors, req.headers.origin), "content-type": webResponseContentType(web), ...Object.fromEntries(fields) });
+    res.end(Buffer.from(body.buffer, body.byteOffset, body.length));
+  },
+  ownsType: (ct) => parseWebContentType(ct) !== null,
+};

@@ -4,7 +4,7 @@
 // streams: one request message read and bounded, the reply, and Watch streams re-evaluated by one
 // timer per listener while any is open.
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { Code, GRPC_CONTENT_TYPE, encodeGrpcMessage } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, encodeGrpcMessage, frameMessage, messageLength, prefixFlag } from "../../translate/index.js";
 import { ServingStatus, decodeHealthRequest, encodeHealthResponse } from "../../translate/health.js";
 import type { Cluster } from "../upstream/cluster.js";
 import { ignoreError } from "./guards.js";
@@ -62,10 +62,10 @@ export class HealthService {
     stream.on("end", () => {
       if (stream.closed || stream.destroyed) return;
       const body = Buffer.concat(chunks);
-      const len = body.length >= 5 ? body.readUInt32BE(1) : -1;
+      const len = body.length >= MESSAGE_PREFIX_BYTES ? messageLength(body) : -1;
       if (n > MAX_HEALTH_REQUEST) return trailersOnly(stream, Code.RESOURCE_EXHAUSTED, "health: request too large");
-      if (len < 0 || body[0] !== 0 || body.length !== 5 + len) return trailersOnly(stream, Code.INTERNAL, "health: expected one uncompressed HealthCheckRequest");
-      const req = decodeHealthRequest(body.subarray(5));
+      if (len < 0 || prefixFlag(body) !== 0 || body.length !== MESSAGE_PREFIX_BYTES + len) return trailersOnly(stream, Code.INTERNAL, "health: expected one uncompressed HealthCheckRequest");
+      const req = decodeHealthRequest(body.subarray(MESSAGE_PREFIX_BYTES));
       if (!req.ok) return trailersOnly(stream, Code.INTERNAL, `health: ${req.error}`);
       const status = this.status(req.service);
       if (!watch) {
@@ -125,12 +125,8 @@ export class HealthService {
 }
 
 function healthMessage(status: ServingStatus): Buffer {
-  const m = encodeHealthResponse(status);
-  const b = Buffer.allocUnsafe(5 + m.length);
-  b[0] = 0;
-  b.writeUInt32BE(m.length, 1);
-  b.set(m, 5);
-  return b;
+  const f = frameMessage(encodeHealthResponse(status));
+  return Buffer.from(f.buffer, f.byteOffset, f.length);
 }
 
 function trailersOnly(stream: ServerHttp2Stream, code: number, message: string): void {

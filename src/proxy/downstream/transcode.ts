@@ -24,12 +24,11 @@ import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:ht
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
-import { Code, decodeGrpcMessage, frameMessage, normalizeTarget, outcome, type NormalizedTarget } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, frameMessage, messageLength, normalizeTarget, outcome, prefixFlag, type NormalizedTarget } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
-import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, ignore } from "./bridge.js";
+import { BridgeDownstream, bridgeHead, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
 
 /** What a listener keeps of its jsonTranscoding: the config and the compiled descriptor set. */
 export interface JsonTranscoding {
@@ -54,11 +53,6 @@ export function loadJsonTranscoding(cfg: JsonTranscodingConfig): JsonTranscoding
 }
 
 const JSON_TYPE = "application/json";
-/** Request fields that never go upstream: HTTP/1.1 connection fields, the body's own, and gRPC's framing fields. */
-const NOT_UPSTREAM = new Set([
-  "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "content-type", "te",
-  "accept-encoding", "grpc-encoding", "grpc-accept-encoding", "http2-settings",
-]);
 /** Upstream response fields not repeated in the JSON response. */
 const NOT_DOWNSTREAM = new Set(["content-type", "content-length", "transfer-encoding", "connection", "keep-alive", "grpc-encoding", "grpc-accept-encoding", "grpc-status", "grpc-message", "grpc-status-details-bin", "trailer"]);
 
@@ -73,10 +67,11 @@ export function takesJson(ct: string | undefined): boolean {
  * before the call: the Call is given the one frame made of it.
  */
 export class JsonDownstream extends BridgeDownstream {
+  readonly protocol = "json";
   /** response bytes not yet cut into messages (views of the chunks as they came), their total, and what the next message needs */
   private pending: Buffer[] | null = null;
   private pendingBytes = 0;
-  private needed = 5;
+  private needed = MESSAGE_PREFIX_BYTES;
   /** unary: the response message */
   private message: Uint8Array | null = null;
   private messages = 0;
@@ -152,15 +147,15 @@ export class JsonDownstream extends BridgeDownstream {
       buf = Buffer.concat(this.pending, this.pendingBytes);
       this.pending = null;
     }
-    while (!this.failed && buf.length >= 5) {
-      const len = buf.readUInt32BE(1);
-      if (buf.length < 5 + len) break;
-      if (buf[0] !== 0) {
+    while (!this.failed && buf.length >= MESSAGE_PREFIX_BYTES) {
+      const end = MESSAGE_PREFIX_BYTES + messageLength(buf);
+      if (buf.length < end) break;
+      if (prefixFlag(buf) !== 0) {
         this.fail("a compressed response message (the transcoder asks for none)");
         break;
       }
-      const msg = buf.subarray(5, 5 + len);
-      buf = buf.subarray(5 + len);
+      const msg = buf.subarray(MESSAGE_PREFIX_BYTES, end);
+      buf = buf.subarray(end);
       this.messages++;
       if (!this.rule.serverStreaming) {
         if (this.messages > 1) this.fail("more than one response message for a unary method");
@@ -170,7 +165,7 @@ export class JsonDownstream extends BridgeDownstream {
     if (buf.length > 0) {
       this.pending = [buf];
       this.pendingBytes = buf.length;
-      this.needed = buf.length >= 5 ? 5 + buf.readUInt32BE(1) : 5;
+      this.needed = MESSAGE_PREFIX_BYTES + (buf.length >= MESSAGE_PREFIX_BYTES ? messageLength(buf) : 0);
     }
     if (cb !== undefined) process.nextTick(cb);
     return ok;
@@ -229,7 +224,7 @@ export class JsonDownstream extends BridgeDownstream {
   /** A response the transcoder cannot read: the call ends INTERNAL (the Call's own exit). */
   private fail(why: string): void {
     this.failed = true;
-    this.call?.finish(outcome(Code.INTERNAL, `transcoding: ${why}`, "upstream_protocol"));
+    this.owner?.finish(outcome(Code.INTERNAL, `transcoding: ${why}`, "upstream_protocol"));
   }
 
   /** The call's status (Trailers-Only head or trailers): the HTTP answer. */
@@ -323,24 +318,12 @@ function deliver(d: JsonDownstream): void {
   d.deliverNow();
 }
 
-// === entry points: the listener hands a request here ===
+// === the row's bridge: how the listener's table (dispatch.ts) takes a JSON request ===
 
-
-/** The upstream head: the rule's gRPC path, the gRPC content type, the forwardable fields as flat raw pairs. */
-function nativeHead(rule: TranscodeRule, authority: string | undefined, raw: readonly string[]): { headers: IncomingHttpHeaders; raw: string[] } {
-  const path = rule.grpcPath;
-  const ct = "application/grpc";
-  const headers: IncomingHttpHeaders = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": ct };
-  if (authority !== undefined) headers[":authority"] = authority;
-  const out: string[] = [":method", "POST", ":path", path, "content-type", ct];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (name.charCodeAt(0) === 58 || NOT_UPSTREAM.has(name)) continue;
-    const value = raw[i + 1]!;
-    out.push(name, value);
-    if (name === "grpc-timeout" || name === "x-request-id") headers[name] = value;
-  }
-  return { headers, raw: out };
+/** JSON's own request fields: the response is dojang's JSON, and the request frame it made is uncompressed. */
+const JSON_OWN = new Set(["accept-encoding", "grpc-encoding", "grpc-accept-encoding"]);
+function jsonField(_h: BridgeHead, name: string): boolean {
+  return JSON_OWN.has(name);
 }
 
 /** The request message as one gRPC frame (framing.ts's), as a Buffer over the same bytes. */
@@ -381,6 +364,12 @@ function readBody(req: Readable, max: number, done: (body: Buffer | null) => voi
 
 type Answer = (status: number, body: string) => void;
 
+/** A request a rule matched: the rule and its path variables, and the query. */
+export interface JsonMatch {
+  readonly m: RuleMatch;
+  readonly query: string;
+}
+
 /**
  * The common part of both transports: the body read, the request message made, the call
  * started (`makeDown` builds the client side); a bad request answered through `answer`.
@@ -388,28 +377,25 @@ type Answer = (status: number, body: string) => void;
 function transcode(
   ctx: CallContext,
   tc: JsonTranscoding,
-  m: RuleMatch,
-  query: string,
+  j: JsonMatch,
   req: Readable,
   authority: string | undefined,
   raw: readonly string[],
   answer: Answer,
   makeDown: (frame: Buffer) => JsonDownstream,
 ): void {
+  const m = j.m;
   const start = (body: Buffer | null): void => {
     if (body === null) return answer(413, statusBody(tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${tc.cfg.maxBodyBytes})`));
     let msg: Uint8Array;
     try {
-      msg = tc.transcoder.request(m, query, body);
+      msg = tc.transcoder.request(m, j.query, body);
     } catch (err) {
       if (err instanceof TranscodeInputError) return answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
       throw err;
     }
-    const down = makeDown(frameOf(msg));
-    const n = nativeHead(m.rule, authority, raw);
-    const call = new Call(ctx, down, n.headers, "json");
-    down.call = call;
-    call.start(n.headers, 0, n.raw);
+    // the call's method is the rule's (a method path); the head is every bridge's (bridge.ts)
+    startCall(ctx, makeDown(frameOf(msg)), bridgeHead(m.rule.grpcPath, false, authority, GRPC_CONTENT_TYPE, raw, jsonField, undefined));
   };
   if (m.rule.body === "") {
     // no body is read: whatever the client sent is drained
@@ -419,23 +405,89 @@ function transcode(
 }
 
 /**
- * A request on the HTTP/2 port (not gRPC, not gRPC-Web): true when it was taken (a call, or a
- * 404 under unknownPaths: notFound); false hands it on as if transcoding were off. `handOn`: the
- * listener also takes Connect and this request is a Connect call, so an unmatched one is handed on
- * (to Connect) whatever unknownPaths says.
+ * The URL as the rules read it: normalised as Envoy normalises a path before its route and RBAC
+ * matchers see it (src/translate/grpc-path.ts normalizeTarget: percent-encoded unreserved
+ * characters decoded, dot segments removed, the query split off, a fragment refused), so
+ * "/v1/./secret" or "/v1/%73ecret" is the rule "/v1/secret" and meets that method's rules
+ * (issue 0.5.1 item 1). Slashes are not merged (normalizeTarget's `merge`): a path variable keeps
+ * its empty segments, as grpc-gateway's.
  */
-export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], handOn = false): boolean {
-  const target = h[":path"];
-  if (typeof target !== "string") return false;
-  // The URL as the rules read it: normalised as Envoy normalises a path before its route and RBAC
-  // matchers see it (src/translate/grpc-path.ts normalizeTarget: percent-encoded unreserved
-  // characters decoded, dot segments removed, the query split off, a fragment refused), so
-  // "/v1/./secret" or "/v1/%73ecret" is the rule "/v1/secret" and meets that method's rules
-  // (issue 0.5.1 item 1). The call's method is the rule's: a method path. Slashes are not merged
-  // (normalizeTarget's `merge`): a path variable keeps its empty segments, as grpc-gateway's.
+function match(tc: JsonTranscoding, method: string, target: string, ct: string | undefined): JsonMatch | null {
+  if (!takesJson(ct)) return null;
   const t = normalizeTarget(target, false);
-  const m = t.ok ? tc.transcoder.match(String(h[":method"] ?? ""), t.path) : null;
-  const answer: Answer = (status, body) => {
+  if (!t.ok) return null;
+  const m = tc.transcoder.match(method, t.path);
+  return m === null ? null : { m, query: t.query };
+}
+
+/** A request no rule takes (a target that is not a path, or no rule for it): 400 / 404 with a Status, or null to hand it on. */
+function unclaimed(tc: JsonTranscoding, method: string, target: string, ct: string | undefined): [number, string] | null {
+  // (a CORS preflight no rule names is not JSON's to answer: a CORS protocol's, or the native path's)
+  if (tc.cfg.unknownPaths === "passthrough" || !takesJson(ct) || method === "OPTIONS") return null;
+  const t = normalizeTarget(target, false);
+  return [t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(method, t))];
+}
+
+/** JSON transcoding for one listener: its compiled descriptor set, and the row's bridge over it. */
+export class JsonBridge implements Bridge<JsonMatch> {
+  constructor(readonly tc: JsonTranscoding) {}
+
+  classifyH2(_l: ListenerSide, h: IncomingHttpHeaders): JsonMatch | null {
+    const target = h[":path"];
+    return typeof target === "string" ? match(this.tc, String(h[":method"] ?? ""), target, contentTypeOf(h["content-type"])) : null;
+  }
+
+  serveH2(l: ListenerSide, j: JsonMatch, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): void {
+    stream.on("error", ignore);
+    const a = h[":authority"] ?? h["host"];
+    const tc = this.tc;
+    transcode(l.ctx, tc, j, stream, typeof a === "string" ? a : undefined, raw, h2Answer(stream), (frame) => new JsonDownstream(tc, j.m.rule, frame, stream, undefined, stream));
+  }
+
+  classifyH1(_l: ListenerSide, req: IncomingMessage): JsonMatch | null {
+    return match(this.tc, req.method ?? "", req.url ?? "", req.headers["content-type"]);
+  }
+
+  serveH1(l: ListenerSide, j: JsonMatch, req: IncomingMessage, res: ServerResponse): void {
+    const tc = this.tc;
+    transcode(l.ctx, tc, j, req, req.headers.host, req.rawHeaders, h1Answer(req, res), (frame) => new JsonDownstream(tc, j.m.rule, frame, req, res, undefined));
+  }
+
+  /** 14 UNAVAILABLE as JSON transcoding answers a status: its HTTP status (503) and a google.rpc.Status body. */
+  refuseH1(_l: ListenerSide, _j: JsonMatch, req: IncomingMessage, res: ServerResponse, message: string): void {
+    h1Answer(req, res)(httpStatusOfCode(Code.UNAVAILABLE), statusBody(this.tc, Code.UNAVAILABLE, message));
+  }
+
+  /** unknownPaths: notFound answers what no row took (not gRPC's content types: those are gRPC's to refuse). */
+  unclaimedH2(_l: ListenerSide, stream: ServerHttp2Stream, h: IncomingHttpHeaders): boolean {
+    const target = h[":path"];
+    if (typeof target !== "string") return false;
+    const a = unclaimed(this.tc, String(h[":method"]), target, contentTypeOf(h["content-type"]));
+    if (a === null) return false;
+    stream.on("error", ignore);
+    h2Answer(stream)(a[0], a[1]);
+    return true;
+  }
+
+  unclaimedH1(_l: ListenerSide, req: IncomingMessage, res: ServerResponse): boolean {
+    const a = unclaimed(this.tc, req.method ?? "", req.url ?? "", req.headers["content-type"]);
+    if (a === null) return false;
+    h1Answer(req, res)(a[0], a[1]);
+    return true;
+  }
+}
+
+/** The bridge for a listener's jsonTranscoding (its descriptor set read and compiled now; throws as loadJsonTranscoding). */
+export function jsonBridge(cfg: JsonTranscodingConfig): JsonBridge {
+  return new JsonBridge(loadJsonTranscoding(cfg));
+}
+
+function contentTypeOf(v: string | string[] | undefined): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+
+function h2Answer(stream: ServerHttp2Stream): Answer {
+  return (status, body) => {
     if (stream.destroyed || stream.headersSent) return;
     stream.respond({ ":status": status, "content-type": JSON_TYPE });
     // a request still being sent (a body over the limit, a path no rule takes): once the answer
@@ -444,34 +496,13 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
       if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
     });
   };
-  if (!t.ok || m === null) {
-    // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
-    if (handOn || tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
-    stream.on("error", ignore);
-    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(String(h[":method"]), t)));
-    return true;
-  }
-  stream.on("error", ignore);
-  const a = h[":authority"] ?? h["host"];
-  transcode(ctx, tc, m, t.query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, stream, undefined, stream));
-  return true;
 }
 
-/** A request on the HTTP/1.1 socket that is not gRPC-Web: as serveJsonHttp2. */
-export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse, handOn = false): boolean {
-  const t = normalizeTarget(req.url ?? "", false); // (as serveJsonHttp2 reads it)
-  const m = t.ok ? tc.transcoder.match(req.method ?? "", t.path) : null;
-  const answer: Answer = (status, body) => {
+function h1Answer(req: IncomingMessage, res: ServerResponse): Answer {
+  return (status, body) => {
     if (res.headersSent) return;
     // a request still being sent is not read to its end: the connection closes after the answer
     res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
     res.end(body);
   };
-  if (!t.ok || m === null) {
-    if (handOn || tc.cfg.unknownPaths === "passthrough") return false;
-    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(req.method ?? "", t)));
-    return true;
-  }
-  transcode(ctx, tc, m, t.query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, req, res, undefined));
-  return true;
 }

@@ -7,7 +7,7 @@
 // UNIMPLEMENTED (no health service), a refused connect, a reset, the timeout.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from "node:http2";
 import { decodeHealthResponse, encodeHealthRequest, HEALTH_CHECK_PATH, ServingStatus } from "../../translate/health.js";
-import { frameMessage } from "../../translate/framing.js";
+import { MESSAGE_PREFIX_BYTES, frameMessage, messageLength } from "../../translate/framing.js";
 import { healthStep, newHealthState, type HealthState } from "../../translate/outlier.js";
 import { codeName, parseGrpcStatus } from "../../translate/codes.js";
 import { decodeGrpcMessage } from "../../translate/grpc-message.js";
@@ -137,8 +137,8 @@ export class HealthChecker {
         if (code === undefined) return done(false, "no grpc-status in the answer");
         if (code !== 0) return done(false, `grpc-status ${codeName(code)}${typeof grpcMessage === "string" && grpcMessage !== "" ? `: ${decodeGrpcMessage(grpcMessage)}` : ""}`);
         const all = Buffer.concat(chunks);
-        if (all.length < 5) return done(false, "no HealthCheckResponse message");
-        const r = decodeHealthResponse(all.subarray(5, 5 + all.readUInt32BE(1)));
+        if (all.length < MESSAGE_PREFIX_BYTES) return done(false, "no HealthCheckResponse message");
+        const r = decodeHealthResponse(all.subarray(MESSAGE_PREFIX_BYTES, MESSAGE_PREFIX_BYTES + messageLength(all)));
         if (!r.ok) return done(false, r.error);
         if (r.status !== ServingStatus.SERVING) return done(false, STATUS_NAMES[r.status] ?? `status ${r.status}`);
         done(true, "SERVING");

@@ -1,11 +1,15 @@
-// connect-go's gRPC-protocol client (connectrpc.com/connect, connect.WithGRPC) with its JSON codec
-// (application/grpc+json), calling one procedure through dojang over h2c: the judge of what a
-// client of a gRPC content-type subtype reads from a status dojang writes itself
-// (test/behaviour/grpc-subtype.test.ts). connect-go checks that a reply's content-type names the
-// codec it asked for; one of plain application/grpc it reads as 13 INTERNAL.
+// connect-go's client (connectrpc.com/connect) calling one procedure through dojang:
+//   - -protocol grpc (the default): the gRPC protocol (connect.WithGRPC) over h2c, with its JSON
+//     codec (application/grpc+json) or proto: the judge of what a client of a gRPC content-type
+//     subtype reads from a status dojang writes itself (test/behaviour/grpc-subtype.test.ts).
+//     connect-go checks that a reply's content-type names the codec it asked for; one of plain
+//     application/grpc it reads as 13 INTERNAL.
+//   - -protocol connect: the Connect protocol (unary: application/proto or application/json) over
+//     HTTP/1.1, as a browser or curl-shaped client sends it: the judge of a Connect answer dojang
+//     writes itself (test/behaviour/one-way-in.test.ts, the overload refusal).
 //
 //	connect-go-client -url http://127.0.0.1:PORT -procedure /pkg.Svc/Method [-codec json|proto]
-//	    [-timeout 200ms] [-n 1]
+//	    [-protocol grpc|connect] [-timeout 200ms] [-n 1]
 //
 // Sends a google.protobuf.StringValue "ping" n times (one after another, on one connection) and
 // prints one JSON line per call: {"code":N,"message":"...","contentType":"..."} (code 0 for OK).
@@ -36,19 +40,27 @@ func main() {
 	url := flag.String("url", "", "dojang's address, http://host:port")
 	procedure := flag.String("procedure", "/test.Echo/Unary", "the procedure to call")
 	codec := flag.String("codec", "json", "json (application/grpc+json) or proto (application/grpc)")
+	protocol := flag.String("protocol", "grpc", "grpc (over h2c) or connect (over HTTP/1.1)")
 	timeout := flag.Duration("timeout", 0, "the call's deadline (0: none)")
 	n := flag.Int("n", 1, "calls, one after another")
 	flag.Parse()
 	// h2c: HTTP/2 with prior knowledge over plain TCP, as a gRPC client speaks to dojang's listener.
 	protocols := new(http.Protocols)
-	protocols.SetUnencryptedHTTP2(true)
+	if *protocol == "connect" {
+		protocols.SetHTTP1(true)
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	seen := ""
 	transport := &http.Transport{
 		Protocols:   protocols,
 		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 	}
 	client := &http.Client{Transport: roundTripper{transport, &seen}}
-	opts := []connect.ClientOption{connect.WithGRPC()}
+	opts := []connect.ClientOption{}
+	if *protocol != "connect" {
+		opts = append(opts, connect.WithGRPC())
+	}
 	if *codec == "json" {
 		opts = append(opts, connect.WithProtoJSON())
 	}

@@ -26,10 +26,14 @@ import {
   decodeTimeout,
   encodeTimeout,
   atMessageBoundary,
+  MESSAGE_PREFIX_BYTES,
+  messageLength,
   newScanner,
   nextBoundary,
   outcome,
+  prefixFlag,
   rstCodeName,
+  writePrefix,
   type FrameScanner,
 } from "../../../translate/index.js";
 import { drawDelayMs, tamperTimeoutNs } from "./actions.js";
@@ -643,15 +647,15 @@ export class Pump {
 
   /** The two shape faults that rewrite a prefix: a copy of the piece (the fault path may copy). */
   private reshape(piece: Buffer, sh: ShapeAction): Buffer {
-    if (piece.length < 5) return piece;
+    if (piece.length < MESSAGE_PREFIX_BYTES) return piece;
     if (sh.shape === "compressed_flag") {
       const b = Buffer.from(piece);
-      b[0] = 1;
+      writePrefix(b, 0, 1, messageLength(b));
       return b;
     }
     if (sh.shape === "truncated_message") {
       const b = Buffer.from(piece);
-      b.writeUInt32BE(b.readUInt32BE(1) + 16, 1);
+      writePrefix(b, 0, prefixFlag(b), messageLength(b) + 16);
       // What follows is dropped, so the declared length is more than ever arrives.
       this.stopped = true;
       this.queue.length = 0;

@@ -9,6 +9,7 @@ import type { ClusterConfig, HostPort } from "../../config/schema.js";
 import { formatHostPort } from "../../config/units.js";
 import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
+import { addressLabel, diffEndpoints, isEmptyDelta, normalWeight, type EndpointDelta } from "../../translate/endpoint-set.js";
 import { buildPicker, type Picker } from "./balancer.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint, type EndpointHost } from "./endpoint.js";
@@ -34,8 +35,10 @@ export interface ClusterOptions {
 
 export class Cluster implements ClusterMetricsSource, EndpointHost {
   readonly name: string;
-  /** the endpoints now (replaced as a whole by setEndpoints) */
+  /** the endpoints now (a new array on each change: setEndpoints, applyEndpointDelta) */
   endpoints: readonly Endpoint[] = [];
+  /** the same endpoints by label (their address): what a delta names */
+  private readonly byLabel = new Map<string, Endpoint>();
   picker: Picker<Endpoint>;
   readonly resolver: Resolver;
   readonly dns: DnsResolver | undefined;
@@ -104,41 +107,74 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
   }
 
   /**
-   * Replaces the endpoint list (DNS, reload): endpoints that stay keep their Endpoint objects and
-   * sessions (and their weight is updated); new ones start healthy with a health checker;
-   * removed ones are retired (their sessions drain, calls on them finish).
+   * Replaces the endpoint list (DNS, reload): the change from the current list
+   * (diffEndpoints: addresses that stay are skipped without a key being built) is applied as
+   * applyEndpointDelta does it. Returns whether anything changed.
    */
-  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): void {
-    const old = new Map<string, Endpoint>();
-    for (const e of this.endpoints) old.set(e.label, e);
-    const next: Endpoint[] = [];
-    const seen = new Set<string>();
-    for (let i = 0; i < endpoints.length; i++) {
-      const hp = endpoints[i]!;
-      const w = Math.max(1, Math.floor(weights[i] ?? 1));
-      const probe = new Endpoint(this, hp.host, hp.port, w);
-      if (seen.has(probe.label)) continue;
-      seen.add(probe.label);
-      const kept = old.get(probe.label);
+  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): boolean {
+    return this.applyEndpointDelta(diffEndpoints(this.endpoints, endpointWeight, endpoints, (_, i) => weights[i]));
+  }
+
+  /**
+   * Changes the endpoint set by `delta` without touching anything else (an EDS update, a DNS
+   * re-resolution, a reload that only moved endpoints). Endpoints that stay are the same
+   * objects: their sessions, attempts in flight (least_request counts), health and outlier
+   * ejection carry on, and a new weight is taken. New ones start healthy with a health checker
+   * and connect when first picked. Removed ones are retired: no new attempt picks them, the
+   * attempts queued at one end 14 (a transparent retry goes elsewhere), the streams on their
+   * sessions finish and the sessions close (GOAWAY). The picker is rebuilt once, over the new
+   * list (a pass over the endpoints, no per-endpoint allocation); the listeners, routes and
+   * filters are not touched. Returns whether anything changed.
+   */
+  applyEndpointDelta(delta: EndpointDelta): boolean {
+    if (isEmptyDelta(delta)) return false;
+    const gone: Endpoint[] = [];
+    for (const r of delta.remove) {
+      const e = this.byLabel.get(addressLabel(r.host, r.port));
+      if (e === undefined) continue;
+      this.byLabel.delete(e.label);
+      gone.push(e);
+    }
+    const added: Endpoint[] = [];
+    let changed = gone.length > 0;
+    for (const u of delta.upsert) {
+      const w = normalWeight(u.weight);
+      const label = addressLabel(u.host, u.port);
+      const kept = this.byLabel.get(label);
       if (kept !== undefined) {
-        kept.weight = w;
-        next.push(kept);
-        old.delete(probe.label);
-      } else {
-        this.startHealthCheck(probe);
-        next.push(probe);
+        if (kept.weight !== w) {
+          kept.weight = w;
+          changed = true;
+        }
+        continue;
       }
+      const e = new Endpoint(this, u.host, u.port, w);
+      this.byLabel.set(label, e);
+      added.push(e);
+      changed = true;
+    }
+    if (!changed) return false;
+    let next: Endpoint[];
+    if (gone.length === 0) next = this.endpoints.slice();
+    else {
+      const out = new Set(gone);
+      next = this.endpoints.filter((e) => !out.has(e));
+    }
+    for (const e of added) {
+      next.push(e);
+      this.startHealthCheck(e);
     }
     this.endpoints = Object.freeze(next);
     this.rebuild();
     // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
     // must pick among the endpoints that stay)
-    for (const gone of old.values()) {
-      gone.retire();
-      const t = this.ejectionTimers.get(gone);
+    for (const e of gone) {
+      e.retire();
+      const t = this.ejectionTimers.get(e);
       if (t !== undefined) clearTimeout(t);
-      this.ejectionTimers.delete(gone);
+      this.ejectionTimers.delete(e);
     }
+    return true;
   }
 
   /** Some endpoint is healthy and not ejected (for /ready readyClusters and the health service). */
@@ -365,6 +401,10 @@ export interface ClusterView {
   readonly activeCalls: number;
   readonly breaker: Record<BreakerLimit, { readonly current: number; readonly limit: number }>;
   readonly keepalive: { readonly intervalMs: number; readonly timeoutMs: number } | null;
+}
+
+function endpointWeight(e: Endpoint): number {
+  return e.weight;
 }
 
 function activeOf(e: Endpoint): number {

@@ -10,6 +10,7 @@ import { UpstreamSession, type SessionOwner, type SlotWaiter } from "./session.j
 import type { HealthChecker } from "./health-check.js";
 import type { Breaker } from "./breaker.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
+import { addressLabel } from "../../translate/endpoint-set.js";
 
 /**
  * How one attempt on this endpoint ended, as the attempt saw it:
@@ -93,9 +94,8 @@ export class Endpoint implements SessionOwner {
     readonly port: number,
     weight = 1,
   ) {
-    const h = host.includes(":") ? `[${host}]` : host;
-    this.label = `${h}:${port}`;
-    this.url = `http://${h}:${port}`;
+    this.label = addressLabel(host, port);
+    this.url = `http://${this.label}`;
     this.weight = weight;
   }
 

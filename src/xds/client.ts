@@ -35,10 +35,12 @@ import {
   TYPE,
   mapCluster,
   mapClusterLoadAssignment,
+  mapClusterLoadAssignmentBytes,
   mapListener,
   mapRouteConfiguration,
   type AnyDecoder,
   type Issue,
+  type ClaMemo,
   type Mapped,
   type Msg,
   type TlsSource,
@@ -87,8 +89,10 @@ export interface XdsOptions {
   readonly backoffBaseMs?: number;
   readonly backoffMaxMs?: number;
   /**
-   * an update that changes only endpoints is applied in place (true, the default); false: every
-   * update is a whole-config reload (how dojang did it before 0.7: the bench's baseline)
+   * true (the default): an update that changes only endpoints is applied in place, one that
+   * changes nothing is not applied, and what came before byte for byte is not decoded again.
+   * false: every response is decoded whole and applied with the whole-config reload, as dojang
+   * did before 0.7 (bench/eds.mjs's baseline)
    */
   readonly endpointsInPlace?: boolean;
 }
@@ -199,6 +203,8 @@ export class XdsClient {
   private readonly mappedByDigest = new Map<TypeUrl, Map<string, Mapped1>>();
   /** the state the host last applied (null before any): the next one is compared with it */
   private served: XdsState | null = null;
+  /** per ClusterLoadAssignment, what its last mapping without an issue left for the next (map.ts mapClusterLoadAssignmentBytes) */
+  private readonly claMemos = new Map<string, ClaMemo>();
   private readonly endpointsInPlace: boolean;
 
   constructor(
@@ -376,20 +382,21 @@ export class XdsClient {
    * clusters in place (host.applyEndpoints: no reload; Envoy's EDS changes endpoints the same
    * way, without touching listeners or routes); one that differs in nothing is not applied again.
    */
-  private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow }> {
+  private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow; readonly applyCpuMs?: number }> {
+    const cpu0 = process.cpuUsage();
     const st = this.state();
     const prev = this.served;
-    if (prev !== null) {
+    if (prev !== null && this.endpointsInPlace) {
       const only = endpointChanges(prev, st);
       if (only !== null && only.length === 0) {
         this.served = st;
-        return { ok: true, how: "none" };
+        return { ok: true, how: "none", applyCpuMs: cpuMsSince(cpu0) };
       }
-      if (only !== null && this.endpointsInPlace && !inWeightedSplit(st, only)) {
+      if (only !== null && !inWeightedSplit(st, only)) {
         const r = await this.host.applyEndpoints(st, only);
         if (r !== "reload") {
           if (r.ok) this.served = st;
-          return r.ok ? { ok: true, how: "endpoints" } : r;
+          return r.ok ? { ok: true, how: "endpoints", applyCpuMs: cpuMsSince(cpu0) } : r;
         }
       }
     }
@@ -399,7 +406,7 @@ export class XdsClient {
       this.servedRoutes = st.routes;
       this.servedListeners = st.listeners;
       this.served = st;
-      return { ok: true, how: "reload" };
+      return { ok: true, how: "reload", applyCpuMs: cpuMsSince(cpu0) };
     }
     return r;
   }
@@ -663,7 +670,7 @@ export class XdsClient {
       }
       notes.push(...r.notes);
       good.set(r.name, r.value);
-      fresh.set(r.digest, { name: r.name, value: r.value });
+      if (r.digest !== "") fresh.set(r.digest, { name: r.name, value: r.value });
       versions.set(r.name, this.delta ? String(item["version"] ?? version) : version);
     }
 
@@ -720,6 +727,7 @@ export class XdsClient {
     this.keepMapped(type, cache, fresh);
     const cpuMs = cpuMsSince(cpu0);
     const how = applied.ok ? (applied.how ?? "none") : "none";
+    const applyCpuMs = applied.ok ? (applied.applyCpuMs ?? 0) : 0;
     if (applied.ok) for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
 
     if (issues.length > 0) {
@@ -732,7 +740,7 @@ export class XdsClient {
       if (applied.ok) this.followReferences(type);
       if (!again) {
         sub.rejectStreak = 0;
-        const fields = { type: SHORT[type], version, nonce, error, refused: [...bad].sort(), applied: [...good.keys()].sort(), how, cpuMs };
+        const fields = { type: SHORT[type], version, nonce, error, refused: [...bad].sort(), applied: [...good.keys()].sort(), how, cpuMs, applyCpuMs };
         if (good.size > 0 || removed.size > 0) this.host.log.error(fields, "xds: update applied but for the resources refused (NACK): those keep their last accepted version (gRFC A46)");
         else this.host.log.error(fields, "xds: update rejected (NACK); the last accepted config keeps serving");
         this.send(type, error);
@@ -757,8 +765,9 @@ export class XdsClient {
     sub.version = version;
     this.updates.labels(SHORT[type], "accepted").inc();
     // how: "endpoints" (applied to the clusters in place), "reload" (the whole-config reload),
-    // "none" (nothing changed); cpuMs: this process's CPU for the response, decoding included
-    this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs }, "xds: update accepted (ACK)");
+    // "none" (nothing changed); cpuMs: this process's CPU for the response, decoding included;
+    // applyCpuMs: the part that applied it (with workers: the primary's part)
+    this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs, applyCpuMs }, "xds: update accepted (ACK)");
     this.send(type);
     this.followReferences(type);
     this.checkInitialFetch();
@@ -778,6 +787,10 @@ export class XdsClient {
     cache: ReadonlyMap<string, Mapped1>,
   ): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[]; digest: string }) | { ok: false; issues: Issue[]; name?: string } {
     const bytes = any["value"];
+    if (!this.endpointsInPlace) {
+      const r = this.mapOne(type, any, i);
+      return r.ok ? { ...r, digest: "" } : r;
+    }
     const digest = bytes instanceof Uint8Array ? createHash("sha256").update(bytes).digest("base64") : "";
     const hit = String(any["type_url"] ?? "") === type ? cache.get(digest) : undefined;
     if (hit !== undefined) return { ok: true, name: hit.name, label: labelOf(type, hit.name), value: hit.value, notes: [], digest };
@@ -791,23 +804,32 @@ export class XdsClient {
     const next = new Map<string, Mapped1>();
     for (const src of [before, fresh]) for (const [d, e] of src) if (held.get(e.name) === e.value) next.set(d, e);
     this.mappedByDigest.set(type, next);
+    if (type === TYPE.endpoint) for (const n of [...this.claMemos.keys()]) if (!this.endpoints.has(n)) this.claMemos.delete(n);
   }
 
   private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[]; name?: string } {
     const kind = type.slice(type.lastIndexOf(".") + 1);
     if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
-    let msg: Msg;
-    try {
-      msg = decode(any).value;
-    } catch (err) {
-      return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
+    // a ClusterLoadAssignment: its endpoints seen before are not decoded again (map.ts)
+    const bytes = any["value"];
+    const fast = type === TYPE.endpoint && bytes instanceof Uint8Array && this.endpointsInPlace ? mapClusterLoadAssignmentBytes(bytes, decode, (n) => this.claMemos.get(n)) : undefined;
+    let msg: Msg = {};
+    if (fast === undefined) {
+      try {
+        msg = decode(any).value;
+      } catch (err) {
+        return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
+      }
     }
-    const name = String(msg[type === TYPE.endpoint ? "cluster_name" : "name"] ?? "");
+    const name = fast !== undefined ? fast.name : String(msg[type === TYPE.endpoint ? "cluster_name" : "name"] ?? "");
     const label = labelOf(type, name);
     const named = name === "" ? {} : { name };
     const prefix = (r: Mapped<unknown>): Issue[] => (r.ok ? [] : r.issues.map((x) => ({ path: x.path === "" ? label : `${label} ${x.path}`, message: x.message })));
     let r: Mapped<Resource>;
-    if (type === TYPE.listener) r = mapListener(msg, decode);
+    if (fast !== undefined) {
+      r = fast.mapped;
+      if (fast.memo !== undefined) this.claMemos.set(name, fast.memo);
+    } else if (type === TYPE.listener) r = mapListener(msg, decode);
     else if (type === TYPE.route) r = mapRouteConfiguration(msg, decode);
     else if (type === TYPE.endpoint) r = mapClusterLoadAssignment(msg, decode);
     else {
@@ -944,7 +966,7 @@ export function endpointChanges(prev: XdsState, next: XdsState): EndpointUpdate[
     const after = next.endpoints.get(name);
     if (after === undefined) return null;
     if (after === before) continue;
-    const delta = diffEndpoints(before.endpoints, (_, i) => before.weights[i], after.endpoints, (_, i) => after.weights[i]);
+    const delta = diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
     if (!isEmptyDelta(delta)) out.push({ name, delta });
   }
   return out;

@@ -5,12 +5,10 @@
 // is empty whatever its order.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { addressLabel, applyEndpointDelta, diffEndpoints, isEmptyDelta, type Address } from "../../src/translate/endpoint-set.js";
+import { addressLabel, applyEndpointDelta, diffEndpoints, isEmptyDelta, patchList, placeDelta, type Address } from "../../src/translate/endpoint-set.js";
 
 const A = (port: number, host = "10.0.0.1"): Address => ({ host, port });
-const w1 = (): number => 1;
-const diff = (old: readonly Address[], next: readonly Address[], ow: readonly number[] = [], nw: readonly number[] = []) =>
-  diffEndpoints(old, (_, i) => ow[i], next, (_, i) => nw[i]);
+const diff = (old: readonly Address[], next: readonly Address[], ow: readonly number[] = [], nw: readonly number[] = []) => diffEndpoints(old, ow, next, nw);
 
 /** A list as its set: label → weight (the first of a duplicated address counts). */
 function asSet(list: readonly Address[], weights: readonly number[]): Map<string, number> {
@@ -56,28 +54,47 @@ describe("diffEndpoints()", () => {
     expect(diff([A(1)], [A(1)], [1], [0])).toEqual({ remove: [], upsert: [] });
   });
 
+  it("reads each item's own weight when the weights are null (the cluster's endpoints)", () => {
+    expect(diffEndpoints([{ ...A(1), weight: 2 }], null, [A(1)], [3])).toEqual({ remove: [], upsert: [{ ...A(1), weight: 3 }] });
+    expect(diffEndpoints([{ ...A(1), weight: 2 }], null, [{ ...A(1), weight: 2 }], null)).toEqual({ remove: [], upsert: [] });
+  });
+
   it("tells hosts apart from ports (10.0.0.1:80 and 10.0.0.2:80 are two endpoints)", () => {
     expect(diff([A(80, "10.0.0.1")], [A(80, "10.0.0.2")])).toEqual({ remove: [A(80, "10.0.0.1")], upsert: [{ ...A(80, "10.0.0.2"), weight: 1 }] });
   });
 });
 
 describe("applyEndpointDelta()", () => {
-  it("drops the removed, reweights the kept in place, appends the new", () => {
+  it("puts a new endpoint in a removed one's place (one replaced: the same length, every other index kept), reweights kept ones in place", () => {
     const r = applyEndpointDelta([A(1), A(2), A(3)], [1, 2, 3], { remove: [A(2)], upsert: [{ ...A(3), weight: 7 }, { ...A(4), weight: 2 }] });
-    expect(r).toEqual({ endpoints: [A(1), A(3), A(4)], weights: [1, 7, 2] });
+    expect(r).toEqual({ endpoints: [A(1), A(4), A(3)], weights: [1, 2, 7] });
+  });
+
+  it("takes out the removed places left over, appends the new ones left over", () => {
+    expect(applyEndpointDelta([A(1), A(2), A(3)], [], { remove: [A(3), A(1)], upsert: [{ ...A(9), weight: 1 }] })).toEqual({ endpoints: [A(9), A(2)], weights: [1, 1] });
+    expect(applyEndpointDelta([A(1)], [], { remove: [], upsert: [{ ...A(8), weight: 1 }, { ...A(9), weight: 4 }] })).toEqual({ endpoints: [A(1), A(8), A(9)], weights: [1, 1, 4] });
   });
 
   it("ignores a removal of an address it does not have", () => {
     expect(applyEndpointDelta([A(1)], [], { remove: [A(9)], upsert: [] })).toEqual({ endpoints: [A(1)], weights: [1] });
   });
 
-  it("applies a large delta (by a map of the list) as a small one (by a scan)", () => {
+  it("places a large delta (through a map of the list) as it places a small one (by a scan)", () => {
     const old = Array.from({ length: 50 }, (_, i) => A(i));
     const remove = old.filter((_, i) => i % 3 === 0);
-    const upsert = Array.from({ length: 20 }, (_, i) => ({ ...A(100 + i), weight: 2 }));
-    const r = applyEndpointDelta(old, [], { remove, upsert });
-    expect(r.endpoints).toEqual([...old.filter((_, i) => i % 3 !== 0), ...upsert.map((u) => A(u.port))]);
-    expect(r.weights).toEqual([...Array(33).fill(1), ...Array(20).fill(2)]);
+    const upsert = [...Array.from({ length: 20 }, (_, i) => ({ ...A(100 + i), weight: 2 })), { ...A(1), weight: 5 }];
+    expect(placeDelta(old, { remove, upsert })).toEqual({
+      removed: remove.map((a) => a.port),
+      reweighted: [[1, 5]],
+      added: upsert.slice(0, 20),
+    });
+    expect(placeDelta(old, { remove: remove.slice(0, 2), upsert: [upsert[0]!, upsert[20]!] })).toEqual({ removed: [0, 3], reweighted: [[1, 5]], added: [upsert[0]] });
+  });
+
+  it("patchList() does not touch the list it is given", () => {
+    const l = Object.freeze([1, 2, 3]);
+    expect(patchList(l, [1], [9])).toEqual([1, 9, 3]);
+    expect(l).toEqual([1, 2, 3]);
   });
 });
 
@@ -119,7 +136,7 @@ describe("diff and apply together (properties)", () => {
     fc.assert(
       fc.property(fc.uniqueArray(address, { selector: (a) => addressLabel(a.host, a.port), maxLength: 30 }), fc.integer(), (l, seed) => {
         const shuffled = [...l].sort((x, y) => ((addressLabel(x.host, x.port).length * 31 + x.port * seed) % 7) - ((addressLabel(y.host, y.port).length * 31 + y.port * seed) % 7));
-        expect(isEmptyDelta(diffEndpoints(l, w1, shuffled, w1))).toBe(true);
+        expect(isEmptyDelta(diffEndpoints(l, [], shuffled, []))).toBe(true);
       }),
     );
   });

@@ -29,8 +29,9 @@ describe("Cluster.setEndpoints()", () => {
     const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002"]');
     const [a, b] = c.endpoints;
     c.setEndpoints([hp(1002), hp(1003)], [4, 1]);
-    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1002", "127.0.0.1:1003"]);
-    expect(c.endpoints[0]).toBe(b);
+    // (the new endpoint takes the removed one's place: applyEndpointDelta's rule)
+    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1003", "127.0.0.1:1002"]);
+    expect(c.endpoints[1]).toBe(b);
     expect(b!.weight).toBe(4);
     expect(a!.retired).toBe(true);
     expect(c.picker.endpoints).toEqual(c.endpoints);
@@ -57,7 +58,7 @@ describe("Cluster.setEndpoints()", () => {
 });
 
 describe("Cluster.applyEndpointDelta()", () => {
-  it("changes only what the delta names: kept endpoints keep their state (ejection, in-flight count, failures), new ones are appended, removed ones retired", () => {
+  it("changes only what the delta names: kept endpoints keep their state (ejection, in-flight count, failures), a new one takes a removed one's place, removed ones are retired", () => {
     const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"]\noutlierDetection: { consecutiveFailures: 1, baseEjection: 60s, maxEjectionPercent: 50 }', () => 1000);
     const [a, b, x] = c.endpoints as [NonNullable<(typeof c.endpoints)[0]>, NonNullable<(typeof c.endpoints)[0]>, NonNullable<(typeof c.endpoints)[0]>];
     b.attemptStarted();
@@ -65,6 +66,7 @@ describe("Cluster.applyEndpointDelta()", () => {
     expect(b.ejected).toBe(true);
     a.attemptStarted(); // one attempt in flight on a
     expect(c.applyEndpointDelta({ remove: [{ host: "127.0.0.1", port: 1003 }], upsert: [{ host: "127.0.0.1", port: 1004, weight: 3 }] })).toBe(true);
+    // (the new one takes the removed one's place)
     expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1004"]);
     expect(c.endpoints[0]).toBe(a);
     expect(c.endpoints[1]).toBe(b);

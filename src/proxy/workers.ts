@@ -129,9 +129,16 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   process.on("SIGHUP", () => wlog.debug("SIGHUP in a worker: ignored, the primary reloads and forwards"));
   // The primary disconnecting the IPC channel is a stop too (it died or is stopping).
   process.on("disconnect", stop);
+  // An op that swaps the config (a reload, an xDS update) waits until start() has bound the
+  // listeners: one run while start() is binding (the primary sends it as soon as this worker has
+  // its sync) would build listeners that start() never binds, and the worker would answer 200
+  // for a listener it does not serve.
+  let started!: () => void;
+  const listening = new Promise<void>((r) => (started = r));
   process.on("message", (m: unknown) => {
     if (!isType<OpMessage>(m, "dojang:op")) return;
-    void Promise.resolve(runOp(d, m.req)).then((r) => {
+    const swaps = m.req.op === "reload" || m.req.op === "xds" || m.req.op === "endpoints";
+    void (swaps ? listening.then(() => runOp(d, m.req)) : Promise.resolve(runOp(d, m.req))).then((r) => {
       if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "config reloaded from the primary");
       const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
       // With a callback a closed channel (the primary is gone) is an error passed here, not an
@@ -141,7 +148,11 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   });
   // with xDS the primary answers between two updates, one of which may take a while
   await syncFromPrimary(d, wlog, config.xds === null ? SYNC_TIMEOUT_MS : SYNC_TIMEOUT_MS + XDS_OP_TIMEOUT_MS);
-  await d.start();
+  try {
+    await d.start();
+  } finally {
+    started();
+  }
   startHeapTuning(d, config, log);
   process.send?.({ type: READY });
   return d;

@@ -45,13 +45,26 @@ export function tcpPortsOf(pid: number): Set<number> {
   return ports;
 }
 
-/** The pids of `pid`'s children (a `workers: N` primary's workers). */
+/**
+ * The pids of `pid`'s children (a `workers: N` primary's workers): every process whose parent it
+ * is, from /proc/<p>/stat (/proc/<pid>/task/<pid>/children lists only the children its main
+ * thread forked, and was seen empty here while the workers ran).
+ */
 export function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter((x) => x !== "").map(Number);
-  } catch {
-    return [];
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${d}/stat`, "utf8");
+    } catch {
+      continue; // ended meanwhile
+    }
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ")"
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (ppid === pid) out.push(Number(d));
   }
+  return out.sort((a, b) => a - b);
 }
 
 /** For each peer ("127.0.0.1:54321", as grpc-js getPeer() gives it), the pid among `pids` whose socket it is; undefined when none. */

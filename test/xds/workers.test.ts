@@ -153,7 +153,7 @@ describe("xDS with workers: 2 (real processes, go-control-plane)", () => {
 
   it("serves what the control plane sent from both workers, over the one ADS stream the primary holds", async () => {
     const r = await overFreshConnections(a);
-    expect(r.who).toEqual(Array(8).fill("a"));
+    expect(r.who, `dojang's log:\n${p.stdout().slice(-6000)}`).toEqual(Array(8).fill("a"));
     expect(r.pids).toEqual(new Set(workers()));
     const ev = await cp.events();
     const opened = ev.filter((e) => e.kind === "open");

@@ -222,7 +222,6 @@ async function main(): Promise<void> {
   const xdsBootstrap = args["xds-bootstrap"];
   if (xdsBootstrap !== undefined) {
     if (xdsBootstrap === "") fail(2, `dojang: --xds-bootstrap: needs a file\n${USAGE}`);
-    if (config.workers > 1) fail(2, `dojang: invalid config ${source}:\n  xds: xds runs with workers: 1 (got ${config.workers})`);
     config = { ...config, xds: { bootstrap: xdsBootstrap } };
   }
   // the bootstrap is checked as a start reads it (--check too): each bad field by its path

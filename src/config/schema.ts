@@ -87,8 +87,6 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
     // without a control plane there must be something to serve
     if (d.xds === null && d.listeners.length === 0) ctx.addIssue({ code: "custom", path: ["listeners"], message: "needs at least one listener (or xds, a control plane that sends them)" });
     if (d.xds === null && d.clusters.length === 0) ctx.addIssue({ code: "custom", path: ["clusters"], message: "needs at least one cluster (or xds, a control plane that sends them)" });
-    // one xDS client per process: the workers would each hold their own stream and state
-    if (d.xds !== null && d.workers > 1) ctx.addIssue({ code: "custom", path: ["xds"], message: `xds runs with workers: 1 (got ${d.workers})` });
     // each worker's share must hold the plan's floors (src/config/memory.ts)
     const min = minimumLimitBytes(d.workers);
     if (d.memory.limit !== null && d.memory.limit < min) {

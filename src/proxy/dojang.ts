@@ -32,7 +32,8 @@ import { Stats } from "./observe/windows.js";
 import { responseBuffers } from "./observe/overload.js";
 import type { CallsQuery } from "./admin/admin.js";
 import { compose, type XdsState } from "../xds/compose.js";
-import type { XdsClient } from "../xds/client.js";
+import type { ApplyResult, EndpointUpdate, RefusedResources, XdsClient } from "../xds/client.js";
+import { applyEndpointDelta } from "../translate/endpoint-set.js";
 
 // moved out of this file (issue 19); the CLI and the cluster primary import them from here
 
@@ -84,6 +85,12 @@ export interface ReloadResult {
   readonly message: string;
   /** why the new config was refused, each with its key path (only when !ok) */
   readonly issues?: readonly ConfigIssue[];
+  /**
+   * the listeners and clusters (by name) the refusal is about, when it is about some (a new
+   * listener that cannot bind, an xDS resource whose name a static one has): the xDS client
+   * refuses those resources alone and applies the rest (gRFC A46)
+   */
+  readonly refused?: RefusedResources;
 }
 
 /** The reload's answer on the admin listener: 200 with the result, or 400 with the issues. */
@@ -107,6 +114,12 @@ export interface ViewState {
   readonly faults: readonly { readonly id: string; readonly kind: string; readonly enabled: boolean; readonly source: unknown; readonly matched: number; readonly fired: number }[];
   readonly clusters: readonly unknown[];
   readonly xds: unknown;
+}
+
+/** A reload's result as the xDS client takes it: applied, or the issues and the resources they are about. */
+export function xdsResult(r: ReloadResult): ApplyResult {
+  if (r.ok) return { ok: true };
+  return { ok: false, issues: r.issues ?? [], ...(r.refused === undefined ? {} : { refused: r.refused }) };
 }
 
 /** How often a cluster a reload dropped is checked for its last call (then closed). */
@@ -461,10 +474,61 @@ export class Dojang {
     return this.reload(() => this.staticCfg, "xds", { quiet: true, xds: state });
   }
 
+  /**
+   * The xDS client's update that changed only endpoint sets (EDS): each ClusterLoadAssignment's
+   * delta goes to the clusters it feeds in place (Cluster.applyEndpointDelta: kept endpoints keep
+   * their sessions, in-flight counts, health and ejections), with no reload: the snapshot,
+   * listeners, routes and filters stay as they are. In order with reloads (the same chain). What
+   * /config shows and what a later reload composes with (the xDS state) take the new endpoint
+   * lists. "reload" when a named cluster is not one this instance serves from xDS (then the
+   * client applies the whole state).
+   */
+  applyXdsEndpoints(updates: readonly EndpointUpdate[]): Promise<ApplyResult | "reload"> {
+    const run = this.reloadChain.then(() => this.applyEndpointUpdates(updates));
+    this.reloadChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private applyEndpointUpdates(updates: readonly EndpointUpdate[]): ApplyResult | "reload" {
+    if (this.draining) return { ok: false, issues: [{ path: "", message: "dojang is draining" }] };
+    const st = this.xdsState;
+    if (st === null) return "reload";
+    const staticNames = new Set(this.staticCfg.clusters.map((c) => c.name));
+    // decided before anything changes: every cluster each delta feeds, running and from xDS
+    const plan: { name: string; list: ReturnType<typeof applyEndpointDelta>; clusters: Cluster[]; update: EndpointUpdate }[] = [];
+    for (const u of updates) {
+      const held = st.endpoints.get(u.name);
+      if (held === undefined) return "reload";
+      const clusters: Cluster[] = [];
+      for (const [name, { cluster }] of st.clusters) {
+        if (cluster.eds !== u.name) continue;
+        const c = this.current.clusters.get(name);
+        if (c === undefined || staticNames.has(name)) return "reload";
+        clusters.push(c);
+      }
+      plan.push({ name: u.name, list: applyEndpointDelta(held.endpoints, held.weights, u.delta), clusters, update: u });
+    }
+    const endpoints = new Map(st.endpoints);
+    const entries = new Map<string, Config["clusters"][number]>();
+    for (const p of plan) {
+      endpoints.set(p.name, { name: p.name, endpoints: p.list.endpoints, weights: p.list.weights });
+      for (const c of p.clusters) {
+        c.applyEndpointDelta(p.update.delta);
+        const running = this.clusterConfigs.get(c) ?? c.cfg;
+        const cfg = { ...running, endpoints: p.list.endpoints, endpointWeights: p.list.weights };
+        this.clusterConfigs.set(c, cfg);
+        entries.set(c.name, cfg);
+      }
+    }
+    this.xdsState = { ...st, endpoints };
+    if (entries.size > 0) this.cfg = { ...this.cfg, clusters: this.cfg.clusters.map((c) => entries.get(c.name) ?? c) };
+    return { ok: true };
+  }
+
   private async applyReload(load: Config | (() => Config), trigger: string, o: ReloadOptions): Promise<ReloadResult> {
     const fields = { trigger, ...(o.file === undefined ? {} : { file: o.file }) };
-    const refuse = (issues: readonly ConfigIssue[]): ReloadResult => {
-      const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues };
+    const refuse = (issues: readonly ConfigIssue[], refused?: RefusedResources): ReloadResult => {
+      const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues, ...(refused === undefined ? {} : { refused }) };
       // an xDS update has its own count (dojang_xds_updates_total, by the client)
       if (o.xds === undefined) this.metrics.configReloads.error.inc();
       if (o.quiet !== true) this.log.error({ ...fields, issues, err: issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ") }, r.message);
@@ -484,7 +548,7 @@ export class Dojang {
     if (xdsState === null) next = staticNext;
     else {
       const c = compose(staticNext, xdsState);
-      if (c.conflicts.length > 0) return refuse(c.conflicts);
+      if (c.conflicts.length > 0) return refuse(c.conflicts, c.conflicting);
       next = c.config;
     }
     // header faults and fault rules in the new config are read with the fault parsers
@@ -533,7 +597,7 @@ export class Dojang {
           }
           const e = err as Error & { cause?: Error };
           const at = next.listeners.findIndex((x) => x.name === f.cfg.name);
-          return refuse([{ path: `listeners[${at}].address`, message: `${e.message}${e.cause ? ": " + e.cause.message : ""}` }]);
+          return refuse([{ path: `listeners[${at}].address`, message: `${e.message}${e.cause ? ": " + e.cause.message : ""}` }], { listeners: [f.cfg.name], clusters: [] });
         }
       }
     }
@@ -712,10 +776,8 @@ export class Dojang {
     this.xds = startXdsClient(bootstrap, {
       log: this.log,
       registry: this.metrics.registry,
-      apply: async (state) => {
-        const r = await this.applyXds(state);
-        return r.ok ? { ok: true } : { ok: false, issues: r.issues ?? [] };
-      },
+      apply: async (state) => xdsResult(await this.applyXds(state)),
+      applyEndpoints: (_state, updates) => this.applyXdsEndpoints(updates),
     });
   }
 

@@ -11,6 +11,13 @@
 // answered, and logged and counted once. A worker started later (a replacement) runs the config
 // text of the last reload, then asks the primary for the mutation log and applies it before it
 // listens, so API-added rules reach it too.
+//
+// xDS (`xds`): the primary holds the one ADS stream (one per process, not per worker: the control
+// plane sees one client). Each update it accepts goes to every worker (the whole state to compose
+// and reload, or, for an update of endpoint sets only, each set's delta, applied in place), and is
+// ACKed only when every worker has applied it; a worker's refusal is the NACK's reason. A worker
+// started later gets the state every other worker serves before it listens. /config, /ready,
+// /clusters and the xDS metrics answer for the one stream.
 import cluster, { type Worker } from "node:cluster";
 import { readFileSync } from "node:fs";
 import client, { AggregatorRegistry } from "prom-client";
@@ -24,7 +31,9 @@ import { MutationLog, isType, mergeCalls, mergeClusters, mergeFaultReplies, merg
 import type { HttpTapSink } from "./admin/admin.js";
 import type { AccessRecord } from "./observe/log.js";
 import { parseTapFilter, type TapSink } from "./observe/tap.js";
-import { Dojang, reloadReply } from "./dojang.js";
+import { Dojang, reloadReply, xdsResult } from "./dojang.js";
+import { compose, stateFromJson, stateToJson, type XdsState, type XdsStateJson } from "../xds/compose.js";
+import type { ApplyResult, XdsClient, XdsHost } from "../xds/client.js";
 import { configAsApplied } from "../config/reload-plan.js";
 import { watchConfigFile } from "../config/watch.js";
 import { startHeapTuning } from "./observe/heap-tuning.js";
@@ -37,6 +46,11 @@ const READY = "dojang:ready";
 const OP_TIMEOUT_MS = 5000;
 /** How long a starting worker waits for the mutation log before it serves without it. */
 const SYNC_TIMEOUT_MS = 5000;
+/**
+ * How long the primary waits for every worker to apply an xDS update before it NACKs it (a
+ * whole-config reload of a large state on a busy machine takes longer than an admin answer).
+ */
+const XDS_OP_TIMEOUT_MS = 30_000;
 
 /** The config parser, loaded by runPrimary / runWorker (src/config/parsers.ts: the single-process CLI does without it). */
 let configFromText: Awaited<ReturnType<typeof loadConfigParsers>>["configFromText"] = () => {
@@ -98,9 +112,14 @@ function runOp(d: Dojang, op: WorkerOp, replay = false): AdminReply | Promise<Ad
       return { status: 200, body: [...d.clusters.values()].map((c) => c.describe()) };
     case "ready":
       return { status: 200, body: d.clusterNotReady(op.clusters) };
+    case "xds":
+      return d.applyXds(stateFromJson(op.state as XdsStateJson)).then((r) => ({ status: r.ok ? 200 : 400, body: xdsResult(r) }));
+    case "endpoints":
+      return d.applyXdsEndpoints(op.updates).then((r) => (r === "reload" ? { status: 409, body: "reload" } : { status: r.ok ? 200 : 400, body: r }));
     case "reload":
-      // The admin listener is the primary's: a worker runs without one, before and after.
-      if (!replay) return d.reload(() => ({ ...configFromText(op.text, op.source), admin: null }), "primary", { quiet: true }).then(reloadReply);
+      // The admin listener is the primary's, and so is the xDS client: a worker runs without
+      // either, before and after (its xDS state comes from the primary).
+      if (!replay) return d.reload(() => ({ ...configFromText(op.text, op.source), admin: null, xds: null }), "primary", { quiet: true }).then(reloadReply);
       try {
         d.loadConfigFaults(configFromText(op.text, op.source));
         return { status: 200, body: { rules: d.faults.size } };
@@ -175,7 +194,7 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   const wlog = log.child({ worker: cluster.worker?.id });
   // (the config module above brought the fault parsers in: the worker takes them at once)
   const faultParsers = await loadFaultParsers();
-  const d = new Dojang({ ...config, admin: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed, faultParsers });
+  const d = new Dojang({ ...config, admin: null, xds: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed, faultParsers });
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);
@@ -189,9 +208,16 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   process.on("SIGHUP", () => wlog.debug("SIGHUP in a worker: ignored, the primary reloads and forwards"));
   // The primary disconnecting the IPC channel is a stop too (it died or is stopping).
   process.on("disconnect", stop);
+  // An op that swaps the config (a reload, an xDS update) waits until start() has bound the
+  // listeners: one run while start() is binding (the primary sends it as soon as this worker has
+  // its sync) would build listeners that start() never binds, and the worker would answer 200
+  // for a listener it does not serve.
+  let started!: () => void;
+  const listening = new Promise<void>((r) => (started = r));
   process.on("message", (m: unknown) => {
     if (!isType<OpMessage>(m, "dojang:op")) return;
-    void Promise.resolve(runOp(d, m.req)).then((r) => {
+    const swaps = m.req.op === "reload" || m.req.op === "xds" || m.req.op === "endpoints";
+    void (swaps ? listening.then(() => runOp(d, m.req)) : Promise.resolve(runOp(d, m.req))).then((r) => {
       if (m.req.op === "reload") wlog.debug({ status: r.status, body: r.body }, "config reloaded from the primary");
       const reply: ReplyMessage = { type: "dojang:reply", id: m.id, status: r.status, body: r.body };
       // With a callback a closed channel (the primary is gone) is an error passed here, not an
@@ -199,8 +225,13 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
       process.send?.(reply, undefined, undefined, ignoreSendError);
     });
   });
-  await syncFromPrimary(d, wlog);
-  await d.start();
+  // with xDS the primary answers between two updates, one of which may take a while
+  await syncFromPrimary(d, wlog, config.xds === null ? SYNC_TIMEOUT_MS : SYNC_TIMEOUT_MS + XDS_OP_TIMEOUT_MS);
+  try {
+    await d.start();
+  } finally {
+    started();
+  }
   startHeapTuning(d, config, log);
   process.send?.({ type: READY });
   return d;
@@ -211,7 +242,7 @@ function ignoreSendError(): void {
 }
 
 /** Applies the primary's mutation log before listening (bounded wait; an old primary never answers). */
-function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
+function syncFromPrimary(d: Dojang, log: Logger, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       clearTimeout(t);
@@ -225,12 +256,19 @@ function syncFromPrimary(d: Dojang, log: Logger): Promise<void> {
         // The log keeps refused changes too (they are refused again here, as they were then).
         if (r.status >= 300) log.debug({ op: op.op, status: r.status, body: r.body }, "replayed admin change refused, as it was");
       }
-      done();
+      if (m.xds === undefined) return done();
+      // what the control plane sent, as every other worker serves it, before this one listens
+      process.off("message", onMessage);
+      clearTimeout(t);
+      void d.applyXds(stateFromJson(m.xds as XdsStateJson)).then((r) => {
+        if (!r.ok) log.error({ issues: r.issues }, "xds: the state the other workers serve was refused here");
+        done();
+      });
     };
     const t = setTimeout(() => {
       log.warn("no mutation log from the primary; serving with the config file's fault rules only");
       done();
-    }, SYNC_TIMEOUT_MS);
+    }, timeoutMs);
     process.on("message", onMessage);
     const req: SyncRequest = { type: "dojang:sync-request" };
     process.send?.(req, undefined, undefined, ignoreSendError);
@@ -243,7 +281,7 @@ class Fanout {
   private readonly pending = new Map<number, { replies: WorkerReply[]; waiting: Set<number>; finish: () => void }>();
 
   /** Sends `req` to `workers`; resolves with their replies and the ids of those that did not answer in time. */
-  ask(workers: readonly Worker[], req: WorkerOp): Promise<{ replies: WorkerReply[]; missing: number[] }> {
+  ask(workers: readonly Worker[], req: WorkerOp, timeoutMs = OP_TIMEOUT_MS): Promise<{ replies: WorkerReply[]; missing: number[] }> {
     const id = ++this.seq;
     return new Promise((resolve) => {
       const replies: WorkerReply[] = [];
@@ -254,7 +292,7 @@ class Fanout {
         replies.sort((a, b) => a.worker - b.worker);
         resolve({ replies, missing: [...waiting].sort((a, b) => a - b) });
       };
-      const t = setTimeout(finish, OP_TIMEOUT_MS);
+      const t = setTimeout(finish, timeoutMs);
       this.pending.set(id, { replies, waiting, finish });
       const msg: OpMessage = { type: "dojang:op", id, req };
       for (const w of workers) w.send(msg);
@@ -314,6 +352,40 @@ export async function runPrimary(
   const taps = new Map<number, HttpTapSink>();
   let tapSeq = 0;
 
+  // xDS: the one ADS stream (started below, once the workers are forked). Its updates and a
+  // starting worker's sync take turns, so a worker never syncs between an update sent to the
+  // others and their answers (it would miss it).
+  let xds: XdsClient | undefined;
+  /** the state every worker serves (the last update they all applied) */
+  let xdsServed: XdsState | null = null;
+  let xdsTurn: Promise<unknown> = Promise.resolve();
+  const inXdsTurn = <T>(f: () => Promise<T> | T): Promise<T> => {
+    const run = xdsTurn.then(f);
+    xdsTurn = run.catch(() => undefined);
+    return run;
+  };
+  const xdsHost: XdsHost = {
+    log,
+    registry: own,
+    apply: (state) =>
+      inXdsTurn(async () => {
+        const { replies, missing } = await fanout.ask(serving(), { op: "xds", state: stateToJson(state) }, XDS_OP_TIMEOUT_MS);
+        const r = xdsReply(replies, missing, log);
+        if (r.ok) xdsServed = state;
+        return r;
+      }),
+    applyEndpoints: (state, updates) =>
+      inXdsTurn(async () => {
+        if (xdsServed === null) return "reload" as const;
+        const { replies, missing } = await fanout.ask(serving(), { op: "endpoints", updates }, XDS_OP_TIMEOUT_MS);
+        // a worker that cannot apply it in place: every worker gets the whole state instead
+        if (missing.length === 0 && replies.some((r) => r.status === 409)) return "reload" as const;
+        const r = xdsReply(replies, missing, log);
+        if (r.ok) xdsServed = state;
+        return r;
+      }),
+  };
+
   const faults = async (method: string, path: string, body: string): Promise<AdminReply> => {
     const op: WorkerOp = { op: "faults", method, path, body };
     const m = method.toUpperCase();
@@ -337,6 +409,12 @@ export async function runPrimary(
           notReady: async () => {
             if (stopping) return "draining";
             if (ready.size !== n) return "starting";
+            // with xDS, not before the first fetch (or its initial_fetch_timeout), as a single process
+            if (config.xds !== null) {
+              if (xds === undefined) return "starting: the xDS client";
+              const why = xds.notReady();
+              if (why !== null) return why;
+            }
             const names = config.admin?.readyClusters ?? [];
             if (names.length === 0) return null;
             const { replies, missing } = await fanout.ask(serving(), { op: "ready", clusters: names });
@@ -345,7 +423,17 @@ export async function runPrimary(
             return null;
           },
           // the memory plan the launcher gave every process (the workers inherit its flags)
-          config: () => ({ ...config, memory: { ...config.memory, plan: processMemoryPlan(config.memory.limitBytes, config.workers) } }),
+          config: () => {
+            const base = { ...config, memory: { ...config.memory, plan: processMemoryPlan(config.memory.limitBytes, config.workers) } };
+            // with xDS: the config the workers serve (the file's and the control plane's), and the stream's status
+            const x = xds;
+            if (x === undefined || config.xds === null) return base;
+            const c = xdsServed === null ? base : compose(base, xdsServed).config;
+            return {
+              ...c,
+              xds: { ...config.xds, ...x.status(), listeners: c.listeners.filter((l) => x.hasListener(l.name)).map((l) => l.name), clusters: c.clusters.filter((k) => x.clusterVersion(k.name) !== undefined).map((k) => k.name) },
+            };
+          },
           faults,
           calls: async (q) => mergeCalls((await fanout.ask(serving(), { op: "calls", last: q.last, failed: q.failed, sinceMs: q.sinceMs })).replies, q.last),
           ...(config.stats === null
@@ -363,7 +451,11 @@ export async function runPrimary(
               void fanout.ask(serving(), { op: "untap", id });
             };
           },
-          clusters: async () => mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies),
+          clusters: async () =>
+            mergeClusters((await fanout.ask(serving(), { op: "clusters" })).replies).map((c) => {
+              const v = xds?.clusterVersion(c.name);
+              return v === undefined ? c : { ...c, source: "xds", xdsVersion: v.version, xdsEndpointsVersion: v.endpointsVersion };
+            }),
           ...(file === undefined ? {} : { reload: () => reloadAll("POST /reload") }),
           drain: () => {
             stop("POST /drain");
@@ -380,10 +472,12 @@ export async function runPrimary(
       else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);
       else if (isType<TapMessage>(m, "dojang:tap")) taps.get(m.id)?.pushAll(m.lines, m.dropped);
       else if (isType<SyncRequest>(m, "dojang:sync-request")) {
-        if (!mutations.complete) log.warn({ worker: w.id, max: MutationLog.MAX_LOG }, "mutation log overflowed: this worker misses the oldest admin changes");
-        const sync: SyncMessage = { type: "dojang:sync", ops: mutations.ops };
-        w.send(sync);
-        synced.set(w.id, w);
+        void inXdsTurn(() => {
+          if (!mutations.complete) log.warn({ worker: w.id, max: MutationLog.MAX_LOG }, "mutation log overflowed: this worker misses the oldest admin changes");
+          const sync: SyncMessage = { type: "dojang:sync", ops: mutations.ops, ...(xdsServed === null ? {} : { xds: stateToJson(xdsServed) }) };
+          w.send(sync);
+          synced.set(w.id, w);
+        });
       }
     });
     return w;
@@ -438,6 +532,11 @@ export async function runPrimary(
           log,
         ) : undefined;
   for (let i = 0; i < n; i++) fork();
+  if (config.xds !== null) {
+    // loaded only with xDS; the bootstrap was checked by main (a bad one stops the start here too)
+    const { startXdsClient } = await import("../xds/index.js");
+    xds = startXdsClient(config.xds.bootstrap, xdsHost);
+  }
   if (admin !== undefined) await admin.listen();
   log.info({ pid: process.pid, workers: n, admin: admin?.boundAddress }, "dojang primary started");
   cli.onStarted?.();
@@ -446,6 +545,7 @@ export async function runPrimary(
     if (stopping) return;
     stopping = true;
     watcher?.close();
+    xds?.close();
     log.info({ signal }, "signal received, draining workers");
     for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGTERM");
     // A worker that does not finish in time is ended (drain timeout plus a grace period).
@@ -458,6 +558,22 @@ export async function runPrimary(
   await allExited;
   await admin?.close();
   return exitCode;
+}
+
+/**
+ * The workers' answers to an xDS update as the client takes them: applied when every worker
+ * applied it; else the first refusal's issues (and the resources they are about), or the workers
+ * that did not answer. Each refusal is logged with its worker.
+ */
+function xdsReply(replies: readonly WorkerReply[], missing: readonly number[], log: Logger): ApplyResult {
+  const refused = replies.filter((r) => r.status !== 200);
+  if (refused.length > 0 || missing.length > 0) log.error({ missing, replies: refused }, "xds: not every worker applied the update");
+  if (missing.length > 0) return { ok: false, issues: [{ path: "", message: `worker(s) ${missing.join(", ")} did not apply the update within ${XDS_OP_TIMEOUT_MS / 1000}s` }] };
+  const first = refused[0];
+  if (first === undefined) return { ok: true };
+  const body = first.body as ApplyResult | null;
+  if (body !== null && typeof body === "object" && body.ok === false) return body;
+  return { ok: false, issues: [{ path: "", message: `worker ${first.worker} answered ${first.status}` }] };
 }
 
 /**

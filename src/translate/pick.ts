@@ -12,7 +12,7 @@ export type LbPolicy = (typeof LB_POLICIES)[number];
  * panic mode: a cluster whose health checks all fail still gets traffic rather than none). */
 export function eligible(usable: readonly boolean[]): { readonly indices: readonly number[]; readonly panic: boolean } {
   const out: number[] = [];
-  for (let i = 0; i < usable.length; i++) if (usable[i]) out.push(i);
+  for (let i = 0; i < usable.length; i++) if (usable[i] === true) out.push(i);
   if (out.length > 0 || usable.length === 0) return { indices: out, panic: false };
   return { indices: usable.map((_, i) => i), panic: true };
 }
@@ -32,6 +32,10 @@ export const MAX_SCHEDULE = 4096;
  */
 export function roundRobinSchedule(indices: readonly number[], weights: readonly number[]): readonly number[] {
   if (indices.length === 0) return [];
+  // unweighted (the common case, and one pass over 10,000 endpoints): the indices themselves
+  let weighted = false;
+  for (let k = 0; k < indices.length && !weighted; k++) weighted = (weights[indices[k]!] ?? 1) >= 2;
+  if (!weighted) return indices;
   let w = indices.map((i) => Math.max(1, Math.floor(weights[i] ?? 1)));
   const g = w.reduce(gcd);
   w = w.map((x) => x / g);
@@ -58,8 +62,10 @@ export function roundRobinSchedule(indices: readonly number[], weights: readonly
 
 /** Cumulative weights for weighted random picks. */
 export function cumulativeWeights(indices: readonly number[], weights: readonly number[]): readonly number[] {
+  const out = new Array<number>(indices.length);
   let acc = 0;
-  return indices.map((i) => (acc += Math.max(1, weights[i] ?? 1)));
+  for (let k = 0; k < indices.length; k++) out[k] = acc += Math.max(1, weights[indices[k]!] ?? 1);
+  return out;
 }
 
 /** Weighted random: the index whose cumulative weight range holds `draw` × total. */

@@ -23,6 +23,9 @@ import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ClusterTlsConfig } from "../config/types.js";
 import { formatHostPort } from "../config/units.js";
+import { ConfigError } from "../errors.js";
+import { upstreamTlsOptions } from "../proxy/upstream/tls.js";
+import { diffEndpoints, isEmptyDelta, type EndpointDelta } from "../translate/endpoint-set.js";
 import { serviceConstructor } from "../protos/channel.js";
 import { decodeAny } from "../protos/load.js";
 import { VERSION } from "../version.js";
@@ -32,10 +35,12 @@ import {
   TYPE,
   mapCluster,
   mapClusterLoadAssignment,
+  mapClusterLoadAssignmentBytes,
   mapListener,
   mapRouteConfiguration,
   type AnyDecoder,
   type Issue,
+  type ClaMemo,
   type Mapped,
   type Msg,
   type TlsSource,
@@ -46,12 +51,35 @@ import {
   type XdsRouteTable,
 } from "./map.js";
 
+/** Resources a refusal is about, by name (the host could serve the rest: gRFC A46). */
+export interface RefusedResources {
+  readonly listeners: readonly string[];
+  readonly clusters: readonly string[];
+}
+
+/** What applying a state came to: applied, or refused with its issues (and, when it can say, which resources they are about). */
+export type ApplyResult = { readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[]; readonly refused?: RefusedResources };
+
+/** One ClusterLoadAssignment that changed, as the change of its endpoint set. */
+export interface EndpointUpdate {
+  /** the ClusterLoadAssignment's name (a cluster's eds service name) */
+  readonly name: string;
+  readonly delta: EndpointDelta;
+}
+
 /** What the client needs of the running proxy. */
 export interface XdsHost {
   readonly log: Logger;
   readonly registry: Registry;
   /** applies the state (static config + it, the whole-config reload); the issues when refused */
-  apply(state: XdsState): Promise<{ readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[] }>;
+  apply(state: XdsState): Promise<ApplyResult>;
+  /**
+   * An update that changed only endpoint sets of clusters being served (none of them a member of
+   * a weighted split): applied to those clusters in place, without a reload. `state` is the
+   * state afterwards (what apply() would have been given). "reload": the host cannot, apply()
+   * follows.
+   */
+  applyEndpoints(state: XdsState, updates: readonly EndpointUpdate[]): Promise<ApplyResult | "reload">;
 }
 
 export interface XdsOptions {
@@ -60,6 +88,13 @@ export interface XdsOptions {
   /** reconnect back-off: first wait and cap */
   readonly backoffBaseMs?: number;
   readonly backoffMaxMs?: number;
+  /**
+   * true (the default): an update that changes only endpoints is applied in place, one that
+   * changes nothing is not applied, and what came before byte for byte is not decoded again.
+   * false: every response is decoded whole and applied with the whole-config reload, as dojang
+   * did before 0.7 (bench/eds.mjs's baseline)
+   */
+  readonly endpointsInPlace?: boolean;
 }
 
 /** What /config shows of one resource type. */
@@ -67,8 +102,8 @@ export interface TypeStatus {
   /** the version last accepted (ACKed); "" before any */
   readonly version: string;
   readonly nonce: string;
-  /** the last NACK: its version, its error_detail */
-  readonly lastRejected: { readonly version: string; readonly error: string } | null;
+  /** the last NACK: its version, its error_detail, the resources it refused by name (the others were applied: gRFC A46) */
+  readonly lastRejected: Rejection | null;
   /** the names asked for (null: wildcard) */
   readonly subscribed: readonly string[] | null;
   /** name → the version it was accepted in */
@@ -79,12 +114,20 @@ export interface TypeStatus {
 const TYPES: readonly TypeUrl[] = [TYPE.cluster, TYPE.endpoint, TYPE.listener, TYPE.route];
 const SHORT: Readonly<Record<TypeUrl, string>> = { [TYPE.listener]: "lds", [TYPE.route]: "rds", [TYPE.cluster]: "cds", [TYPE.endpoint]: "eds" };
 
+/** A NACK as /config shows it. */
+export interface Rejection {
+  readonly version: string;
+  readonly error: string;
+  /** the resources refused, by name (a resource whose name could not be read is not here) */
+  readonly resources: readonly string[];
+}
+
 interface Sub {
   /** null: wildcard */
   names: Set<string> | null;
   version: string;
   nonce: string;
-  lastRejected: { version: string; error: string } | null;
+  lastRejected: Rejection | null;
   /** name → version accepted in */
   versions: Map<string, string>;
   missing: Set<string>;
@@ -103,6 +146,12 @@ type InitialFetch = "waiting" | "complete" | "timed out";
 const SILENCE_WARN_MAX_MS = 300_000;
 
 type Resource = XdsListener | XdsRouteTable | { cluster: XdsCluster; tls: ClusterTlsConfig | null } | XdsEndpoints;
+
+/** A resource as last mapped, by the digest of its bytes: the same bytes again are not decoded again. */
+interface Mapped1 {
+  readonly name: string;
+  readonly value: Resource;
+}
 
 interface AdsStream {
   write(m: unknown): boolean;
@@ -150,6 +199,13 @@ export class XdsClient {
   private readonly connected: Gauge;
   /** where inline certificates are written (0700), made on first need */
   private certDir: string | undefined;
+  /** per type, the resources now held by the digest of the bytes they came in (unchanged ones are not decoded again) */
+  private readonly mappedByDigest = new Map<TypeUrl, Map<string, Mapped1>>();
+  /** the state the host last applied (null before any): the next one is compared with it */
+  private served: XdsState | null = null;
+  /** per ClusterLoadAssignment, what its last mapping without an issue left for the next (map.ts mapClusterLoadAssignmentBytes) */
+  private readonly claMemos = new Map<string, ClaMemo>();
+  private readonly endpointsInPlace: boolean;
 
   constructor(
     private readonly boot: Bootstrap,
@@ -160,6 +216,7 @@ export class XdsClient {
     this.delta = boot.apiType === "DELTA_GRPC";
     this.backoffBaseMs = opts.backoffBaseMs ?? 500;
     this.backoffMaxMs = opts.backoffMaxMs ?? 30_000;
+    this.endpointsInPlace = opts.endpointsInPlace ?? true;
     ({ updates: this.updates, connected: this.connected } = registerXdsMetrics(host.registry));
     for (const t of TYPES) for (const r of ["accepted", "rejected"]) this.updates.labels(SHORT[t], r);
     for (const t of TYPES) {
@@ -304,23 +361,54 @@ export class XdsClient {
       const prev = this.servedListeners.get(n);
       listeners.set(n, l.inline === null || ready(l.inline) || prev === undefined ? l : prev);
     }
+    // (copies: the next state is compared with this one entry by entry)
     return {
       listeners,
       routes,
-      clusters: this.clusters,
-      endpoints: this.endpoints,
-      missing: eds.missing,
+      clusters: new Map(this.clusters),
+      endpoints: new Map(this.endpoints),
+      missing: new Set(eds.missing),
     };
   }
 
-  /** Applies the state; on success, what it served becomes what later states fall back to. */
-  private async apply(): Promise<{ readonly ok: true } | { readonly ok: false; readonly issues: readonly Issue[] }> {
+  /** The state last applied (what a worker started later is given), or null before any. */
+  servedState(): XdsState | null {
+    return this.served;
+  }
+
+  /**
+   * Applies the state; on success, what it served becomes what later states fall back to. A
+   * state that differs from the one served only in endpoint sets of served clusters goes to the
+   * clusters in place (host.applyEndpoints: no reload; Envoy's EDS changes endpoints the same
+   * way, without touching listeners or routes); one that differs in nothing is not applied again.
+   */
+  private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow; readonly applyCpuMs?: number }> {
+    // applyCpuMs: the event loop thread's CPU (the work that holds calls back), without the GC
+    // and libuv threads running beside it (the response's cpuMs counts every thread)
+    const cpu0 = process.threadCpuUsage();
     const st = this.state();
+    const prev = this.served;
+    if (prev !== null && this.endpointsInPlace) {
+      const only = endpointChanges(prev, st);
+      if (only !== null && only.length === 0) {
+        this.served = st;
+        return { ok: true, how: "none", applyCpuMs: threadCpuMsSince(cpu0) };
+      }
+      if (only !== null && !inWeightedSplit(st, only)) {
+        const r = await this.host.applyEndpoints(st, only);
+        if (r !== "reload") {
+          if (r.ok) this.served = st;
+          return r.ok ? { ok: true, how: "endpoints", applyCpuMs: threadCpuMsSince(cpu0) } : r;
+        }
+      }
+    }
     const r = await this.host.apply(st);
     if (r.ok) {
       // state() built both maps for this state alone
       this.servedRoutes = st.routes;
       this.servedListeners = st.listeners;
+      this.served = st;
+      return { ok: true, how: "reload", applyCpuMs: threadCpuMsSince(cpu0) };
     }
     return r;
   }
@@ -524,7 +612,16 @@ export class XdsClient {
 
   // === a response ===
 
+  /**
+   * One response, with gRFC A46's semantics: every resource is checked on its own; the valid
+   * ones are applied, the invalid ones are NACKed by name (error_detail lists each with its field)
+   * and keep their last good version (one never valid is absent: for RDS and EDS, does-not-exist
+   * at once, as gRFC A88 has it). The NACK's version_info is the last version accepted whole (the
+   * wire protocol is unchanged: A46); an ACK echoes the response's. A resource whose bytes are
+   * those of the one held is not decoded again.
+   */
   private async onResponse(m: Msg): Promise<void> {
+    const cpu0 = process.cpuUsage();
     const type = String(m["type_url"] ?? "") as TypeUrl;
     const sub = this.subs.get(type);
     const version = String(m[this.delta ? "system_version_info" : "version_info"] ?? "");
@@ -537,10 +634,17 @@ export class XdsClient {
     const items = Array.isArray(m["resources"]) ? (m["resources"] as Msg[]) : [];
     const issues: Issue[] = [];
     const notes: string[] = [];
-    const got = new Map<string, Resource>();
+    /** the valid resources by name, in the response's order */
+    const good = new Map<string, Resource>();
+    /** the invalid ones by name (their issues are in `issues`) */
+    const bad = new Set<string>();
+    /** invalid ones whose name could not be read: LDS and CDS then delete nothing left out */
+    let unnamed = 0;
     /** delta: each resource's own version; removed names (and resources sent without a body) */
     const versions = new Map<string, string>();
     const removed = new Set<string>(this.delta && Array.isArray(m["removed_resources"]) ? (m["removed_resources"] as string[]) : []);
+    const cache = this.mappedByDigest.get(type) ?? new Map<string, Mapped1>();
+    const fresh = new Map<string, Mapped1>();
     for (const [i, item] of items.entries()) {
       let any = item;
       if (this.delta) {
@@ -550,34 +654,97 @@ export class XdsClient {
         }
         any = item["resource"] as Msg;
       }
-      const r = this.mapOne(type, any, i);
-      if (!r.ok) issues.push(...r.issues);
-      else {
-        notes.push(...r.notes);
-        if (got.has(r.name)) issues.push({ path: `${r.label}`, message: "sent twice in one response" });
-        got.set(r.name, r.value);
-        versions.set(r.name, this.delta ? String(item["version"] ?? version) : version);
+      const r = this.mapCached(type, any, i, cache);
+      if (!r.ok) {
+        issues.push(...r.issues);
+        if (r.name === undefined) unnamed++;
+        else {
+          bad.add(r.name);
+          good.delete(r.name);
+        }
+        continue;
+      }
+      if (good.has(r.name) || bad.has(r.name)) {
+        issues.push({ path: r.label, message: "sent twice in one response" });
+        good.delete(r.name);
+        bad.add(r.name);
+        continue;
+      }
+      notes.push(...r.notes);
+      good.set(r.name, r.value);
+      if (r.digest !== "") fresh.set(r.digest, { name: r.name, value: r.value });
+      versions.set(r.name, this.delta ? String(item["version"] ?? version) : version);
+    }
+
+    // Take the valid ones and apply. A refusal by the host that names resources of this response
+    // (a listener that cannot bind, a name a static resource has) sets those aside as invalid
+    // too, and the rest is applied once more; any other refusal refuses the whole response.
+    const prev = { listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints };
+    const prevMissing = new Set(sub.missing);
+    const markNeverValid = (): void => {
+      // a named resource (RDS, EDS) never valid: does-not-exist now, not after the 15 s timer
+      if (sub.names === null) return;
+      for (const n of bad) {
+        if (sub.versions.has(n) || !sub.names.has(n)) continue;
+        sub.missing.add(n);
+        clearTimer(sub, n);
+      }
+    };
+    markNeverValid();
+    this.take(type, good, removed, bad, unnamed > 0);
+    let applied = await this.apply();
+    if (!applied.ok) {
+      const named = refusedIn(type, applied.refused).filter((n) => good.has(n));
+      ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
+      issues.push(...applied.issues);
+      if (named.length > 0) {
+        for (const n of named) {
+          good.delete(n);
+          bad.add(n);
+        }
+        markNeverValid();
+        this.take(type, good, removed, bad, unnamed > 0);
+        applied = await this.apply();
+        if (!applied.ok) {
+          ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
+          issues.push(...applied.issues);
+        }
       }
     }
-    if (issues.length === 0) {
-      const prev = { listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints };
-      this.take(type, got, removed);
-      const applied = await this.apply();
-      if (!applied.ok) {
-        ({ listeners: this.listeners, routes: this.routes, clusters: this.clusters, endpoints: this.endpoints } = prev);
-        issues.push(...applied.issues);
+    if (!applied.ok) {
+      // nothing of it applies: what was held before stays, versions and all
+      sub.missing = prevMissing;
+      for (const n of good.keys()) bad.add(n);
+      good.clear();
+    } else {
+      for (const n of removed) sub.versions.delete(n);
+      for (const n of good.keys()) {
+        sub.versions.set(n, versions.get(n) ?? version);
+        sub.missing.delete(n);
+        clearTimer(sub, n);
       }
+      // LDS and CDS are complete: a name not sent is gone (unless a resource's name could not be read)
+      if (sub.names === null && !this.delta && unnamed === 0) for (const n of [...sub.versions.keys()]) if (!good.has(n) && !bad.has(n)) sub.versions.delete(n);
     }
+    this.keepMapped(type, cache, fresh);
+    const cpuMs = cpuMsSince(cpu0);
+    const how = applied.ok ? (applied.how ?? "none") : "none";
+    const applyCpuMs = applied.ok ? (applied.applyCpuMs ?? 0) : 0;
+    if (applied.ok) for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
+
     if (issues.length > 0) {
       const error = issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ");
       const again = sub.lastRejected?.version === version && sub.lastRejected.error === error;
-      sub.lastRejected = { version, error };
+      sub.lastRejected = { version, error, resources: [...bad].sort() };
       sub.last = "rejected";
       this.checkInitialFetch();
       this.updates.labels(SHORT[type], "rejected").inc();
+      if (applied.ok) this.followReferences(type);
       if (!again) {
         sub.rejectStreak = 0;
-        this.host.log.error({ type: SHORT[type], version, nonce, error }, "xds: update rejected (NACK); the last accepted config keeps serving");
+        const fields = { type: SHORT[type], version, nonce, error, refused: [...bad].sort(), applied: [...good.keys()].sort(), how, cpuMs, applyCpuMs };
+        if (good.size > 0 || removed.size > 0) this.host.log.error(fields, "xds: update applied but for the resources refused (NACK): those keep their last accepted version (gRFC A46)");
+        else this.host.log.error(fields, "xds: update rejected (NACK); the last accepted config keeps serving");
         this.send(type, error);
         return;
       }
@@ -598,52 +765,91 @@ export class XdsClient {
     sub.last = "accepted";
     this.accepted = true;
     sub.version = version;
-    for (const n of removed) sub.versions.delete(n);
-    for (const n of got.keys()) {
-      sub.versions.set(n, versions.get(n) ?? version);
-      sub.missing.delete(n);
-      clearTimer(sub, n);
-    }
-    // LDS and CDS are complete: a name not sent is gone
-    if (sub.names === null && !this.delta) for (const n of [...sub.versions.keys()]) if (!got.has(n)) sub.versions.delete(n);
     this.updates.labels(SHORT[type], "accepted").inc();
-    for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
-    this.host.log.info({ type: SHORT[type], version, resources: got.size }, "xds: update accepted (ACK)");
+    // how: "endpoints" (applied to the clusters in place), "reload" (the whole-config reload),
+    // "none" (nothing changed); cpuMs: this process's CPU for the response, decoding included;
+    // applyCpuMs: the event loop thread's CPU for applying it (with workers: the primary's part)
+    this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs, applyCpuMs }, "xds: update accepted (ACK)");
     this.send(type);
-    // what the accepted clusters and listeners refer to is asked for next
-    if (type === TYPE.cluster) this.resubscribe(TYPE.endpoint, [...this.clusters.values()].map((c) => c.cluster.eds).filter((n): n is string => n !== null));
-    if (type === TYPE.listener) this.resubscribe(TYPE.route, [...this.listeners.values()].map((l) => l.rds).filter((n): n is string => n !== null));
+    this.followReferences(type);
     this.checkInitialFetch();
   }
 
-  private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[] } {
+  /** What the accepted clusters and listeners refer to is asked for next (EDS, RDS). */
+  private followReferences(type: TypeUrl): void {
+    if (type === TYPE.cluster) this.resubscribe(TYPE.endpoint, [...this.clusters.values()].map((c) => c.cluster.eds).filter((n): n is string => n !== null));
+    if (type === TYPE.listener) this.resubscribe(TYPE.route, [...this.listeners.values()].map((l) => l.rds).filter((n): n is string => n !== null));
+  }
+
+  /** mapOne, unless the same bytes were mapped before (then the value held, the same object). */
+  private mapCached(
+    type: TypeUrl,
+    any: Msg,
+    i: number,
+    cache: ReadonlyMap<string, Mapped1>,
+  ): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[]; digest: string }) | { ok: false; issues: Issue[]; name?: string } {
+    const bytes = any["value"];
+    if (!this.endpointsInPlace) {
+      const r = this.mapOne(type, any, i);
+      return r.ok ? { ...r, digest: "" } : r;
+    }
+    const digest = bytes instanceof Uint8Array ? createHash("sha256").update(bytes).digest("base64") : "";
+    const hit = String(any["type_url"] ?? "") === type ? cache.get(digest) : undefined;
+    if (hit !== undefined) return { ok: true, name: hit.name, label: labelOf(type, hit.name), value: hit.value, notes: [], digest };
+    const r = this.mapOne(type, any, i);
+    return r.ok ? { ...r, digest } : r;
+  }
+
+  /** Keeps, by digest, the mapped resources the state now holds (the others are forgotten). */
+  private keepMapped(type: TypeUrl, before: ReadonlyMap<string, Mapped1>, fresh: ReadonlyMap<string, Mapped1>): void {
+    const held: ReadonlyMap<string, unknown> = type === TYPE.listener ? this.listeners : type === TYPE.route ? this.routes : type === TYPE.cluster ? this.clusters : this.endpoints;
+    const next = new Map<string, Mapped1>();
+    for (const src of [before, fresh]) for (const [d, e] of src) if (held.get(e.name) === e.value) next.set(d, e);
+    this.mappedByDigest.set(type, next);
+    if (type === TYPE.endpoint) for (const n of [...this.claMemos.keys()]) if (!this.endpoints.has(n)) this.claMemos.delete(n);
+  }
+
+  private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[]; name?: string } {
     const kind = type.slice(type.lastIndexOf(".") + 1);
     if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
-    let msg: Msg;
-    try {
-      msg = decode(any).value;
-    } catch (err) {
-      return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
+    // a ClusterLoadAssignment: its endpoints seen before are not decoded again (map.ts)
+    const bytes = any["value"];
+    const fast = type === TYPE.endpoint && bytes instanceof Uint8Array && this.endpointsInPlace ? mapClusterLoadAssignmentBytes(bytes, decode, (n) => this.claMemos.get(n)) : undefined;
+    let msg: Msg = {};
+    if (fast === undefined) {
+      try {
+        msg = decode(any).value;
+      } catch (err) {
+        return { ok: false, issues: [{ path: `resources[${i}]`, message: (err as Error).message }] };
+      }
     }
-    const name = String(msg[type === TYPE.endpoint ? "cluster_name" : "name"] ?? "");
-    const label = `${kind} ${JSON.stringify(name)}`;
+    const name = fast !== undefined ? fast.name : String(msg[type === TYPE.endpoint ? "cluster_name" : "name"] ?? "");
+    const label = labelOf(type, name);
+    const named = name === "" ? {} : { name };
     const prefix = (r: Mapped<unknown>): Issue[] => (r.ok ? [] : r.issues.map((x) => ({ path: x.path === "" ? label : `${label} ${x.path}`, message: x.message })));
     let r: Mapped<Resource>;
-    if (type === TYPE.listener) r = mapListener(msg, decode);
+    if (fast !== undefined) {
+      r = fast.mapped;
+      if (fast.memo !== undefined) this.claMemos.set(name, fast.memo);
+    } else if (type === TYPE.listener) r = mapListener(msg, decode);
     else if (type === TYPE.route) r = mapRouteConfiguration(msg, decode);
     else if (type === TYPE.endpoint) r = mapClusterLoadAssignment(msg, decode);
     else {
       const c = mapCluster(msg, decode);
-      if (!c.ok) return { ok: false, issues: prefix(c) };
+      if (!c.ok) return { ok: false, issues: prefix(c), ...named };
       let tls: ClusterTlsConfig | null;
       try {
         tls = this.tlsFiles(c.value);
+        // the files are read now, as the cluster will read them: one that cannot be refuses this cluster alone
+        if (tls !== null) upstreamTlsOptions(tls, c.value.name);
       } catch (err) {
-        return { ok: false, issues: [{ path: `${label} transport_socket`, message: (err as Error).message }] };
+        const why = err instanceof ConfigError ? err.issues.map((x) => x.message).join("; ") : (err as Error).message;
+        return { ok: false, issues: [{ path: `${label} transport_socket`, message: why }], ...named };
       }
       r = { ok: true, value: { cluster: c.value, tls }, notes: c.notes };
     }
-    if (!r.ok) return { ok: false, issues: prefix(r) };
+    if (!r.ok) return { ok: false, issues: prefix(r), ...named };
+    if (name === "") return { ok: false, issues: [{ path: `resources[${i}]`, message: `${kind} without a name` }] };
     return { ok: true, name, label, value: r.value, notes: r.notes };
   }
 
@@ -664,11 +870,22 @@ export class XdsClient {
     return { caFile: file(t.ca, "ca"), certFile: file(t.cert, "cert"), keyFile: file(t.key, "key"), serverName: t.serverName };
   }
 
-  /** Takes an accepted response's resources into the state. */
-  private take(type: TypeUrl, got: ReadonlyMap<string, Resource>, removed: ReadonlySet<string>): void {
+  /**
+   * Takes a response's valid resources into the state. `refused` (invalid ones) keep what was
+   * held for them; with `partial` (a resource whose name could not be read), LDS and CDS delete
+   * nothing they leave out.
+   */
+  private take(type: TypeUrl, got: ReadonlyMap<string, Resource>, removed: ReadonlySet<string>, refused: ReadonlySet<string>, partial: boolean): void {
     // state of the world: LDS and CDS are complete; delta: every type changes by what is sent and removed
     const merge = <T>(cur: Map<string, T>, complete: boolean): Map<string, T> => {
-      const next = complete && !this.delta ? new Map<string, T>() : new Map(cur);
+      const wipe = complete && !this.delta && !partial;
+      const next = wipe ? new Map<string, T>() : new Map(cur);
+      if (wipe) {
+        for (const n of refused) {
+          const v = cur.get(n);
+          if (v !== undefined) next.set(n, v);
+        }
+      }
       for (const n of removed) next.delete(n);
       for (const [n, v] of got) next.set(n, v as T);
       return next;
@@ -708,6 +925,71 @@ export class XdsClient {
 export function describeEnd(err: Error & Partial<grpc.StatusObject>): string {
   const details = (err.details ?? err.message).replace(/\.? ?Resolution note: ?$/, "");
   return err.code === undefined ? details : `${grpc.status[err.code] ?? err.code}: ${details}`;
+}
+
+/** How an update was applied: to the clusters in place, by the whole-config reload, or not at all (nothing changed). */
+type AppliedHow = "endpoints" | "reload" | "none";
+
+/** "Cluster \"svc\"": how an issue names a resource. */
+function labelOf(type: TypeUrl, name: string): string {
+  return `${type.slice(type.lastIndexOf(".") + 1)} ${JSON.stringify(name)}`;
+}
+
+/** The names of `type` in a host's refusal (listeners for LDS, clusters for CDS). */
+function refusedIn(type: TypeUrl, r: RefusedResources | undefined): readonly string[] {
+  if (r === undefined) return [];
+  return type === TYPE.listener ? r.listeners : type === TYPE.cluster ? r.clusters : [];
+}
+
+/** This process's CPU (user + system) since `from`, in ms (µs precision). */
+function threadCpuMsSince(from: NodeJS.CpuUsage): number {
+  const d = process.threadCpuUsage(from);
+  return Math.round(d.user + d.system) / 1000;
+}
+
+function cpuMsSince(from: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(from);
+  return Math.round(d.user + d.system) / 1000;
+}
+
+/**
+ * The change from `prev` to `next` when it is only in endpoint sets (each ClusterLoadAssignment
+ * that changed, as a delta; [] when nothing changed at all); null when anything else changed:
+ * a listener, route table, cluster or the missing set, or a ClusterLoadAssignment that came or
+ * went (a cluster starts or stops warming). Resources that did not change are the same objects
+ * (the client keeps what it mapped from the same bytes), so this compares references.
+ */
+export function endpointChanges(prev: XdsState, next: XdsState): EndpointUpdate[] | null {
+  const same = <T>(a: ReadonlyMap<string, T>, b: ReadonlyMap<string, T>): boolean => {
+    if (a.size !== b.size) return false;
+    for (const [k, v] of a) if (b.get(k) !== v) return false;
+    return true;
+  };
+  if (!same(prev.listeners, next.listeners) || !same(prev.routes, next.routes) || !same(prev.clusters, next.clusters)) return null;
+  if (prev.missing.size !== next.missing.size || [...prev.missing].some((n) => !next.missing.has(n))) return null;
+  if (prev.endpoints.size !== next.endpoints.size) return null;
+  const out: EndpointUpdate[] = [];
+  for (const [name, before] of prev.endpoints) {
+    const after = next.endpoints.get(name);
+    if (after === undefined) return null;
+    if (after === before) continue;
+    const delta = diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
+    if (!isEmptyDelta(delta)) out.push({ name, delta });
+  }
+  return out;
+}
+
+/**
+ * Whether a changed ClusterLoadAssignment feeds a weighted split: compose builds one cluster of
+ * the members' endpoints for it, so the change goes through the whole-config reload.
+ */
+function inWeightedSplit(st: XdsState, updates: readonly EndpointUpdate[]): boolean {
+  const changed = new Set(updates.map((u) => u.name));
+  const fed = new Set<string>();
+  for (const [name, { cluster }] of st.clusters) if (cluster.eds !== null && changed.has(cluster.eds)) fed.add(name);
+  if (fed.size === 0) return false;
+  const tables = [...st.routes.values(), ...[...st.listeners.values()].flatMap((l) => (l.inline === null ? [] : [l.inline]))];
+  return tables.some((t) => t.virtualHosts.some((vh) => vh.routes.some((r) => r.clusters.length > 1 && r.clusters.some((c) => fed.has(c.name)))));
 }
 
 /** Stops a named resource's does-not-exist timer. */

@@ -25,6 +25,8 @@ export interface Composed {
   readonly warming: readonly string[];
   /** names the xDS resources claim that the static config has already (the resource is refused) */
   readonly conflicts: readonly Issue[];
+  /** the same, by kind and name */
+  readonly conflicting: { readonly listeners: readonly string[]; readonly clusters: readonly string[] };
 }
 
 /** A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection, keepalive or TLS. */
@@ -63,12 +65,14 @@ export function weightedName(clusters: readonly { readonly name: string; readonl
 export function compose(base: Config, s: XdsState): Composed {
   const warming: string[] = [];
   const conflicts: Issue[] = [];
+  const conflicting = { listeners: [] as string[], clusters: [] as string[] };
   const staticClusters = new Set(base.clusters.map((c) => c.name));
   const staticListeners = new Set(base.listeners.map((l) => l.name));
   const clusters = new Map<string, ClusterConfig>();
   for (const [name, { cluster, tls }] of s.clusters) {
     if (staticClusters.has(name)) {
       conflicts.push({ path: `cluster ${name}`, message: "a static cluster has this name" });
+      conflicting.clusters.push(name);
       continue;
     }
     if (isWarming(cluster, s)) {
@@ -84,6 +88,7 @@ export function compose(base: Config, s: XdsState): Composed {
   for (const [name, l] of s.listeners) {
     if (staticListeners.has(name)) {
       conflicts.push({ path: `listener ${name}`, message: "a static listener has this name" });
+      conflicting.listeners.push(name);
       continue;
     }
     const table = l.rds === null ? l.inline : (s.routes.get(l.rds) ?? null);
@@ -122,6 +127,7 @@ export function compose(base: Config, s: XdsState): Composed {
     config: { ...base, listeners: [...base.listeners, ...listeners], clusters: [...base.clusters, ...clusters.values()] },
     warming,
     conflicts,
+    conflicting,
   };
 }
 
@@ -184,4 +190,22 @@ function clusterFor(
   const first = of(cs[0]!.name) ?? defaultCluster(name);
   extra.set(name, { ...first, name, endpoints, endpointWeights: weights, dns: null });
   return name;
+}
+
+/** An XdsState as plain JSON (its maps as [name, value] lists): how the primary hands it to workers over IPC. */
+export interface XdsStateJson {
+  readonly listeners: readonly (readonly [string, XdsListener])[];
+  readonly routes: readonly (readonly [string, XdsRouteTable])[];
+  readonly clusters: readonly (readonly [string, { readonly cluster: XdsCluster; readonly tls: ClusterTlsConfig | null }])[];
+  readonly endpoints: readonly (readonly [string, XdsEndpoints])[];
+  readonly missing: readonly string[];
+}
+
+export function stateToJson(s: XdsState): XdsStateJson {
+  return { listeners: [...s.listeners], routes: [...s.routes], clusters: [...s.clusters], endpoints: [...s.endpoints], missing: [...s.missing] };
+}
+
+/** The state from stateToJson's output (as it comes over IPC: trusted, the primary made it). */
+export function stateFromJson(j: XdsStateJson): XdsState {
+  return { listeners: new Map(j.listeners), routes: new Map(j.routes), clusters: new Map(j.clusters), endpoints: new Map(j.endpoints), missing: new Set(j.missing) };
 }

@@ -18,6 +18,8 @@ export function startXdsClient(bootstrapFile: string, host: XdsHost, opts: XdsOp
 /**
  * Test hooks from the environment (DOJANG_XDS_MISSING_MS, DOJANG_XDS_BACKOFF_MS): a test of the
  * 15 s does-not-exist timer and of the reconnect back-off keeps its time bounded with them.
+ * DOJANG_XDS_ENDPOINTS_IN_PLACE=0 decodes every response whole and applies it with the
+ * whole-config reload, as dojang did before 0.7 (bench/eds.mjs measures against it in one run).
  */
 function envOptions(): XdsOptions {
   const n = (k: string): number | undefined => {
@@ -26,5 +28,6 @@ function envOptions(): XdsOptions {
   };
   const missing = n("DOJANG_XDS_MISSING_MS");
   const backoff = n("DOJANG_XDS_BACKOFF_MS");
-  return { ...(missing === undefined ? {} : { missingAfterMs: missing }), ...(backoff === undefined ? {} : { backoffBaseMs: backoff }) };
+  const inPlace = process.env["DOJANG_XDS_ENDPOINTS_IN_PLACE"] === "0" ? { endpointsInPlace: false } : {};
+  return { ...(missing === undefined ? {} : { missingAfterMs: missing }), ...(backoff === undefined ? {} : { backoffBaseMs: backoff }), ...inPlace };
 }

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { decodeAny, lookupType } from "../../src/protos/load.js";
 import { parseBootstrap, protoDurationMs } from "../../src/xds/bootstrap.js";
 import { compose, weightedName, type XdsState } from "../../src/xds/compose.js";
-import { mapCluster, mapClusterLoadAssignment, mapListener, mapRouteConfiguration, type Msg } from "../../src/xds/map.js";
+import { mapCluster, mapClusterLoadAssignment, mapClusterLoadAssignmentBytes, mapListener, mapRouteConfiguration, type ClaMemo, type Msg } from "../../src/xds/map.js";
 import { DEFAULT_CONFIG } from "../../src/config/default.js";
 
 const decode = (a: Msg) => decodeAny(a as { type_url?: string; value?: Uint8Array });
@@ -294,6 +294,133 @@ describe("mapClusterLoadAssignment()", () => {
       }),
       { numRuns: 50 },
     );
+  });
+});
+
+describe("mapClusterLoadAssignmentBytes() (the wire-level walk, from what the last assignment of its name left)", () => {
+  const socket = (host: string, port: number) => ({ address: { socket_address: { address: host, port_value: port } } });
+  const NONE = (): ClaMemo | undefined => undefined;
+  const encoded = (o: Record<string, unknown>): Uint8Array => any(CLA, o).value;
+  const whole = (o: Record<string, unknown>) => mapClusterLoadAssignment(decode(any(CLA, o)).value, decode);
+
+  // random assignments: addresses (some repeated), health statuses, weights (0 among them),
+  // priorities (gaps among them), a pipe address now and then, a policy with drop_overloads
+  const lbEndpoint = fc.record(
+    {
+      endpoint: fc.oneof(
+        { weight: 9, arbitrary: fc.record({ address: fc.constantFrom("10.0.0.1", "10.0.0.2", "::1", "").chain((h) => fc.integer({ min: 1, max: 6 }).map((p) => socket(h, p).address)) }) },
+        { weight: 1, arbitrary: fc.constant({ address: { pipe: { path: "/tmp/s" } } }) },
+      ),
+      health_status: fc.constantFrom("UNKNOWN", "HEALTHY", "UNHEALTHY", "DRAINING", "DEGRADED"),
+      load_balancing_weight: fc.integer({ min: 0, max: 3000 }).map((value) => ({ value })),
+    },
+    { requiredKeys: ["endpoint"] },
+  );
+  const locality = fc.record({ priority: fc.integer({ min: 0, max: 3 }), lb_endpoints: fc.array(lbEndpoint, { maxLength: 6 }) }, { requiredKeys: ["lb_endpoints"] });
+  const assignment = fc.record(
+    {
+      cluster_name: fc.constantFrom("svc", ""),
+      endpoints: fc.array(locality, { maxLength: 4 }),
+      policy: fc.constantFrom({}, { drop_overloads: [{ category: "x", drop_percentage: { numerator: 1 } }] }),
+    },
+    { requiredKeys: ["endpoints"] },
+  );
+  // mostly without an issue (a memo is left only then, so the incremental path is taken): one
+  // name, priority 0 or 1, weights ≥ 1, addresses from a small pool (so a change can collide)
+  const cleanEndpoint = fc.record(
+    { endpoint: fc.integer({ min: 1, max: 12 }).map((p) => socket("10.0.0.1", p)), health_status: fc.constantFrom("UNKNOWN", "HEALTHY", "UNHEALTHY"), load_balancing_weight: fc.integer({ min: 1, max: 3 }).map((value) => ({ value })) },
+    { requiredKeys: ["endpoint"] },
+  );
+  const cleanish = fc.record({
+    cluster_name: fc.constant("svc"),
+    endpoints: fc.array(fc.record({ priority: fc.constantFrom(0, 0, 1), lb_endpoints: fc.uniqueArray(cleanEndpoint, { selector: (e) => e.endpoint.address.socket_address.port_value, maxLength: 6 }) }), { minLength: 1, maxLength: 2 }),
+  });
+  type Cla = { cluster_name?: string; endpoints: { priority?: number; lb_endpoints: unknown[] }[]; policy?: unknown };
+  type Edit = readonly [li: number, ei: number, how: "replace" | "insert" | "remove", le: unknown];
+  /** `o` with one endpoint replaced, inserted or removed (what a control plane sends when one endpoint changes) */
+  const edit = (o: Cla, [li, ei, how, le]: Edit): Cla => {
+    if (o.endpoints.length === 0) return { ...o, endpoints: [{ lb_endpoints: [le] }] };
+    const endpoints = o.endpoints.map((l) => ({ ...l, lb_endpoints: [...l.lb_endpoints] }));
+    const l = endpoints[li % endpoints.length]!;
+    const k = l.lb_endpoints.length === 0 ? 0 : ei % l.lb_endpoints.length;
+    if (how === "insert" || l.lb_endpoints.length === 0) l.lb_endpoints.splice(k, 0, le);
+    else if (how === "replace") l.lb_endpoints[k] = le;
+    else l.lb_endpoints.splice(k, 1);
+    return { ...o, endpoints };
+  };
+  const oneEdit = fc.tuple(fc.nat(), fc.nat(), fc.constantFrom("replace" as const, "insert" as const, "remove" as const), fc.oneof({ weight: 4, arbitrary: cleanEndpoint }, { weight: 1, arbitrary: lbEndpoint }));
+  /** a step: a whole new assignment, or one endpoint of the last one changed */
+  const step = fc.oneof(fc.oneof(assignment, cleanish).map((o) => ({ o: o as Cla })), { weight: 3, arbitrary: oneEdit.map((e) => ({ e: e as Edit })) });
+
+  it("maps any assignment exactly as the decoded one is mapped (value, issues, notes), seen for the first time and again (property)", () => {
+    fc.assert(
+      fc.property(assignment, (o) => {
+        const first = mapClusterLoadAssignmentBytes(encoded(o), decode, NONE)!;
+        expect(first).toBeDefined();
+        expect(first.mapped).toEqual(whole(o));
+        expect(first.name).toBe(o.cluster_name ?? "");
+        // the same bytes again, from the memo (left only by a mapping without an issue)
+        const again = mapClusterLoadAssignmentBytes(encoded(o), decode, () => first.memo)!;
+        expect(again.mapped).toEqual(whole(o));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("maps a changed assignment from the last one's memo exactly as the decoded one is mapped, one change or any, several in a row (property)", () => {
+    fc.assert(
+      fc.property(fc.oneof(assignment, { weight: 3, arbitrary: cleanish }), fc.array(step, { minLength: 1, maxLength: 6 }), (o, steps) => {
+        let cur = o as Cla;
+        let last = mapClusterLoadAssignmentBytes(encoded(cur), decode, NONE)!;
+        for (const s of steps) {
+          const next = "o" in s ? s.o : edit(cur, s.e);
+          const memo = last.memo;
+          const r = mapClusterLoadAssignmentBytes(encoded(next), decode, (n) => (n === last.name ? memo : undefined))!;
+          expect(r.mapped).toEqual(whole(next));
+          last = r;
+          cur = next;
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("decodes only the endpoints that changed: one changed in 1,000 costs one LbEndpoint decode, and kept ones are the same objects", () => {
+    const addrs = Array.from({ length: 1000 }, (_, i) => ({ endpoint: socket("10.1.0.1", 1000 + i) }));
+    let decodes = 0;
+    const counting = (a: Msg) => {
+      decodes++;
+      return decode(a);
+    };
+    const one = mapClusterLoadAssignmentBytes(encoded({ cluster_name: "big", endpoints: [{ lb_endpoints: addrs }] }), counting, NONE)!;
+    expect(decodes).toBe(1000);
+    expect(one.memo).toBeDefined();
+    addrs[500] = { endpoint: socket("10.1.0.2", 7) };
+    decodes = 0;
+    const two = mapClusterLoadAssignmentBytes(encoded({ cluster_name: "big", endpoints: [{ lb_endpoints: addrs }] }), counting, (n) => (n === "big" ? one.memo : undefined))!;
+    expect(decodes).toBe(1);
+    expect(one.mapped.ok && two.mapped.ok).toBe(true);
+    if (!one.mapped.ok || !two.mapped.ok) return;
+    expect(two.mapped.value.endpoints[500]).toEqual({ host: "10.1.0.2", port: 7 });
+    expect(two.mapped.value.endpoints).toHaveLength(1000);
+    expect(two.mapped.value.endpoints[499]).toBe(one.mapped.value.endpoints[499]);
+  });
+
+  it("refuses a change that duplicates an address held elsewhere in the assignment, naming both places, as the whole mapping does", () => {
+    const addrs = Array.from({ length: 10 }, (_, i) => ({ endpoint: socket("10.1.0.1", 1000 + i) }));
+    const one = mapClusterLoadAssignmentBytes(encoded({ cluster_name: "big", endpoints: [{ lb_endpoints: addrs }] }), decode, NONE)!;
+    addrs[7] = { endpoint: socket("10.1.0.1", 1002) };
+    const o = { cluster_name: "big", endpoints: [{ lb_endpoints: addrs }] };
+    const two = mapClusterLoadAssignmentBytes(encoded(o), decode, () => one.memo)!;
+    expect(two.mapped.ok).toBe(false);
+    expect(two.mapped).toEqual(whole(o));
+    expect(two.memo).toBeUndefined();
+  });
+
+  it("gives undefined for bytes the walk does not expect (the caller decodes the message and reports why)", () => {
+    const good = encoded({ cluster_name: "svc", endpoints: [{ lb_endpoints: [{ endpoint: socket("10.0.0.1", 1) }] }] });
+    expect(mapClusterLoadAssignmentBytes(good.subarray(0, good.length - 1), decode, NONE)).toBeUndefined();
+    expect(mapClusterLoadAssignmentBytes(Uint8Array.from([0x13, 0x00]), decode, NONE)).toBeUndefined();
   });
 });
 

@@ -5,6 +5,7 @@
 // Nothing here runs per proxied call.
 import type { AdminReply } from "./admin.js";
 import { finishStats, mergeRawStats, type RawStats, type StatsView } from "../observe/stats.js";
+import type { EndpointDelta } from "../../translate/endpoint-set.js";
 
 /** What the primary asks a worker to do (the same ops replay the mutation log into a new worker). */
 export type WorkerOp =
@@ -21,7 +22,15 @@ export type WorkerOp =
   | { readonly op: "ready"; readonly clusters: readonly string[] }
   /** a reload: this config text (validated by the primary), swapped in by each worker; replayed
    * into a worker started later, only its fault rules (that worker runs the last reloaded text) */
-  | { readonly op: "reload"; readonly text: string; readonly source: string };
+  | { readonly op: "reload"; readonly text: string; readonly source: string }
+  /**
+   * xDS (the primary holds the one ADS stream): the state the control plane's resources add to
+   * the config, to compose and swap in (the whole-config reload), as plain JSON (xds/compose.ts
+   * stateToJson); the primary ACKs only when every worker has answered 200
+   */
+  | { readonly op: "xds"; readonly state: unknown }
+  /** xDS, an update of endpoint sets only: each ClusterLoadAssignment's delta, applied in place (409: the worker needs the whole state) */
+  | { readonly op: "endpoints"; readonly updates: readonly { readonly name: string; readonly delta: EndpointDelta }[] };
 
 /** primary → worker */
 export interface OpMessage {
@@ -45,10 +54,12 @@ export interface TapMessage {
   readonly lines: readonly string[];
   readonly dropped: number;
 }
-/** primary → worker: the mutation log, to apply in order before listening */
+/** primary → worker: the mutation log, to apply in order before listening, and the xDS state every other worker serves */
 export interface SyncMessage {
   readonly type: "dojang:sync";
   readonly ops: readonly WorkerOp[];
+  /** the xDS state last applied (stateToJson), absent without xDS or before anything was accepted */
+  readonly xds?: unknown;
 }
 
 export function isType<T extends { type: string }>(m: unknown, type: T["type"]): m is T {
@@ -178,7 +189,7 @@ export function mergeStats(replies: readonly WorkerReply[], withState: boolean):
  * lb policy, and under `workers` what each worker sees (its own sessions, health checks,
  * ejections and breaker counters: these are per process), with the worker id.
  */
-export function mergeClusters(replies: readonly WorkerReply[]): unknown[] {
+export function mergeClusters(replies: readonly WorkerReply[]): { name: string; lb: unknown; workers: Record<string, unknown>[] }[] {
   const out = new Map<string, { name: string; lb: unknown; workers: Record<string, unknown>[] }>();
   for (const r of [...replies].sort((a, b) => a.worker - b.worker)) {
     if (r.status !== 200 || !Array.isArray(r.body)) continue;
@@ -207,7 +218,8 @@ export class MutationLog {
   private dropped = 0;
 
   record(op: WorkerOp): void {
-    if (op.op === "calls" || op.op === "clusters" || op.op === "ready" || op.op === "stats" || op.op === "tap" || op.op === "untap") return;
+    // (xDS is not replayed: a worker that starts later is given the state every worker serves)
+    if (op.op === "calls" || op.op === "clusters" || op.op === "ready" || op.op === "stats" || op.op === "tap" || op.op === "untap" || op.op === "xds" || op.op === "endpoints") return;
     if (op.op === "reload") this.lastReload = op;
     if (op.op === "faults" && op.method.toUpperCase() === "POST" && /^\/faults\/reset\/?(\?.*)?$/.test(op.path)) {
       this.log = this.lastReload === undefined ? [] : [this.lastReload];

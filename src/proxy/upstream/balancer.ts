@@ -46,10 +46,11 @@ export function roundRobinPicker<E extends object>(endpoints: readonly E[]): Pic
 }
 
 export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> {
-  const eps = Object.freeze([...input.endpoints]);
+  // (a frozen list is the caller's own snapshot: the cluster's, rebuilt on each change; not copied again)
+  const eps = Object.isFrozen(input.endpoints) ? input.endpoints : Object.freeze([...input.endpoints]);
   const { indices, panic } = eligible(input.usable);
   const weights = input.weights;
-  const elig = Object.freeze(indices.map((i) => eps[i]!));
+  const elig = Object.freeze(indices.length === eps.length ? eps : indices.map((i) => eps[i]!));
   const n = indices.length;
   const rand = input.rand;
   let pickIndex: () => number;

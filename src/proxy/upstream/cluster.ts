@@ -9,6 +9,7 @@ import type { ClusterConfig, HostPort } from "../../config/schema.js";
 import { formatHostPort } from "../../config/units.js";
 import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
+import { addressLabel, diffEndpoints, isEmptyDelta, normalWeight, patchList, type EndpointDelta } from "../../translate/endpoint-set.js";
 import { buildPicker, type Picker } from "./balancer.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint, type EndpointHost } from "./endpoint.js";
@@ -34,8 +35,13 @@ export interface ClusterOptions {
 
 export class Cluster implements ClusterMetricsSource, EndpointHost {
   readonly name: string;
-  /** the endpoints now (replaced as a whole by setEndpoints) */
+  /** the endpoints now (a new array on each change: setEndpoints, applyEndpointDelta) */
   endpoints: readonly Endpoint[] = [];
+  /** the same endpoints by label (their address): where a delta lands */
+  private readonly byLabel = new Map<string, Endpoint>();
+  /** per endpoint, in the same order: in rotation (healthy, not ejected), weight; what the picker is built from */
+  private usable: boolean[] = [];
+  private weights: number[] = [];
   picker: Picker<Endpoint>;
   readonly resolver: Resolver;
   readonly dns: DnsResolver | undefined;
@@ -104,41 +110,75 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
   }
 
   /**
-   * Replaces the endpoint list (DNS, reload): endpoints that stay keep their Endpoint objects and
-   * sessions (and their weight is updated); new ones start healthy with a health checker;
-   * removed ones are retired (their sessions drain, calls on them finish).
+   * Replaces the endpoint list (DNS, reload): the change from the current list
+   * (diffEndpoints: addresses that stay are skipped without a key being built) is applied as
+   * applyEndpointDelta does it. Returns whether anything changed.
    */
-  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): void {
-    const old = new Map<string, Endpoint>();
-    for (const e of this.endpoints) old.set(e.label, e);
-    const next: Endpoint[] = [];
-    const seen = new Set<string>();
-    for (let i = 0; i < endpoints.length; i++) {
-      const hp = endpoints[i]!;
-      const w = Math.max(1, Math.floor(weights[i] ?? 1));
-      const probe = new Endpoint(this, hp.host, hp.port, w);
-      if (seen.has(probe.label)) continue;
-      seen.add(probe.label);
-      const kept = old.get(probe.label);
-      if (kept !== undefined) {
-        kept.weight = w;
-        next.push(kept);
-        old.delete(probe.label);
-      } else {
-        this.startHealthCheck(probe);
-        next.push(probe);
+  setEndpoints(endpoints: readonly HostPort[], weights: readonly number[]): boolean {
+    return this.applyEndpointDelta(diffEndpoints(this.endpoints, null, endpoints, weights));
+  }
+
+  /**
+   * Changes the endpoint set by `delta` without touching anything else (an EDS update, a DNS
+   * re-resolution, a reload that only moved endpoints). Endpoints that stay are the same
+   * objects: their sessions, attempts in flight (least_request counts), health and outlier
+   * ejection carry on, and a new weight is taken. New ones start healthy with a health checker
+   * and connect when first picked; each takes the place of a removed one in the list (patchList),
+   * the rest go at the end. Removed ones are retired: no new attempt picks them, the attempts
+   * queued at one end 14 (a transparent retry goes elsewhere), the streams on their sessions
+   * finish and the sessions close (GOAWAY). The picker is rebuilt once, over the new list (a few
+   * passes over the endpoints, no allocation per endpoint); the listeners, routes and filters
+   * are not touched. Returns whether anything changed.
+   */
+  applyEndpointDelta(delta: EndpointDelta): boolean {
+    if (isEmptyDelta(delta)) return false;
+    const eps = this.endpoints;
+    // where the delta lands: by label, then the index (a native scan); nothing per kept endpoint
+    const out = new Set<number>();
+    for (const r of delta.remove) {
+      const e = this.byLabel.get(addressLabel(r.host, r.port));
+      const i = e === undefined ? -1 : eps.indexOf(e);
+      if (i >= 0) out.add(i);
+    }
+    const removed = [...out].sort((x, y) => x - y);
+    const weights = [...this.weights];
+    const fresh: Endpoint[] = [];
+    let reweighted = false;
+    const freshLabels = new Set<string>();
+    for (const u of delta.upsert) {
+      const w = normalWeight(u.weight);
+      const label = addressLabel(u.host, u.port);
+      const e = this.byLabel.get(label);
+      const i = e === undefined ? -1 : eps.indexOf(e);
+      if (i >= 0 && !out.has(i)) {
+        if (e!.weight !== w) {
+          e!.weight = w;
+          weights[i] = w;
+          reweighted = true;
+        }
+      } else if (!freshLabels.has(label)) {
+        freshLabels.add(label);
+        fresh.push(new Endpoint(this, u.host, u.port, w));
       }
     }
-    this.endpoints = Object.freeze(next);
-    this.rebuild();
+    if (removed.length === 0 && fresh.length === 0 && !reweighted) return false;
+    const gone = removed.map((i) => eps[i]!);
+    for (const e of gone) this.byLabel.delete(e.label);
+    for (const e of fresh) this.byLabel.set(e.label, e);
+    this.endpoints = Object.freeze(patchList(eps, removed, fresh));
+    this.usable = patchList(this.usable, removed, fresh.map(() => true));
+    this.weights = patchList(weights, removed, fresh.map((e) => e.weight));
+    for (const e of fresh) this.startHealthCheck(e);
+    this.buildPicker();
     // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
     // must pick among the endpoints that stay)
-    for (const gone of old.values()) {
-      gone.retire();
-      const t = this.ejectionTimers.get(gone);
+    for (const e of gone) {
+      e.retire();
+      const t = this.ejectionTimers.get(e);
       if (t !== undefined) clearTimeout(t);
-      this.ejectionTimers.delete(gone);
+      this.ejectionTimers.delete(e);
     }
+    return true;
   }
 
   /** Every endpoint opens a session if it has none (side-clusters.ts: a side call's service is connected before its first call). */
@@ -152,17 +192,25 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     return this.endpoints.some((e) => e.healthy && !e.ejected);
   }
 
-  /** Builds the picker over what is known now. */
+  /** Builds the picker over what is known now (health or an ejection changed). */
   private rebuild(): void {
     const eps = this.endpoints;
-    this.picker = buildPicker({
-      policy: this.cfg.lb,
-      endpoints: eps,
-      usable: eps.map((e) => e.healthy && !e.ejected),
-      weights: eps.map((e) => e.weight),
-      active: activeOf,
-      rand: this.rand,
-    });
+    const n = eps.length;
+    const usable = new Array<boolean>(n);
+    const weights = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const e = eps[i]!;
+      usable[i] = e.healthy && !e.ejected;
+      weights[i] = e.weight;
+    }
+    this.usable = usable;
+    this.weights = weights;
+    this.buildPicker();
+  }
+
+  /** The picker over the endpoints, from `usable` and `weights` as they are (an endpoint update patched them). */
+  private buildPicker(): void {
+    this.picker = buildPicker({ policy: this.cfg.lb, endpoints: this.endpoints, usable: this.usable, weights: this.weights, active: activeOf, rand: this.rand });
   }
 
   private startHealthCheck(e: Endpoint): void {

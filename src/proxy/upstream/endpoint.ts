@@ -11,6 +11,7 @@ import type { HealthChecker } from "./health-check.js";
 import type { Breaker } from "./breaker.js";
 import { newOutlierState, type OutlierState } from "../../translate/outlier.js";
 import type { StatsRow } from "../observe/windows.js";
+import { addressLabel } from "../../translate/endpoint-set.js";
 
 /**
  * How one attempt on this endpoint ended, as the attempt saw it:
@@ -96,9 +97,8 @@ export class Endpoint implements SessionOwner {
     readonly port: number,
     weight = 1,
   ) {
-    const h = host.includes(":") ? `[${host}]` : host;
-    this.label = `${h}:${port}`;
-    this.url = `http://${h}:${port}`;
+    this.label = addressLabel(host, port);
+    this.url = `http://${this.label}`;
     this.weight = weight;
   }
 

@@ -1,5 +1,6 @@
-// The Cluster's bookkeeping without traffic: setEndpoints keeps the endpoints that stay (same
-// objects, new weights) and retires the rest; outlier ejection by the injected clock, capped by
+// The Cluster's bookkeeping without traffic: setEndpoints and applyEndpointDelta keep the
+// endpoints that stay (same objects, new weights, their ejections and in-flight counts) and
+// retire the rest; outlier ejection by the injected clock, capped by
 // maxEjectionPercent, and the return when the time is up; stop() takes the cluster off the
 // metrics. Attempt results are fed as Endpoint.attemptEnded would be called.
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,8 +29,9 @@ describe("Cluster.setEndpoints()", () => {
     const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002"]');
     const [a, b] = c.endpoints;
     c.setEndpoints([hp(1002), hp(1003)], [4, 1]);
-    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1002", "127.0.0.1:1003"]);
-    expect(c.endpoints[0]).toBe(b);
+    // (the new endpoint takes the removed one's place: applyEndpointDelta's rule)
+    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1003", "127.0.0.1:1002"]);
+    expect(c.endpoints[1]).toBe(b);
     expect(b!.weight).toBe(4);
     expect(a!.retired).toBe(true);
     expect(c.picker.endpoints).toEqual(c.endpoints);
@@ -39,11 +41,56 @@ describe("Cluster.setEndpoints()", () => {
     expect(c.endpoints.some((e) => e.ejected)).toBe(false);
   });
 
+  it("a list that only reorders is no change: the endpoints and the picker stay the same objects", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"]');
+    const [eps, picker] = [c.endpoints, c.picker];
+    expect(c.setEndpoints([hp(1003), hp(1001), hp(1002)], [])).toBe(false);
+    expect(c.endpoints).toBe(eps);
+    expect(c.picker).toBe(picker);
+  });
+
   it("an empty list leaves no endpoint: pick() is undefined", () => {
     const { c } = make('endpoints: ["127.0.0.1:1001"]');
     c.setEndpoints([], []);
     expect(c.pick()).toBeUndefined();
     expect(c.hasHealthyEndpoint()).toBe(false);
+  });
+});
+
+describe("Cluster.applyEndpointDelta()", () => {
+  it("changes only what the delta names: kept endpoints keep their state (ejection, in-flight count, failures), a new one takes a removed one's place, removed ones are retired", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"]\noutlierDetection: { consecutiveFailures: 1, baseEjection: 60s, maxEjectionPercent: 50 }', () => 1000);
+    const [a, b, x] = c.endpoints as [NonNullable<(typeof c.endpoints)[0]>, NonNullable<(typeof c.endpoints)[0]>, NonNullable<(typeof c.endpoints)[0]>];
+    b.attemptStarted();
+    b.attemptEnded("reset");
+    expect(b.ejected).toBe(true);
+    a.attemptStarted(); // one attempt in flight on a
+    expect(c.applyEndpointDelta({ remove: [{ host: "127.0.0.1", port: 1003 }], upsert: [{ host: "127.0.0.1", port: 1004, weight: 3 }] })).toBe(true);
+    // (the new one takes the removed one's place)
+    expect(c.endpoints.map((e) => e.label)).toEqual(["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1004"]);
+    expect(c.endpoints[0]).toBe(a);
+    expect(c.endpoints[1]).toBe(b);
+    expect(a.active).toBe(1);
+    expect(b.ejected).toBe(true);
+    expect(b.outlier.timesEjected).toBe(1);
+    expect(c.picker.eligible).not.toContain(b);
+    expect(c.endpoints[2]!.weight).toBe(3);
+    expect(x.retired).toBe(true);
+    a.attemptEnded("ok");
+    expect(a.active).toBe(0);
+  });
+
+  it("reweights a kept endpoint in place, and says false for a delta that changes nothing", () => {
+    const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002"]');
+    const [a] = c.endpoints;
+    const picker = c.picker;
+    expect(c.applyEndpointDelta({ remove: [], upsert: [] })).toBe(false);
+    expect(c.applyEndpointDelta({ remove: [{ host: "127.0.0.1", port: 9 }], upsert: [{ host: "127.0.0.1", port: 1001, weight: 1 }] })).toBe(false);
+    expect(c.picker).toBe(picker);
+    expect(c.applyEndpointDelta({ remove: [], upsert: [{ host: "127.0.0.1", port: 1001, weight: 5 }] })).toBe(true);
+    expect(c.endpoints[0]).toBe(a);
+    expect(a!.weight).toBe(5);
+    expect(c.picker).not.toBe(picker);
   });
 });
 

@@ -30,14 +30,8 @@ import type { CompiledRoute } from "../../router.js";
 import type { Metrics, RlsResult } from "../../observe/metrics.js";
 import type { Cluster } from "../../upstream/cluster.js";
 import { sideCall, type SideCallHandle, type SideOutcome, type Settle } from "../../upstream/side-call.js";
-
-/** One service's client (rls-client.ts): one shared channel. */
-export interface RlsClient {
-  readonly address: string;
-  /** Sends one ShouldRateLimit; its end goes to `settle` (any number of times: the side call takes the first); returns how to cancel it. */
-  start(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, settle: Settle<RlsResponse>): () => void;
-  close(): void;
-}
+// a type only (erased): rls-client.ts itself is loaded with import() below
+import type { RlsClient } from "./rls-client.js";
 
 /** The clients of one Dojang, by service address; they outlive snapshots (a reload keeps them). */
 export interface RlsPool {

@@ -9,7 +9,17 @@ import * as grpc from "@grpc/grpc-js";
 import { envoyServiceClient } from "../../../protos/channel.js";
 import type { Descriptor, RlsResponse } from "../../../translate/rate-limit-global.js";
 import { failureOfGrpcCode, type Settle } from "../../upstream/side-call.js";
-import type { RlsClient } from "./global.js";
+
+/**
+ * One service's client: one shared channel. Declared here, beside its one maker, so that global.ts
+ * and this file do not import each other (house review 3, §3).
+ */
+export interface RlsClient {
+  readonly address: string;
+  /** Sends one ShouldRateLimit; its end goes to `settle` (any number of times: the side call takes the first); returns how to cancel it. */
+  start(domain: string, descriptors: readonly Descriptor[], timeoutMs: number, settle: Settle<RlsResponse>): () => void;
+  close(): void;
+}
 
 type ShouldRateLimit = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: RlsResponse) => void) => grpc.ClientUnaryCall;
 

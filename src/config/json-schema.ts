@@ -7,8 +7,11 @@
 // (additionalProperties false), the fault actions as a oneOf on `kind`. It cannot see inside a
 // `.transform()`, so a duration, a size or a log level comes out as a bare `string | number` with
 // no default. Those are filled in here from one table per key (KEYS, FAULT_KEYS): a description,
-// the default, and a pattern or enum that says what the transform accepts. Every string value with
-// a pattern or enum also accepts a `${VAR}` reference, since expansion happens before validation.
+// the default, and a pattern or enum that says what the transform accepts. A filter's keys are
+// documented beside its zod schema (config/schema/auth.ts, rate-limit.ts, headers.ts) and spread
+// in here, so a key is written and documented in one place; the value kinds are in
+// schema/key-doc.ts. Every string value with a pattern or enum also accepts a `${VAR}` reference,
+// since expansion happens before validation.
 // A test checks that every property has a description, so a new key cannot arrive undocumented.
 
 import { z } from "zod";
@@ -16,82 +19,37 @@ import { CODE_NAMES } from "../translate/codes.js";
 import { FAULT_RULE_INPUT_SCHEMA, FAULT_SET_SETTINGS_INPUT_SCHEMA, H2_ERROR_NAMES } from "./faults/parse.js";
 import { DEADLINE_MODES, DELAY_POINTS, DIRECTIONS, GOAWAY_MODES, RESET_POINTS, SHAPE_KINDS } from "./faults/model.js";
 import { CONCURRENT_MARKING_MODES, DEFAULTS, DOCUMENT_SCHEMA, LB_POLICIES, LIMITS, LOG_LEVELS } from "./schema.js";
-import { formatDuration, formatSize } from "./units.js";
-import { EXT_AUTHZ_DEFAULTS, JWT_ALGORITHMS, JWT_DEFAULTS } from "./schema/auth.js";
-import { RBAC_ACTIONS, REDACTABLE_FIELDS } from "./types.js";
+import { formatSize } from "./units.js";
+import { AUTH_KEYS } from "./schema/auth.js";
+import { HEADER_RULES_KEYS } from "./schema/headers.js";
+import { RATE_LIMIT_KEYS } from "./schema/rate-limit.js";
+import {
+  ADDRESS,
+  codeKind,
+  countKind,
+  dur,
+  DURATION_RE,
+  durationKind,
+  enumKind,
+  FILE,
+  FLAG,
+  GRPC_CODE_KIND,
+  HOST_PORT_RE,
+  NAME,
+  NULLABLE_FILE,
+  NUM,
+  PERCENT_RE,
+  SERVER_NAME,
+  SERVER_NAME_RE,
+  sizeKind,
+  withEnv,
+  type JsonSchema,
+  type KeyDoc,
+} from "./schema/key-doc.js";
+import { REDACTABLE_FIELDS } from "./types.js";
 
-export type JsonSchema = { [key: string]: unknown };
+export type { JsonSchema } from "./schema/key-doc.js";
 
-// === patterns (ECMA-262, as JSON Schema requires) ===
-
-/** Any string holding a `${` reference: its value is only known after expansion. */
-const ENV_REF = ".*\\$\\{.*";
-const withEnv = (re: string) => `^(?:${re}|${ENV_REF})$`;
-const NUM = "\\d+(?:\\.\\d+)?";
-/** units.ts parseDuration: h, m, s, ms parts, largest first ("1m30s"); a number without a unit only as 0. */
-const DURATION_RE = `\\s*(?:0+(?:\\.0+)?|(?=\\d)(?:${NUM}h)?(?:${NUM}m)?(?:${NUM}s)?(?:${NUM}ms)?)\\s*`;
-/** units.ts parseSize: bytes, or a number with B, KB, MB, GB, KiB, MiB, GiB (any case). */
-const SIZE_RE = `\\s*${NUM}\\s*(?:[Bb]|[KkMmGg][Ii]?[Bb])?\\s*`;
-const WHOLE_RE = "\\s*\\d+\\s*";
-/** units.ts parseHostPort: host:port, IPv6 in brackets. */
-const HOST_PORT_RE = "(?:\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):\\d{1,5}";
-const NAME_RE = "[A-Za-z0-9][A-Za-z0-9_.-]*";
-const PERCENT_RE = `\\s*${NUM}\\s*%?\\s*`;
-
-// === value kinds ===
-
-/**
- * A duration: text with a unit (the pattern). A number is refused unless it is 0 (30 could be
- * seconds or milliseconds: units.ts parseDuration), and then only where 0 is allowed (`min` 0).
- */
-const durationKind = (min = 0, nullable = false): JsonSchema =>
-  min === 0
-    ? { type: ["string", "integer", ...(nullable ? ["null"] : [])], pattern: withEnv(DURATION_RE), minimum: 0, maximum: 0 }
-    : { type: nullable ? ["string", "null"] : "string", pattern: withEnv(DURATION_RE) };
-const sizeKind = (r: { min: number; max: number }): JsonSchema => ({
-  type: ["string", "integer"],
-  pattern: withEnv(SIZE_RE),
-  minimum: r.min,
-  maximum: r.max,
-});
-const countKind = (r: { min: number; max: number }): JsonSchema => ({
-  type: ["string", "integer"],
-  pattern: withEnv(WHOLE_RE),
-  minimum: r.min,
-  maximum: r.max,
-});
-const FLAG: JsonSchema = { type: ["boolean", "string"], pattern: withEnv("true|false") };
-const ADDRESS: JsonSchema = { type: "string", pattern: withEnv(HOST_PORT_RE) };
-const FILE: JsonSchema = { type: "string", minLength: 1 };
-const NULLABLE_FILE: JsonSchema = { type: ["string", "null"], minLength: 1 };
-/** schema/tls.ts serverName: a DNS name, optionally "*." first (any case; dojang lower-cases it). */
-const SERVER_NAME_RE = "\\s*(?:\\*\\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\s*";
-const SERVER_NAME: JsonSchema = { type: "string", pattern: withEnv(SERVER_NAME_RE) };
-const NAME: JsonSchema = { type: "string", pattern: withEnv(NAME_RE), maxLength: LIMITS.nameLength.max };
-/** One of `values` (the parser is case-insensitive; the schema lists the canonical spelling). */
-const enumKind = (values: readonly string[]): JsonSchema => ({
-  type: "string",
-  anyOf: [{ enum: [...values] }, { pattern: `^${ENV_REF}$` }],
-});
-const codeKind = (names: readonly string[], max: number, what: string): JsonSchema => ({
-  anyOf: [
-    { type: "integer", minimum: 0, maximum: max },
-    { type: "string", enum: [...names] },
-    { type: "string", pattern: withEnv("\\d+|0x[0-9A-Fa-f]+") },
-  ],
-  description: what,
-});
-
-const dur = (ms: number | null) => (ms === null ? null : formatDuration(ms));
-
-/** A route's retryOn entry (same shape as a fault's code). */
-const GRPC_CODE_KIND = codeKind(CODE_NAMES, 16, 'A gRPC status code: 0 to 16 or its name, e.g. "UNAVAILABLE".');
-
-interface KeyDoc {
-  readonly description: string;
-  readonly kind?: JsonSchema;
-  readonly default?: unknown;
-}
 
 /**
  * Config keys, by path: property names joined with ".", "[]" for a list's items. The key name
@@ -144,108 +102,15 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: formatSize(DEFAULTS.route.maxResponseMessageBytes),
   },
   "listeners[].routes[].faults": { description: "Fault rules for calls on this route.", default: [] },
-  "listeners[].routes[].rateLimit": {
-    description: "A local rate limit: token buckets per key; a call over it ends 8 RESOURCE_EXHAUSTED (decided_by rate_limited). null = none.",
-    default: null,
-  },
-  "listeners[].routes[].rateLimit.callsPerSecond": { description: "Tokens added per second (calls allowed per second, on average); more than 0.", kind: { type: "number", minimum: 0, maximum: 1_000_000_000 } },
-  "listeners[].routes[].rateLimit.burst": { description: "The bucket's size: calls allowed at once above the rate. Default: callsPerSecond rounded up.", kind: countKind({ min: 1, max: 1_000_000_000 }) },
-  "listeners[].routes[].rateLimit.key": {
-    description: 'One bucket for the route ("route"), one per client IP address ("client_address"), or one per value of a request header ("metadata:<name>"; calls without it share one). At most 10000 keys, least recently used dropped.',
-    kind: { type: "string", pattern: "^(route|client_address|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$" },
-    default: "route",
-  },
-  "listeners[].routes[].rateLimit.responseHeaders": {
-    description:
-      "A refused call's status carries x-ratelimit-limit (the bucket's size), x-ratelimit-remaining (0), x-ratelimit-reset (whole seconds until a call would be admitted) and grpc-retry-pushback-ms (the milliseconds until then: a gRPC client whose retry policy retries RESOURCE_EXHAUSTED waits that long). Admitted calls carry none. false = none.",
-    kind: FLAG,
-    default: true,
-  },
-  "listeners[].routes[].rateLimit.global": {
-    description:
-      "A global rate limit: each call on the route asks an Envoy RateLimitService (ShouldRateLimit, e.g. envoyproxy/ratelimit) shared by every replica, after the local limit; OVER_LIMIT ends it 8 RESOURCE_EXHAUSTED (decided_by rate_limited_global). null = none.",
-    default: null,
-  },
-  "listeners[].routes[].rateLimit.global.service": {
-    description: 'The rate-limit service\'s gRPC address, "host:port": h2c, on a cluster of its own (one per address, no health checks). Give service or cluster.',
-    kind: { type: "string", pattern: withEnv(HOST_PORT_RE) },
-  },
-  "listeners[].routes[].rateLimit.global.cluster": {
-    description: "The cluster (by name, one of clusters) the questions ride, with its health checks, outlier detection, circuit breakers and TLS. Give service or cluster.",
-    kind: NAME,
-  },
-  "listeners[].routes[].rateLimit.global.domain": { description: "The domain the service's limits are configured under.", kind: { type: "string", minLength: 1 } },
-  "listeners[].routes[].rateLimit.global.timeout": {
-    description: "The longest a call waits for the service's answer (the gRPC deadline of each ShouldRateLimit); past it the call is admitted (or refused with failureModeDeny).",
-    kind: durationKind(1),
-    default: formatDuration(DEFAULTS.rateLimitGlobal.timeoutMs),
-  },
-  "listeners[].routes[].rateLimit.global.failureModeDeny": {
-    description: "When the service fails or is late: false admits the call (and counts it in dojang_rate_limit_service_calls_total); true refuses it with 14 UNAVAILABLE (decided_by rate_limit_service_failed).",
-    kind: FLAG,
-    default: false,
-  },
-  "listeners[].routes[].rateLimit.global.descriptors": { description: "The descriptors sent with each call (1 to 16); one whose entry has no value for the call is left out." },
-  "listeners[].routes[].rateLimit.global.descriptors[]": { description: "A descriptor: a list of entries, in order." },
-  "listeners[].routes[].rateLimit.global.descriptors[][]": { description: "An entry: key, and either from (a value of the call) or value (a literal)." },
-  "listeners[].routes[].rateLimit.global.descriptors[][].key": { description: 'The entry\'s key, as the service\'s config names it ("remote_address", "generic_key", ...).', kind: { type: "string", minLength: 1 } },
-  "listeners[].routes[].rateLimit.global.descriptors[][].from": {
-    description: 'The call\'s value: "client_address" (its IP address), "service" or "method" (from :path /<service>/<method>), or "metadata:<name>" (a request header; absent or empty leaves the descriptor out).',
-    kind: { type: "string", pattern: withEnv("client_address|service|method|metadata:[0-9a-z!#$%&'*+.^_`|~-]+") },
-  },
-  "listeners[].routes[].rateLimit.global.descriptors[][].value": { description: "A literal value.", kind: { type: "string", minLength: 1 } },
-  "listeners[].routes[].headers": { description: "Header rules: fields added (set, replacing) and removed on the request sent upstream and on the response head sent to the client. null = none.", default: null },
-  "listeners[].routes[].headers.request": { description: "Rules for the request head every attempt starts from." },
-  "listeners[].routes[].headers.response": { description: "Rules for the upstream's response head (and Trailers-Only answer) going to the client." },
-  "listeners[].routes[].headers.request.add": { description: "name: value; set on the request, replacing the client's value.", default: {} },
-  "listeners[].routes[].headers.request.remove": { description: "Names removed from the request.", default: [] },
-  "listeners[].routes[].headers.request.remove[]": { description: "A lower-case header name." },
-  "listeners[].routes[].headers.response.add": { description: "name: value; set on the response head.", default: {} },
-  "listeners[].routes[].headers.response.remove": { description: "Names removed from the response head.", default: [] },
-  "listeners[].routes[].headers.response.remove[]": { description: "A lower-case header name." },
+  // the filters' keys live beside their schemas (config/schema/<filter>.ts)
+  ...RATE_LIMIT_KEYS,
+  ...HEADER_RULES_KEYS,
   "listeners[].routes[].rewriteAuthority": { description: "The :authority sent upstream instead of the client's. null = the client's.", default: null },
   "listeners[].routes[].rewritePrefix": {
     description: 'Replaces the part of :path the route matched (its prefix, "/<service>/" for a service match, or the whole path for a path match), e.g. "/shop.v2.Catalog/". null = none.',
     default: null,
   },
-  "listeners[].routes[].jwt": { description: "Verify a bearer token (Authorization: Bearer) on every call of the route before anything else; a missing or bad one ends the call 16 UNAUTHENTICATED (decided_by jwt). null = none.", default: null },
-  "listeners[].routes[].jwt.issuer": { description: "The iss claim a token must carry." },
-  "listeners[].routes[].jwt.audiences": { description: "The aud claim must name one of these; empty = any audience.", default: [] },
-  "listeners[].routes[].jwt.audiences[]": { description: "An audience." },
-  "listeners[].routes[].jwt.algorithms": { description: "Signature algorithms accepted (asymmetric only).", default: [...JWT_DEFAULTS.algorithms] },
-  "listeners[].routes[].jwt.algorithms[]": { description: "One of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA.", kind: enumKind(JWT_ALGORITHMS) },
-  "listeners[].routes[].jwt.clockSkew": { description: "Leeway for exp, nbf and iat.", kind: durationKind(0), default: dur(JWT_DEFAULTS.clockSkewMs) },
-  "listeners[].routes[].jwt.jwks": { description: "The verification keys: a JWKS file (read when the config loads) or an https URL (fetched and cached); exactly one of file or url." },
-  "listeners[].routes[].jwt.jwks.file": { description: "A JWKS (JSON Web Key Set) file." },
-  "listeners[].routes[].jwt.jwks.url": { description: "An https:// URL serving the JWKS." },
-  "listeners[].routes[].jwt.jwks.caFile": { description: "CA bundle (PEM) the JWKS server's certificate is verified against. null = the system CAs.", default: null },
-  "listeners[].routes[].jwt.jwks.refreshInterval": { description: "Keys are fetched again this long after the last good fetch (in the background; a token with an unknown kid fetches at once, at most once a second).", kind: durationKind(1000), default: dur(JWT_DEFAULTS.refreshIntervalMs) },
-  "listeners[].routes[].jwt.jwks.staleWhileError": { description: "While refreshes fail, the last good keys stay in use this long past refreshInterval; then calls fail 16 until a fetch succeeds.", kind: durationKind(0), default: dur(JWT_DEFAULTS.staleWhileErrorMs) },
-  "listeners[].routes[].jwt.jwks.timeout": { description: "One fetch's time limit.", kind: durationKind(1), default: dur(JWT_DEFAULTS.timeoutMs) },
-  "listeners[].routes[].jwt.claimsHeader": { description: "Request header set upstream to the verified claims (JSON, base64url); a client's own is replaced. null = none.", default: null },
-  "listeners[].routes[].jwt.forwardToken": { description: "Keep the client's authorization header on the upstream request (default: removed once verified).", kind: FLAG, default: false },
-  "listeners[].routes[].rbac": { description: "Allow/deny rules per method, client certificate, JWT claims and client address; the first rule that matches decides, else default. A denied call ends 7 PERMISSION_DENIED (decided_by rbac). null = none.", default: null },
-  "listeners[].routes[].rbac.rules": { description: "Rules, tried in order.", default: [] },
-  "listeners[].routes[].rbac.rules[].name": { description: "The rule's name (in logs and the denial's message)." },
-  "listeners[].routes[].rbac.rules[].action": { description: "allow or deny.", kind: enumKind(RBAC_ACTIONS) },
-  "listeners[].routes[].rbac.rules[].methods": { description: 'Methods the rule is for: "pkg.Svc/Method", "pkg.Svc/*" or "*"; empty = any.', default: [] },
-  "listeners[].routes[].rbac.rules[].methods[]": { description: 'A method: "pkg.Svc/Method", "pkg.Svc/*" or "*".' },
-  "listeners[].routes[].rbac.rules[].identities": { description: 'The verified client certificate must have one of these URI or DNS SANs (a trailing "*" matches a prefix); empty = any (also no certificate).', default: [] },
-  "listeners[].routes[].rbac.rules[].identities[]": { description: 'A SAN like "spiffe://example.org/ns/shop/sa/web", or a prefix ending in "*".' },
-  "listeners[].routes[].rbac.rules[].claims": { description: "claim → value or values: each claim (a dotted path into the verified token) must equal one of them, or be a list holding one; needs jwt on the route.", default: {} },
-  "listeners[].routes[].rbac.rules[].clientAddresses": { description: "The client's address must lie in one of these (addresses or CIDR blocks; IPv4 blocks also match IPv4-mapped IPv6); empty = any.", default: [] },
-  "listeners[].routes[].rbac.rules[].clientAddresses[]": { description: 'An address or block, "10.0.0.0/8", "2001:db8::/32".' },
-  "listeners[].routes[].rbac.default": { description: "What a call no rule matches gets.", kind: enumKind(RBAC_ACTIONS), default: "deny" },
-  "listeners[].routes[].rbac.shadow": { description: "Only count (dojang_auth_decisions_total result shadow_deny) and log what would be denied; every call goes on.", kind: FLAG, default: false },
-  "listeners[].routes[].extAuthz": { description: "Ask an external authorization service (Envoy's envoy.service.auth.v3.Authorization/Check over gRPC) after jwt and rbac; its denial ends the call with its status (decided_by ext_authz). null = none.", default: null },
-  "listeners[].routes[].extAuthz.address": { description: 'The service\'s gRPC address, "host:port": h2c, on a cluster of its own (one per address, no health checks). Give address or cluster.', kind: ADDRESS },
-  "listeners[].routes[].extAuthz.cluster": {
-    description: "The cluster (by name, one of clusters) the checks ride, with its health checks, outlier detection, circuit breakers and TLS. Give address or cluster.",
-    kind: NAME,
-  },
-  "listeners[].routes[].extAuthz.timeout": { description: "The check's time limit.", kind: durationKind(1), default: dur(EXT_AUTHZ_DEFAULTS.timeoutMs) },
-  "listeners[].routes[].extAuthz.failOpen": { description: "A check that fails or times out lets the call through (counted as error_allow); default: the call ends 7 PERMISSION_DENIED.", kind: FLAG, default: false },
-  "listeners[].routes[].extAuthz.includePeerCertificate": { description: "Send the verified client certificate (PEM, URL-encoded) as attributes.source.certificate.", kind: FLAG, default: false },
+  ...AUTH_KEYS,
   "listeners[].routes[].retry": {
     description: "The route's retry policy (null = none; transparent retries of attempts the upstream never processed happen anyway).",
     default: null,

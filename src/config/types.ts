@@ -594,3 +594,32 @@ export const LIMITS = Object.freeze({
  */
 export const RULE_HEADER_RE = /^[0-9a-z!#$%&'*+.^_`|~-]+$/;
 export const RULE_FORBIDDEN: ReadonlySet<string> = new Set(["content-type", "te", "connection", "transfer-encoding", "keep-alive", "upgrade", "host", "grpc-status", "grpc-message", "content-length"]);
+
+/**
+ * A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection,
+ * keepalive or TLS: what an xDS cluster starts from (xds/map.ts) and what xds/compose.ts fills a
+ * missing cluster with. It lives beside DEFAULTS, not in xds/, so that map.ts and compose.ts do
+ * not import each other (house review 3, §3); not in default.ts, which parses YAML and stays out
+ * of the served process's start-up imports.
+ */
+export function defaultCluster(name: string): ClusterConfig {
+  const d = DEFAULTS.cluster;
+  return {
+    name,
+    endpoints: [],
+    endpointWeights: [],
+    dns: null,
+    lb: d.lb,
+    healthCheck: null,
+    outlierDetection: null,
+    circuitBreaker: { ...d.circuitBreaker },
+    retryBudget: { ...d.retryBudget },
+    keepalive: null,
+    connectTimeoutMs: d.connectTimeoutMs,
+    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
+    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
+    initialWindowSize: d.initialWindowSize,
+    connectionWindowSize: d.connectionWindowSize,
+    tls: null,
+  };
+}

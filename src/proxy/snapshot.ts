@@ -3,42 +3,21 @@
 // part once, at their start (RoutesCell), and keep it to their end; a reload builds a new
 // snapshot and Dojang swaps it in. Imports run one way: nothing below src/proxy/dojang.ts
 // imports this file.
-import type { Logger } from "pino";
 import type { Config } from "../config/index.js";
-import type { FaultParsers } from "../config/parsers.js";
 import { DojangError } from "../errors.js";
 import type { ListenerRoutes } from "./call/context.js";
 import { compileFilterChain } from "./call/filter.js";
-import { faultFilterFactory, type FaultCounter } from "./filters/fault/filter.js";
-import { rateLimitFilterFactory } from "./filters/rate-limit/filter.js";
-import { globalRateLimitFilterFactory } from "./filters/rate-limit/global.js";
-import { authFilterFactory } from "./filters/auth/filter.js";
-import { headerRulesFilterFactory } from "./filters/headers/filter.js";
-import type { FaultSet } from "./filters/fault/select.js";
-import type { Metrics } from "./observe/metrics.js";
+import { listenerFilters, type FilterDeps } from "./filters/index.js";
 import type { HealthTargets } from "./downstream/health-service.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
 import type { SideClusters } from "./upstream/side-clusters.js";
 
-/** What a snapshot is built with that outlives it (process-wide state, reused by every snapshot). */
-export interface SnapshotDeps {
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  /** every fault rule (config and API); the set outlives snapshots, the API edits it in place */
-  readonly faults: FaultSet;
-  readonly faultCounter: FaultCounter;
-  /**
-   * the config's fault parsers, which a listener's header faults (faultHeaders) need; null until
-   * loaded (Dojang loads them before it serves a config that has header faults, and builds its
-   * snapshots again with them)
-   */
-  readonly faultParsers: FaultParsers | null;
-  /** monotonic milliseconds */
-  readonly now: () => number;
-  /** the clusters of the side calls' services given by address (rateLimit.global.service, extAuthz.address), shared by every snapshot */
-  readonly side: SideClusters;
-}
+/**
+ * What a snapshot is built with that outlives it (process-wide state, reused by every snapshot):
+ * what the filters are built with (filters/index.ts), which is all it needs besides the config.
+ */
+export type SnapshotDeps = FilterDeps;
 
 export interface Snapshot {
   /** 1 for the config dojang started with, +1 per swap */
@@ -106,32 +85,8 @@ export function buildSnapshot(
       if (c === undefined) throw new DojangError("DOJANG_ERR_INTERNAL", `route names unknown cluster ${name}`);
       return c;
     });
-    // issue 12: the route rate limits come first (a refused call meets no fault rule); no factory
-    // at all when no route of the listener has one
-    const rateLimits = rateLimitFilterFactory(l.routes, deps.now);
-    // issue 20: then the global limits (a call the local limit refused never asks the service)
-    const globalLimits = globalRateLimitFilterFactory(l.routes, { metrics: deps.metrics, side: deps.side, clusters });
-    const headerRules = headerRulesFilterFactory(l.routes);
-    // issue 21: authentication → rules → external check come before every limit (a refused
-    // caller spends no token); no factory when no route of the listener has any of them
-    const auth = authFilterFactory(l.routes, { listener: l.name, metrics: deps.metrics, log: deps.log, now: deps.now, side: deps.side, clusters });
-    const filters = compileFilterChain([
-      ...(auth === null ? [] : [auth]),
-      ...(rateLimits === null ? [] : [rateLimits]),
-      ...(globalLimits === null ? [] : [globalLimits]),
-      ...(headerRules === null ? [] : [headerRules]),
-      faultFilterFactory({
-        listener: l.name,
-        headers: l.faultHeaders ? deps.faultParsers : null,
-        trailer: l.faultTrailer,
-        seed: config.faultInjection.seed,
-        set: deps.faults,
-        counter: deps.faultCounter,
-        metrics: deps.metrics,
-        log: deps.log,
-        now: deps.now,
-      }),
-    ]);
+    // the filters, in the registry's order (filters/index.ts says why each sits where it does)
+    const filters = compileFilterChain(listenerFilters(l, config, deps, clusters));
     listeners.set(l.name, Object.freeze({ router, filters }));
   }
   return Object.freeze({ version, config, clusters, listeners, health });

@@ -9,8 +9,11 @@ import { codeFromRstCode, rstMessage } from "./rst-code.js";
 /**
  * Who decided a call's status. Closed list, snake_case keys (metric label values and docs),
  * one line each, in the manner of Envoy's ResponseCodeDetailValues. Change docs with it.
+ * DECIDED_BY is the whole list: the call's own reasons, then those only a filter decides
+ * (FILTER_DECIDED_BY: each belongs to one filter of src/proxy/filters/index.ts, which names it,
+ * and test/proxy/filters/registry.test.ts checks that every one is claimed once).
  */
-export const DECIDED_BY = {
+const CALL_DECIDED_BY = {
   upstream: "the upstream sent grpc-status (trailers or Trailers-Only); dojang forwarded it",
   upstream_http: "the upstream answered a non-200 HTTP status without grpc-status; mapped by HTTPStatusConvTab",
   upstream_protocol: "the upstream broke the gRPC protocol (bad content-type, no :status, no trailers or no grpc-status)",
@@ -27,6 +30,10 @@ export const DECIDED_BY = {
   client_cancel: "the downstream client cancelled the call or disconnected",
   shutdown: "dojang was shutting down and did not start or finish the call",
   overload: "the client did not read its responses and their buffers went past the connection's or the process's budget: dojang cut the call (RST_STREAM ENHANCE_YOUR_CALM). Also a call whose client advertised a stream window under one frame, cut at once past the unread budget (a Trailers-Only 8 when cut at its response head)",
+} as const;
+
+/** The reasons a filter decides (src/proxy/filters/index.ts: each filter names its own). */
+export const FILTER_DECIDED_BY = {
   rate_limited: "the route's rateLimit had no token left for the call's key: the call was not sent (8, not 14: it should not be retried at once; grpc-retry-pushback-ms and x-ratelimit-reset say when a token is back)",
   rate_limited_global: "the route's global rate-limit service (rateLimit.global) answered OVER_LIMIT: the call was not sent (8; x-ratelimit-* and grpc-retry-pushback-ms say when the limit resets)",
   rate_limit_service_failed: "the route's global rate-limit service did not answer in time or failed, and rateLimit.global.failureModeDeny is on: the call was not sent (14)",
@@ -35,6 +42,9 @@ export const DECIDED_BY = {
   rbac: "the route's rbac rules denied the call (by method, client certificate, JWT claims or client address): 7 PERMISSION_DENIED",
   ext_authz: "the route's external authorization service denied the call (its status code and message), or the check failed or timed out without failOpen (7 PERMISSION_DENIED)",
 } as const;
+export type FilterDecidedBy = keyof typeof FILTER_DECIDED_BY;
+
+export const DECIDED_BY = { ...CALL_DECIDED_BY, ...FILTER_DECIDED_BY } as const;
 export type DecidedBy = keyof typeof DECIDED_BY;
 
 export interface Outcome {

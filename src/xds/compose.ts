@@ -8,6 +8,7 @@
 // endpoints: calls to it end 14 UNAVAILABLE, as Envoy's "no healthy upstream").
 import { DEFAULTS, LIMITS, type ClusterConfig, type ClusterTlsConfig, type Config, type ListenerConfig, type RouteConfig } from "../config/types.js";
 import type { Issue, XdsCluster, XdsEndpoints, XdsListener, XdsRoute, XdsRouteTable } from "./map.js";
+import { defaultCluster } from "../config/types.js";
 
 export interface XdsState {
   readonly listeners: ReadonlyMap<string, XdsListener>;
@@ -27,29 +28,6 @@ export interface Composed {
   readonly conflicts: readonly Issue[];
   /** the same, by kind and name */
   readonly conflicting: { readonly listeners: readonly string[]; readonly clusters: readonly string[] };
-}
-
-/** A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection, keepalive or TLS. */
-export function defaultCluster(name: string): ClusterConfig {
-  const d = DEFAULTS.cluster;
-  return {
-    name,
-    endpoints: [],
-    endpointWeights: [],
-    dns: null,
-    lb: d.lb,
-    healthCheck: null,
-    outlierDetection: null,
-    circuitBreaker: { ...d.circuitBreaker },
-    retryBudget: { ...d.retryBudget },
-    keepalive: null,
-    connectTimeoutMs: d.connectTimeoutMs,
-    maxConcurrentStreamsPerSession: d.maxConcurrentStreamsPerSession,
-    maxSessionsPerEndpoint: d.maxSessionsPerEndpoint,
-    initialWindowSize: d.initialWindowSize,
-    connectionWindowSize: d.connectionWindowSize,
-    tls: null,
-  };
 }
 
 /** An EDS cluster whose ClusterLoadAssignment has neither arrived nor been marked missing. */

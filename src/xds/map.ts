@@ -9,7 +9,7 @@ import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type ClusterConfig, t
 import { MAX_DURATION_MS, type HostPort } from "../config/units.js";
 import type { FaultAction, FaultRule } from "../config/faults/model.js";
 import type { ConfigIssue } from "../errors.js";
-import { defaultCluster } from "./compose.js";
+import { defaultCluster } from "../config/types.js";
 
 /** A problem in a resource, by its field's path: the shape ConfigError reports. */
 export type Issue = ConfigIssue;

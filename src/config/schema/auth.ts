@@ -7,6 +7,7 @@ import { describeValue } from "../issues.js";
 import { parseCidr } from "../../translate/cidr.js";
 import { RBAC_ACTIONS, type ExtAuthzConfig, type JwksSource, type JwtConfig, type RbacConfig } from "../types.js";
 import { durationMs, expected, flag, hostPort, name, oneOf } from "./scalars.js";
+import { ADDRESS, dur, durationKind, enumKind, FLAG, NAME, type KeyDoc } from "./key-doc.js";
 
 /** The algorithms a JWT may be signed with: asymmetric only (a shared secret would be key material in the config). */
 export const JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"] as const;
@@ -146,3 +147,45 @@ export const extAuthz = z
     }
   })
   .transform((e): ExtAuthzConfig => ({ address: e.address ?? null, cluster: e.cluster ?? null, timeoutMs: e.timeout, failOpen: e.failOpen, includePeerCertificate: e.includePeerCertificate }));
+
+/** The keys' documentation, by path (config/json-schema.ts KEYS): the JSON Schema's descriptions. */
+export const AUTH_KEYS: Readonly<Record<string, KeyDoc>> = {
+  "listeners[].routes[].jwt": { description: "Verify a bearer token (Authorization: Bearer) on every call of the route before anything else; a missing or bad one ends the call 16 UNAUTHENTICATED (decided_by jwt). null = none.", default: null },
+  "listeners[].routes[].jwt.issuer": { description: "The iss claim a token must carry." },
+  "listeners[].routes[].jwt.audiences": { description: "The aud claim must name one of these; empty = any audience.", default: [] },
+  "listeners[].routes[].jwt.audiences[]": { description: "An audience." },
+  "listeners[].routes[].jwt.algorithms": { description: "Signature algorithms accepted (asymmetric only).", default: [...JWT_DEFAULTS.algorithms] },
+  "listeners[].routes[].jwt.algorithms[]": { description: "One of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA.", kind: enumKind(JWT_ALGORITHMS) },
+  "listeners[].routes[].jwt.clockSkew": { description: "Leeway for exp, nbf and iat.", kind: durationKind(0), default: dur(JWT_DEFAULTS.clockSkewMs) },
+  "listeners[].routes[].jwt.jwks": { description: "The verification keys: a JWKS file (read when the config loads) or an https URL (fetched and cached); exactly one of file or url." },
+  "listeners[].routes[].jwt.jwks.file": { description: "A JWKS (JSON Web Key Set) file." },
+  "listeners[].routes[].jwt.jwks.url": { description: "An https:// URL serving the JWKS." },
+  "listeners[].routes[].jwt.jwks.caFile": { description: "CA bundle (PEM) the JWKS server's certificate is verified against. null = the system CAs.", default: null },
+  "listeners[].routes[].jwt.jwks.refreshInterval": { description: "Keys are fetched again this long after the last good fetch (in the background; a token with an unknown kid fetches at once, at most once a second).", kind: durationKind(1000), default: dur(JWT_DEFAULTS.refreshIntervalMs) },
+  "listeners[].routes[].jwt.jwks.staleWhileError": { description: "While refreshes fail, the last good keys stay in use this long past refreshInterval; then calls fail 16 until a fetch succeeds.", kind: durationKind(0), default: dur(JWT_DEFAULTS.staleWhileErrorMs) },
+  "listeners[].routes[].jwt.jwks.timeout": { description: "One fetch's time limit.", kind: durationKind(1), default: dur(JWT_DEFAULTS.timeoutMs) },
+  "listeners[].routes[].jwt.claimsHeader": { description: "Request header set upstream to the verified claims (JSON, base64url); a client's own is replaced. null = none.", default: null },
+  "listeners[].routes[].jwt.forwardToken": { description: "Keep the client's authorization header on the upstream request (default: removed once verified).", kind: FLAG, default: false },
+  "listeners[].routes[].rbac": { description: "Allow/deny rules per method, client certificate, JWT claims and client address; the first rule that matches decides, else default. A denied call ends 7 PERMISSION_DENIED (decided_by rbac). null = none.", default: null },
+  "listeners[].routes[].rbac.rules": { description: "Rules, tried in order.", default: [] },
+  "listeners[].routes[].rbac.rules[].name": { description: "The rule's name (in logs and the denial's message)." },
+  "listeners[].routes[].rbac.rules[].action": { description: "allow or deny.", kind: enumKind(RBAC_ACTIONS) },
+  "listeners[].routes[].rbac.rules[].methods": { description: 'Methods the rule is for: "pkg.Svc/Method", "pkg.Svc/*" or "*"; empty = any.', default: [] },
+  "listeners[].routes[].rbac.rules[].methods[]": { description: 'A method: "pkg.Svc/Method", "pkg.Svc/*" or "*".' },
+  "listeners[].routes[].rbac.rules[].identities": { description: 'The verified client certificate must have one of these URI or DNS SANs (a trailing "*" matches a prefix); empty = any (also no certificate).', default: [] },
+  "listeners[].routes[].rbac.rules[].identities[]": { description: 'A SAN like "spiffe://example.org/ns/shop/sa/web", or a prefix ending in "*".' },
+  "listeners[].routes[].rbac.rules[].claims": { description: "claim → value or values: each claim (a dotted path into the verified token) must equal one of them, or be a list holding one; needs jwt on the route.", default: {} },
+  "listeners[].routes[].rbac.rules[].clientAddresses": { description: "The client's address must lie in one of these (addresses or CIDR blocks; IPv4 blocks also match IPv4-mapped IPv6); empty = any.", default: [] },
+  "listeners[].routes[].rbac.rules[].clientAddresses[]": { description: 'An address or block, "10.0.0.0/8", "2001:db8::/32".' },
+  "listeners[].routes[].rbac.default": { description: "What a call no rule matches gets.", kind: enumKind(RBAC_ACTIONS), default: "deny" },
+  "listeners[].routes[].rbac.shadow": { description: "Only count (dojang_auth_decisions_total result shadow_deny) and log what would be denied; every call goes on.", kind: FLAG, default: false },
+  "listeners[].routes[].extAuthz": { description: "Ask an external authorization service (Envoy's envoy.service.auth.v3.Authorization/Check over gRPC) after jwt and rbac; its denial ends the call with its status (decided_by ext_authz). null = none.", default: null },
+  "listeners[].routes[].extAuthz.address": { description: 'The service\'s gRPC address, "host:port": h2c, on a cluster of its own (one per address, no health checks). Give address or cluster.', kind: ADDRESS },
+  "listeners[].routes[].extAuthz.cluster": {
+    description: "The cluster (by name, one of clusters) the checks ride, with its health checks, outlier detection, circuit breakers and TLS. Give address or cluster.",
+    kind: NAME,
+  },
+  "listeners[].routes[].extAuthz.timeout": { description: "The check's time limit.", kind: durationKind(1), default: dur(EXT_AUTHZ_DEFAULTS.timeoutMs) },
+  "listeners[].routes[].extAuthz.failOpen": { description: "A check that fails or times out lets the call through (counted as error_allow); default: the call ends 7 PERMISSION_DENIED.", kind: FLAG, default: false },
+  "listeners[].routes[].extAuthz.includePeerCertificate": { description: "Send the verified client certificate (PEM, URL-encoded) as attributes.source.certificate.", kind: FLAG, default: false },
+};

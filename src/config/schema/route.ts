@@ -2,9 +2,11 @@
 
 import { z } from "zod";
 import { describeValue } from "../issues.js";
-import { DEFAULTS, LIMITS, RULE_FORBIDDEN, RULE_HEADER_RE, type GlobalDescriptorEntry, type GlobalRateLimitConfig, type RateLimitConfig, type RetryConfig, type RouteMatch } from "../types.js";
+import { DEFAULTS, LIMITS, type RetryConfig, type RouteMatch } from "../types.js";
 import { extAuthz, jwt, rbac } from "./auth.js";
-import { count, durationMs, expected, flag, grpcCode, hostPort, name, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
+import { headerRules } from "./headers.js";
+import { rateLimit } from "./rate-limit.js";
+import { count, durationMs, expected, flag, grpcCode, nonEmptyText, routeTimeout, sizeBytes } from "./scalars.js";
 
 const MiB = 1_048_576;
 
@@ -81,110 +83,6 @@ const retry = z
       retryResetAfterRequest: r.retryResetAfterRequest,
     }),
   );
-
-/** A rate-limit key: "route", "client_address" or "metadata:<lower-case header name>". */
-const RATE_LIMIT_KEY_RE = /^(route|client_address|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$/;
-/** Where a global descriptor entry's value comes from. */
-const ENTRY_FROM_RE = /^(client_address|service|method|metadata:[0-9a-z!#$%&'*+.^_`|~-]+)$/;
-const descriptorEntry = z
-  .strictObject(
-    {
-      key: nonEmptyText("a descriptor key like \"remote_address\""),
-      from: z
-        .string({ error: expected('"client_address", "service", "method" or "metadata:<name>"') })
-        .regex(ENTRY_FROM_RE, 'must be "client_address", "service", "method" or "metadata:<lower-case header name>"')
-        .optional(),
-      value: nonEmptyText("a literal descriptor value").optional(),
-    },
-    { error: expected('a descriptor entry like { key: remote_address, from: client_address } or { key: generic_key, value: edge }') },
-  )
-  .superRefine((e, ctx) => {
-    if ((e.from === undefined) === (e.value === undefined)) ctx.addIssue({ code: "custom", message: "give exactly one of from and value" });
-  })
-  .transform((e): GlobalDescriptorEntry => {
-    if (e.value !== undefined) return { key: e.key, source: { kind: "literal", value: e.value } };
-    const f = e.from!;
-    if (f.startsWith("metadata:")) return { key: e.key, source: { kind: "header", name: f.slice("metadata:".length) } };
-    return { key: e.key, source: { kind: f as "client_address" | "service" | "method" } };
-  });
-const globalRateLimit = z
-  .strictObject(
-    {
-      service: hostPort(false).optional(),
-      cluster: name.optional(),
-      domain: nonEmptyText('the rate-limit domain, like "edge"'),
-      timeout: durationMs(1).default(DEFAULTS.rateLimitGlobal.timeoutMs),
-      failureModeDeny: flag.default(false),
-      descriptors: z
-        .array(z.array(descriptorEntry, { error: expected("a descriptor: a list of entries") }).min(1, "a descriptor needs at least one entry"), {
-          error: expected("a list of descriptors"),
-        })
-        .min(1, "needs at least one descriptor")
-        .max(16, "at most 16 descriptors"),
-    },
-    { error: expected("a global rate limit mapping like { service: 127.0.0.1:8081, domain: edge, descriptors: [...] }") },
-  )
-  .superRefine((g, ctx) => {
-    if ((g.service === undefined) === (g.cluster === undefined)) {
-      ctx.addIssue({ code: "custom", path: g.service === undefined ? ["service"] : ["cluster"], message: g.service === undefined ? 'needs service ("host:port") or cluster (a cluster\'s name)' : "give service or cluster, not both" });
-    }
-  })
-  .transform(
-    (g): GlobalRateLimitConfig => ({
-      service: g.service ?? null,
-      cluster: g.cluster ?? null,
-      domain: g.domain,
-      timeoutMs: g.timeout,
-      failureModeDeny: g.failureModeDeny,
-      descriptors: g.descriptors,
-    }),
-  );
-const rateLimit = z
-  .strictObject(
-    {
-      callsPerSecond: z
-        .number({ error: expected("a number of calls per second") })
-        .max(1_000_000_000, "must be at most 1000000000")
-        .refine((v) => v > 0, "must be more than 0")
-        .optional(),
-      burst: count({ min: 1, max: 1_000_000_000 }).optional(),
-      key: z
-        .string({ error: expected('"route", "client_address" or "metadata:<name>"') })
-        .regex(RATE_LIMIT_KEY_RE, 'must be "route", "client_address" or "metadata:<lower-case header name>"')
-        .default("route"),
-      responseHeaders: flag.default(true),
-      global: globalRateLimit.nullable().default(null),
-    },
-    { error: expected("a rateLimit mapping") },
-  )
-  .superRefine((r, ctx) => {
-    if (r.callsPerSecond === undefined && r.global === null) ctx.addIssue({ code: "custom", path: ["callsPerSecond"], message: "needs callsPerSecond (a local limit), global, or both" });
-    if (r.callsPerSecond === undefined && r.burst !== undefined) ctx.addIssue({ code: "custom", path: ["burst"], message: "burst needs callsPerSecond" });
-  })
-  .transform(
-    (r): RateLimitConfig => ({
-      callsPerSecond: r.callsPerSecond ?? null,
-      burst: r.callsPerSecond === undefined ? 0 : (r.burst ?? Math.max(1, Math.ceil(r.callsPerSecond))),
-      key: r.key,
-      responseHeaders: r.responseHeaders,
-      global: r.global,
-    }),
-  );
-
-const ruleHeaderName = z
-  .string({ error: expected("a header name") })
-  .regex(RULE_HEADER_RE, "must be a lower-case header name (no pseudo-headers)")
-  .refine((n) => !RULE_FORBIDDEN.has(n), "is owned by HTTP/2 or gRPC framing and cannot be changed by a rule");
-const headerRuleSet = z
-  .strictObject(
-    {
-      add: z.record(ruleHeaderName, z.string({ error: expected("a header value") })).default({}),
-      remove: z.array(ruleHeaderName, { error: expected("a list of header names") }).default([]),
-    },
-    { error: expected("a mapping with add and remove") },
-  )
-  .default({ add: {}, remove: [] });
-const headerRules = z.strictObject({ request: headerRuleSet, response: headerRuleSet }, { error: expected("a mapping with request and response") });
 
 export const route = z.strictObject(
   {

@@ -1,9 +1,21 @@
-// Pure helpers the call uses while executing fault actions: delay draws and grpc-timeout tampering.
+// Pure helpers the call uses while executing fault actions: compiling a call's action list into
+// what each hook point looks at, delay draws and grpc-timeout tampering.
 // Randomness comes in as an argument; no clock, timers or node:* imports.
 
 import { MAX_DURATION_MS } from "../../../config/units.js";
 import { MAX_INT64_NS } from "../../../translate/timeout.js";
-import type { DeadlineAction, DelaySpec } from "../../../config/faults/model.js";
+import type {
+  AbortAction,
+  CloseConnectionAction,
+  DeadlineAction,
+  DelayAction,
+  DelaySpec,
+  FaultAction,
+  GoawayAction,
+  ResetAction,
+  ShapeAction,
+  UpstreamResetAction,
+} from "../../../config/faults/model.js";
 
 /**
  * Milliseconds to wait for one delay point. `rand` gives floats in [0, 1): use
@@ -54,4 +66,98 @@ export function tamperTimeoutNs(action: DeadlineAction, ns: bigint | null): bigi
   }
   if (out < 0n) return 0n;
   return out > MAX_INT64_NS ? MAX_INT64_NS : out;
+}
+
+/** A call's fault actions, sorted by the hook point that applies them (compileActions). */
+export interface CompiledActions {
+  /** abort (Trailers-Only) | http | unreachable | blackhole | reset before_headers */
+  readonly before: FaultAction | null;
+  readonly abortAfter: AbortAction | null;
+  /** after_headers | after_messages | mid_message */
+  readonly reset: ResetAction | null;
+  readonly shape: ShapeAction | null;
+  readonly closeConn: CloseConnectionAction | null;
+  readonly goaway: GoawayAction | null;
+  readonly deadline: DeadlineAction | null;
+  readonly upReset: UpstreamResetAction | null;
+  readonly delays: readonly DelayAction[];
+  readonly bandwidth: { readonly request: number; readonly response: number };
+  readonly stall: { readonly request: boolean; readonly response: boolean };
+  /** the last delay's non-zero jitterSeed (its draws replay), or null: the call's own seed */
+  readonly jitterSeed: number | null;
+  /** the response body needs a pump (message-level work on it) */
+  readonly responseWork: boolean;
+  /** the request body needs a pump */
+  readonly requestWork: boolean;
+}
+
+/**
+ * Sorts a call's actions by hook point. The first action of each kind wins (a later one of the
+ * same kind is ignored: docs/reference/faults.md, stacking); delays all apply, each at its point.
+ */
+export function compileActions(actions: readonly FaultAction[]): CompiledActions {
+  let before: FaultAction | null = null;
+  let abortAfter: AbortAction | null = null;
+  let reset: ResetAction | null = null;
+  let shape: ShapeAction | null = null;
+  let closeConn: CloseConnectionAction | null = null;
+  let goaway: GoawayAction | null = null;
+  let deadline: DeadlineAction | null = null;
+  let upReset: UpstreamResetAction | null = null;
+  let jitterSeed: number | null = null;
+  const delays: DelayAction[] = [];
+  const bandwidth = { request: 0, response: 0 };
+  const stall = { request: false, response: false };
+  for (const a of actions) {
+    switch (a.kind) {
+      case "abort":
+        if (a.afterMessages === null) before ??= a;
+        else abortAfter ??= a;
+        break;
+      case "http":
+      case "unreachable":
+      case "blackhole":
+        before ??= a;
+        break;
+      case "reset":
+        if (a.at === "before_headers") before ??= a;
+        else reset ??= a;
+        break;
+      case "shape":
+        shape ??= a;
+        break;
+      case "close_connection":
+        closeConn ??= a;
+        break;
+      case "goaway":
+        goaway ??= a;
+        break;
+      case "deadline":
+        deadline ??= a;
+        break;
+      case "upstream_reset":
+        upReset ??= a;
+        break;
+      case "delay":
+        delays.push(a);
+        if (a.jitterSeed !== 0) jitterSeed = a.jitterSeed;
+        break;
+      case "bandwidth":
+        if (bandwidth[a.direction] === 0) bandwidth[a.direction] = a.bytesPerSecond;
+        break;
+      case "stall":
+        stall[a.direction] = true;
+        break;
+    }
+  }
+  const responseWork =
+    abortAfter !== null ||
+    (reset !== null && reset.at !== "after_headers") ||
+    closeConn !== null ||
+    bandwidth.response > 0 ||
+    stall.response ||
+    (shape !== null && (shape.shape === "compressed_flag" || shape.shape === "truncated_message")) ||
+    delays.some((d) => d.at === "message" && d.direction === "response");
+  const requestWork = upReset !== null || bandwidth.request > 0 || stall.request || delays.some((d) => d.at === "message" && d.direction === "request");
+  return { before, abortAfter, reset, shape, closeConn, goaway, deadline, upReset, delays, bandwidth, stall, jitterSeed, responseWork, requestWork };
 }

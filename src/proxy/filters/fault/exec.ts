@@ -1,8 +1,9 @@
-// The fault filter's per-call part (the wire side: this file and filter.ts are the only ones of
-// the folder that may use node:* and timers; the rule side beside them is pure, and
-// test/proxy/filters/fault/actions.test.ts checks it file by file): executes the fault actions selected for one call
-// through the filter hooks (src/proxy/call/filter.ts). A call without faults has no filter at
-// all, so it pays one null test per hook point.
+// The fault filter's per-call part (the wire side: this file, pump.ts and filter.ts are the only
+// ones of the folder that may use node:* and timers; the rule side beside them is pure, and
+// test/proxy/filters/fault/actions.test.ts checks it file by file): executes the fault actions
+// selected for one call, compiled by actions.ts compileActions, through the filter hooks
+// (src/proxy/call/filter.ts). A call without faults has no filter at all, so it pays one null
+// test per hook point.
 //
 // Hook points (the call's own state machine stays in call.ts):
 //   onRequestHead    terminal actions that never reach the upstream, GOAWAY, a delay before the
@@ -11,32 +12,21 @@
 //   onAttemptOpen    per attempt: an upstream reset before any request message
 //   onResponseHead   a delay before response headers; shapeResponseHead: content-type shape
 //                    faults; onResponseHeadSent: resets and aborts right after the headers
-//   Pump (per direction, onRequestData/onResponseData)  message-level work: cut chunks at
-//                    message boundaries (views, no copies, except the two shape faults that
-//                    rewrite a prefix), delays before messages, bandwidth, aborts/resets after N
-//                    messages, closing the connection after N bytes, stalls, an upstream reset
-//                    after N request messages
+//   onRequestData/onResponseData  message-level work, in a Pump per direction (pump.ts)
 //   onTrailers       a delay before trailers, trailer shape faults
-import http2, { type ClientHttp2Stream } from "node:http2";
+import http2 from "node:http2";
 import {
   Code,
   codeFromHttpStatus,
   codeFromRstCode,
-  completedMessages,
   decodeTimeout,
   encodeTimeout,
-  atMessageBoundary,
-  MESSAGE_PREFIX_BYTES,
-  messageLength,
-  newScanner,
-  nextBoundary,
   outcome,
   prefixFlag,
   rstCodeName,
-  writePrefix,
-  type FrameScanner,
 } from "../../../translate/index.js";
-import { drawDelayMs, tamperTimeoutNs } from "./actions.js";
+import { compileActions, drawDelayMs, tamperTimeoutNs } from "./actions.js";
+import { Pump, type PumpHost } from "./pump.js";
 import type {
   AbortAction,
   CloseConnectionAction,
@@ -50,16 +40,13 @@ import type {
 } from "../../../config/faults/model.js";
 import { mulberry32 } from "./prng.js";
 import type { OutgoingHeaders } from "../../call/headers.js";
-import type { Downstream } from "../../call/downstream.js";
 import type { Attempt } from "../../call/attempt.js";
 import type { CallFilter, CallWire, FilterCall, WireNeeds } from "../../call/filter.js";
 import type { AccessRecord } from "../../observe/log.js";
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
-const TICK_MS = 50;
 
-
-export class FaultExec implements CallFilter {
+export class FaultExec implements CallFilter, PumpHost {
   readonly ruleIds: readonly string[];
   readonly kinds: readonly string[];
   /** injected resets carry any code (the upstream request is opened with waitForTrailers); the metric's fault_rule */
@@ -67,18 +54,18 @@ export class FaultExec implements CallFilter {
   /** the call's wire (its streams, and the ends this filter puts on them itself) */
   readonly w: CallWire;
   private readonly rand: () => number;
-  // compiled from the action list (first of each kind wins; see filters/fault docs for stacking)
-  readonly before: FaultAction | null = null; // abort(Trailers-Only) | http | unreachable | blackhole | reset before_headers
-  readonly abortAfter: AbortAction | null = null;
-  readonly reset: ResetAction | null = null; // after_headers | after_messages | mid_message
-  readonly shape: ShapeAction | null = null;
-  readonly closeConn: CloseConnectionAction | null = null;
-  readonly goaway: GoawayAction | null = null;
-  readonly deadline: DeadlineAction | null = null;
-  readonly upReset: UpstreamResetAction | null = null;
-  readonly delays: readonly DelayAction[] = [];
-  readonly bandwidth: { request: number; response: number } = { request: 0, response: 0 };
-  readonly stall: { request: boolean; response: boolean } = { request: false, response: false };
+  // compiled from the action list (actions.ts compileActions: first of each kind wins)
+  readonly before: FaultAction | null;
+  readonly abortAfter: AbortAction | null;
+  readonly reset: ResetAction | null;
+  readonly shape: ShapeAction | null;
+  readonly closeConn: CloseConnectionAction | null;
+  readonly goaway: GoawayAction | null;
+  readonly deadline: DeadlineAction | null;
+  readonly upReset: UpstreamResetAction | null;
+  readonly delays: readonly DelayAction[];
+  readonly bandwidth: { readonly request: number; readonly response: number };
+  readonly stall: { readonly request: boolean; readonly response: boolean };
   /** extra trailer/header fields every status of this call carries (the rule trailer) */
   readonly extra: OutgoingHeaders | undefined;
   readonly statusExtra: OutgoingHeaders | undefined;
@@ -101,64 +88,23 @@ export class FaultExec implements CallFilter {
     this.w = call.wire();
     this.kinds = actions.map((a) => a.kind);
     this.rand = mulberry32(seed);
-    const self = this as { -readonly [K in keyof FaultExec]: FaultExec[K] };
-    const delays: DelayAction[] = [];
-    for (const a of actions) {
-      switch (a.kind) {
-        case "abort":
-          if (a.afterMessages === null) self.before ??= a;
-          else self.abortAfter ??= a;
-          break;
-        case "http":
-        case "unreachable":
-        case "blackhole":
-          self.before ??= a;
-          break;
-        case "reset":
-          if (a.at === "before_headers") self.before ??= a;
-          else self.reset ??= a;
-          break;
-        case "shape":
-          self.shape ??= a;
-          break;
-        case "close_connection":
-          self.closeConn ??= a;
-          break;
-        case "goaway":
-          self.goaway ??= a;
-          break;
-        case "deadline":
-          self.deadline ??= a;
-          break;
-        case "upstream_reset":
-          self.upReset ??= a;
-          break;
-        case "delay":
-          delays.push(a);
-          if (a.jitterSeed !== 0) this.rand = mulberry32(a.jitterSeed);
-          break;
-        case "bandwidth":
-          if (self.bandwidth[a.direction] === 0) self.bandwidth[a.direction] = a.bytesPerSecond;
-          break;
-        case "stall":
-          self.stall[a.direction] = true;
-          break;
-      }
-    }
-    self.delays = delays;
-    self.extra = ruleTrailer ? { "x-dojang-fault": ruleIds.join(",") } : undefined;
-    self.statusExtra = self.extra;
-    const respWork =
-      this.abortAfter !== null ||
-      (this.reset !== null && this.reset.at !== "after_headers") ||
-      this.closeConn !== null ||
-      this.bandwidth.response > 0 ||
-      this.stall.response ||
-      (this.shape !== null && (this.shape.shape === "compressed_flag" || this.shape.shape === "truncated_message")) ||
-      delays.some((d) => d.at === "message" && d.direction === "response");
-    if (respWork) this.resp = new Pump(this, "response");
-    const reqWork = this.upReset !== null || this.bandwidth.request > 0 || this.stall.request || delays.some((d) => d.at === "message" && d.direction === "request");
-    if (reqWork) this.req = new Pump(this, "request");
+    const c = compileActions(actions);
+    this.before = c.before;
+    this.abortAfter = c.abortAfter;
+    this.reset = c.reset;
+    this.shape = c.shape;
+    this.closeConn = c.closeConn;
+    this.goaway = c.goaway;
+    this.deadline = c.deadline;
+    this.upReset = c.upReset;
+    this.delays = c.delays;
+    this.bandwidth = c.bandwidth;
+    this.stall = c.stall;
+    if (c.jitterSeed !== null) this.rand = mulberry32(c.jitterSeed);
+    this.extra = ruleTrailer ? { "x-dojang-fault": ruleIds.join(",") } : undefined;
+    this.statusExtra = this.extra;
+    if (c.responseWork) this.resp = new Pump(this, "response");
+    if (c.requestWork) this.req = new Pump(this, "request");
   }
 
   delayMs(at: DelayAction["at"], direction: "request" | "response", message: number): number {
@@ -433,247 +379,4 @@ function sendGoaway(c: CallWire, g: GoawayAction): void {
   setTimeout(() => {
     if (!session.destroyed) session.destroy();
   }, 20);
-}
-
-/**
- * One direction of a faulted call's body: chunks are queued, cut at message boundaries with
- * views, and written with the delays, throttling and cut-offs the actions ask for. The source
- * stream is paused while the pump has queued work, so flow control still reaches the sender.
- */
-export class Pump {
-  private readonly s: FrameScanner = newScanner();
-  private readonly queue: Buffer[] = [];
-  private offset = 0;
-  /** a timer or a full destination holds the pump */
-  busy = false;
-  private stopped = false;
-  /** message numbers whose pre-message delay already ran */
-  private delayed = 0;
-  private tokens = 0;
-  private lastRefill = 0;
-  private written = 0;
-  private drainHooked = false;
-  onIdle: (() => void) | null = null;
-
-  constructor(
-    readonly exec: FaultExec,
-    readonly dir: "request" | "response",
-  ) {}
-
-  private get src(): ClientHttp2Stream | Downstream | undefined {
-    return this.dir === "response" ? this.exec.w.upstream : this.exec.w.down;
-  }
-  private get dst(): ClientHttp2Stream | Downstream | undefined {
-    return this.dir === "response" ? this.exec.w.down : this.exec.w.upstream;
-  }
-
-  idle(): boolean {
-    return this.queue.length === 0 && !this.busy;
-  }
-
-  push(chunk: Buffer): void {
-    if (this.stopped) return;
-    this.queue.push(chunk);
-    if (this.exec.stall[this.dir]) {
-      // Stop reading: what arrived stays queued, the sender runs out of window.
-      this.src?.pause();
-      return;
-    }
-    if (!this.busy) this.run();
-  }
-
-  private hold(): void {
-    this.busy = true;
-    this.src?.pause();
-  }
-
-  private release(): void {
-    this.busy = false;
-    this.run();
-  }
-
-  private run(): void {
-    const ex = this.exec;
-    const call = ex.call;
-    while (this.queue.length > 0) {
-      if (call.done || this.stopped) {
-        this.queue.length = 0;
-        return;
-      }
-      const chunk = this.queue[0]!;
-      const from = this.offset;
-      const starts = atMessageBoundary(this.s);
-      const k = this.s.messages + 1; // the message a piece starting here begins
-      if (starts && from < chunk.length) {
-        if (this.beforeMessage(k)) return;
-      }
-      const s = this.s;
-      this.mark();
-      let end = nextBoundary(s, chunk, from);
-      let piece = chunk.subarray(from, end);
-      let cutAfter = false;
-      const r = ex.reset;
-      if (this.dir === "response" && r !== null && r.at === "mid_message" && starts && k === r.messages + 1) {
-        // A message cut in half: part of it goes out, then RST_STREAM.
-        const half = Math.max(1, Math.floor(piece.length / 2));
-        piece = piece.subarray(0, Math.min(half, piece.length));
-        cutAfter = true;
-      }
-      if (this.dir === "response" && starts && k === 1 && ex.shape !== null) piece = this.reshape(piece, ex.shape);
-      // Bandwidth: as many bytes as the tokens allow; the rest waits for the next tick.
-      const bps = ex.bandwidth[this.dir];
-      if (bps > 0 && !cutAfter) {
-        this.refill(bps);
-        if (this.tokens < 1) {
-          this.unscan();
-          this.hold();
-          ex.after(TICK_MS, () => this.release());
-          return;
-        }
-        if (piece.length > this.tokens) {
-          const take = Math.floor(this.tokens);
-          this.unscan();
-          end = from + take;
-          nextBoundaryExact(s, chunk, from, end);
-          piece = chunk.subarray(from, end);
-        }
-        this.tokens -= piece.length;
-      }
-      const cc = ex.closeConn;
-      let closeAfter = false;
-      if (this.dir === "response" && cc !== null && this.written + piece.length >= cc.afterBytes) {
-        piece = piece.subarray(0, cc.afterBytes - this.written);
-        closeAfter = true;
-      }
-      this.offset = end;
-      if (this.offset >= chunk.length) {
-        this.queue.shift();
-        this.offset = 0;
-      }
-      this.written += piece.length;
-      const dst = this.dst;
-      if (dst === undefined) return;
-      if (cutAfter) {
-        this.stopped = true;
-        dst.write(piece, () => ex.resetDown(r!, `in the middle of message ${k}`));
-        return;
-      }
-      if (closeAfter) {
-        this.stopped = true;
-        const down = ex.w.down;
-        ex.w.recordEnd(Code.UNAVAILABLE, `fault: connection closed after ${cc!.afterBytes} response bytes`, "fault");
-        const close = (): void => {
-          down.session?.destroy();
-        };
-        if (piece.length > 0) dst.write(piece, close);
-        else close();
-        return;
-      }
-      const ok = piece.length === 0 ? true : dst.write(piece);
-      if (this.dir === "request" && ex.upReset !== null && completedMessages(s) >= ex.upReset.afterRequestMessages && atMessageBoundary(s)) {
-        this.stopped = true;
-        const u = ex.upReset;
-        const up = ex.w.upstream;
-        // The upstream sees exactly this code; the client gets what that code maps to.
-        if (up !== undefined && !up.closed) up.close(u.code);
-        call.finishLocal(
-          outcome(codeFromRstCode(u.code), `fault: upstream stream reset with ${rstCodeName(u.code)} after ${u.afterRequestMessages} request messages`, "fault"),
-          ex.extra,
-        );
-        return;
-      }
-      if (this.dir === "response") {
-        const a = ex.abortAfter;
-        if (a !== null && a.afterMessages !== null && atMessageBoundary(s) && completedMessages(s) >= a.afterMessages) {
-          this.stopped = true;
-          return ex.abortNow(a);
-        }
-        const rr = ex.reset;
-        if (rr !== null && rr.at === "after_messages" && atMessageBoundary(s) && completedMessages(s) >= rr.messages) {
-          this.stopped = true;
-          (dst as Downstream).write(Buffer.alloc(0), () => ex.resetDown(rr, `after ${rr.messages} messages`));
-          return;
-        }
-      }
-      if (!ok) {
-        this.hold();
-        if (!this.drainHooked) {
-          this.drainHooked = true;
-          dst.on("drain", () => {
-            if (this.busy && !this.stopped) this.release();
-          });
-        }
-        return;
-      }
-    }
-    if (this.onIdle !== null) {
-      const f = this.onIdle;
-      this.onIdle = null;
-      f();
-      return;
-    }
-    if (!this.exec.stall[this.dir]) this.src?.resume();
-  }
-
-  /** true when a delay before message k holds the pump. */
-  private beforeMessage(k: number): boolean {
-    if (this.delayed >= k) return false;
-    this.delayed = k;
-    const ex = this.exec;
-    // Response messages before the first abort/reset point count too.
-    const wait = ex.delayMs("message", this.dir, k);
-    if (wait < 0) return false;
-    this.hold();
-    ex.after(wait, () => this.release());
-    return true;
-  }
-
-  private refill(bps: number): void {
-    const now = performance.now();
-    if (this.lastRefill === 0) {
-      this.lastRefill = now;
-      this.tokens = Math.max(1, bps * (TICK_MS / 1000));
-      return;
-    }
-    this.tokens = Math.min(bps, this.tokens + ((now - this.lastRefill) / 1000) * bps);
-    this.lastRefill = now;
-  }
-
-  /** Rolls the boundary scanner back to mark() (bandwidth re-cuts a piece). */
-  private unscan(): void {
-    Object.assign(this.s, this.snapshot);
-  }
-  private readonly snapshot: FrameScanner = newScanner();
-
-  /** The two shape faults that rewrite a prefix: a copy of the piece (the fault path may copy). */
-  private reshape(piece: Buffer, sh: ShapeAction): Buffer {
-    if (piece.length < MESSAGE_PREFIX_BYTES) return piece;
-    if (sh.shape === "compressed_flag") {
-      const b = Buffer.from(piece);
-      writePrefix(b, 0, 1, messageLength(b));
-      return b;
-    }
-    if (sh.shape === "truncated_message") {
-      const b = Buffer.from(piece);
-      writePrefix(b, 0, prefixFlag(b), messageLength(b) + 16);
-      // What follows is dropped, so the declared length is more than ever arrives.
-      this.stopped = true;
-      this.queue.length = 0;
-      setImmediate(() => this.exec.call.continueTrailers(this.exec, { "grpc-status": "0", "grpc-message": "", ...this.exec.extra }));
-      return b;
-    }
-    return piece;
-  }
-
-  /** Called before scanning a piece so unscan() can restore. */
-  mark(): void {
-    Object.assign(this.snapshot, this.s);
-  }
-}
-
-/** Advances the scanner exactly over chunk[from, end) (for a piece cut short by bandwidth). */
-function nextBoundaryExact(s: FrameScanner, chunk: Buffer, from: number, end: number): void {
-  const view = chunk.subarray(0, end);
-  let at = from;
-  while (at < end) at = nextBoundary(s, view, at);
 }

@@ -5,12 +5,14 @@ import {
   FAULT_KINDS,
   FAULT_KINDS_DOC,
   TERMINAL_KINDS,
+  compileActions,
   drawDelayMs,
   hash32,
   mulberry32,
   ruleSeed,
   tamperTimeoutNs,
   type DeadlineAction,
+  type FaultAction,
 } from "../../../../src/proxy/filters/fault/index.js";
 import { decodeTimeout, encodeTimeout } from "../../../../src/translate/index.js";
 
@@ -71,6 +73,52 @@ describe("tamperTimeoutNs(): the grpc-timeout sent upstream under a deadline fau
   });
 });
 
+describe("compileActions(): a call's actions sorted by hook point", () => {
+  const abort = (afterMessages: number | null, code = 14): FaultAction => ({ kind: "abort", code, message: "m", details: null, afterMessages });
+  const delay = (jitterSeed: number, direction: "request" | "response" = "response"): FaultAction => ({
+    kind: "delay",
+    at: "message",
+    message: null,
+    direction,
+    delay: { type: "fixed", ms: 5 },
+    jitterSeed,
+  });
+
+  it("keeps the first action of each kind, and every delay", () => {
+    const c = compileActions([abort(null, 14), abort(null, 8), abort(2, 4), abort(3, 5), delay(0), delay(0, "request")]);
+    expect(c.before).toMatchObject({ kind: "abort", code: 14 });
+    expect(c.abortAfter).toMatchObject({ afterMessages: 2, code: 4 });
+    expect(c.delays).toHaveLength(2);
+    expect(c.reset).toBeNull();
+  });
+
+  it("puts a reset before headers with the terminal actions, and a later one on the response", () => {
+    const c = compileActions([
+      { kind: "reset", code: 2, at: "after_messages", messages: 1 },
+      { kind: "reset", code: 7, at: "before_headers", messages: 0 },
+    ] as FaultAction[]);
+    expect(c.before).toMatchObject({ kind: "reset", code: 7 });
+    expect(c.reset).toMatchObject({ kind: "reset", code: 2 });
+    expect(c.responseWork).toBe(true);
+  });
+
+  it("takes the last non-zero jitter seed, none when every delay is fixed", () => {
+    expect(compileActions([delay(0)]).jitterSeed).toBeNull();
+    expect(compileActions([delay(11), delay(0), delay(42)]).jitterSeed).toBe(42);
+  });
+
+  it("asks for a pump only in the directions with message-level work", () => {
+    expect(compileActions([abort(null)])).toMatchObject({ responseWork: false, requestWork: false });
+    expect(compileActions([{ kind: "bandwidth", bytesPerSecond: 1000, direction: "request" }, { kind: "bandwidth", bytesPerSecond: 9, direction: "request" }])).toMatchObject({
+      responseWork: false,
+      requestWork: true,
+      bandwidth: { request: 1000, response: 0 },
+    });
+    expect(compileActions([{ kind: "stall", direction: "response" }])).toMatchObject({ responseWork: true, requestWork: false, stall: { request: false, response: true } });
+    expect(compileActions([delay(0, "request")])).toMatchObject({ responseWork: false, requestWork: true });
+  });
+});
+
 describe("prng: mulberry32 and seeds", () => {
   it("gives the same stream for the same seed and floats in [0, 1)", () => {
     const a = mulberry32(123);
@@ -105,8 +153,8 @@ describe("FAULT_KINDS_DOC: the README table", () => {
 
 describe("src/proxy/filters/fault stays pure, but for its wire side", () => {
   const dir = join(import.meta.dirname, "../../../../src/proxy/filters/fault");
-  /** the per-call executor and its factory: node:http2, timers and the clock are their work */
-  const WIRE = ["exec.ts", "filter.ts"];
+  /** the per-call executor, its body pump (split from exec.ts, issue 30) and its factory: node:http2, timers and the clock are their work */
+  const WIRE = ["exec.ts", "pump.ts", "filter.ts"];
   const all = readdirSync(dir).filter((f) => f.endsWith(".ts"));
   const files = all.filter((f) => !WIRE.includes(f));
   it("has its wire side and pure files beside it (the exemption names files that exist)", () => {

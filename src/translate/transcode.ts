@@ -61,6 +61,12 @@ export interface TranscodeRule {
   readonly serverStreaming: boolean;
   /** how many literal segments (more literal rules are tried first) */
   readonly literals: number;
+  /**
+   * Each path variable's fields (by its field path, as matchTemplate names it), resolved once
+   * here rather than per request; a string is the 400 every request of this rule gets (a
+   * variable through a field whose JSON is not an object).
+   */
+  readonly variableFields: ReadonlyMap<string, readonly DescField[] | string>;
 }
 
 export interface RuleMatch {
@@ -99,6 +105,9 @@ export class Transcoder {
   readonly skipped: readonly string[];
   private readonly reader: ProtoJsonReader;
   private readonly printer: ProtoJsonPrinter;
+  /** fromJson's and toJson's options, made once (not an object per call) */
+  private readonly readOpts: { readonly registry: Registry; readonly ignoreUnknownFields: boolean };
+  private readonly writeOpts: { readonly registry: Registry; readonly alwaysEmitImplicit: boolean };
 
   constructor(
     descriptorSet: Uint8Array,
@@ -113,6 +122,8 @@ export class Transcoder {
     this.registry = withCarriedTypes(registry);
     this.reader = new ProtoJsonReader(this.registry, opts.ignoreUnknownFields);
     this.printer = new ProtoJsonPrinter(this.registry);
+    this.readOpts = { registry: this.registry, ignoreUnknownFields: opts.ignoreUnknownFields };
+    this.writeOpts = { registry: this.registry, alwaysEmitImplicit: opts.emitDefaults };
     const httpExt = registry.getExtension("google.api.http");
     const rules: TranscodeRule[] = [];
     const skipped: string[] = [];
@@ -186,11 +197,13 @@ export class Transcoder {
       }
       for (const [path, value] of m.variables) {
         if (value === null) throw new TranscodeInputError(`path parameter ${path}: not percent-encoded UTF-8`);
-        setField(json, resolvePath(input, path.split("."), "path")!, [value], undefined);
+        const fields = rule.variableFields.get(path)!;
+        if (typeof fields === "string") throw new TranscodeInputError(fields);
+        setField(json, fields, [value], undefined);
       }
       if (rule.body !== "*" && query !== "") long = this.query(json, m, query) || long;
       const checked = this.reader.message(input, json, long);
-      const msg = fromJson(input, checked, { registry: this.registry, ignoreUnknownFields: this.opts.ignoreUnknownFields });
+      const msg = fromJson(input, checked, this.readOpts);
       return toBinary(input, msg);
     } catch (err) {
       if (err instanceof TranscodeInputError) throw err;
@@ -235,7 +248,7 @@ export class Transcoder {
   response(rule: TranscodeRule, bytes: Uint8Array): string {
     const out = rule.method.output;
     const msg = fromBinary(out, bytes);
-    const json = this.printer.message(out, toJson(out, msg, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })) as JsonObject;
+    const json = this.printer.message(out, toJson(out, msg, this.writeOpts)) as JsonObject;
     if (rule.responseField === undefined) return JSON.stringify(json);
     const v = json[rule.responseField.jsonName];
     return JSON.stringify(v === undefined ? this.defaultJson(rule.responseField) : v);
@@ -256,7 +269,7 @@ export class Transcoder {
         return {};
       case "message":
         try {
-          return this.printer.message(f.message, toJson(f.message, create(f.message), { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults }));
+          return this.printer.message(f.message, toJson(f.message, create(f.message), this.writeOpts));
         } catch {
           // a type with no empty JSON form (google.protobuf.Value)
           return null;
@@ -299,7 +312,7 @@ export class Transcoder {
       }
       for (const a of anys) {
         try {
-          details.push(this.printer.message(AnySchema, toJson(AnySchema, a as never, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })));
+          details.push(this.printer.message(AnySchema, toJson(AnySchema, a as never, this.writeOpts)));
         } catch {
           /* a type no registry here holds */
         }
@@ -343,6 +356,15 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     throw new DescriptorError(`${where}: response_body ${JSON.stringify(r.responseBody)} is not a field of ${method.output.typeName}`);
   }
   const bound = template.variables.map((v) => v.field.map((name, i) => resolve(input, v.field.slice(0, i + 1))?.name ?? name));
+  const variableFields = new Map<string, readonly DescField[] | string>();
+  for (const v of template.variables) {
+    try {
+      variableFields.set(v.field.join("."), resolvePath(input, v.field, "path")!);
+    } catch (err) {
+      if (!(err instanceof TranscodeInputError)) throw err;
+      variableFields.set(v.field.join("."), err.message);
+    }
+  }
   if (bodyField !== undefined) bound.push([bodyField.name]);
   return {
     httpMethod,
@@ -357,6 +379,7 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     httpBody: responseField === undefined && method.output.typeName === "google.api.HttpBody",
     serverStreaming: method.methodKind === "server_streaming",
     literals: template.segments.filter((s) => s.kind === "literal").length,
+    variableFields,
   };
 }
 

@@ -80,8 +80,8 @@ export class JsonDownstream extends BridgeDownstream {
   /** unary: the response message */
   private message: Uint8Array | null = null;
   private messages = 0;
-  /** the upstream's response metadata, kept for the HTTP head */
-  private meta: Record<string, string | string[]> = {};
+  /** the upstream's response head (or Trailers-Only status), its metadata read when the HTTP head is built */
+  private upHead: OutgoingHeaders | null = null;
   /** streaming: the HTTP head went out */
   private started = false;
   private failed = false;
@@ -120,21 +120,13 @@ export class JsonDownstream extends BridgeDownstream {
   protected override stopReading(): void {}
 
   protected respondHead(head: OutgoingHeaders): void {
-    this.keepMeta(head);
+    this.upHead = head;
   }
 
   protected respondTrailersOnly(head: OutgoingHeaders): void {
-    this.keepMeta(head);
+    this.upHead = head;
     this.writableEnded = true;
     this.finish(head);
-  }
-
-  private keepMeta(head: OutgoingHeaders): void {
-    for (const name in head) {
-      if (name.charCodeAt(0) === 58 || NOT_DOWNSTREAM.has(name)) continue;
-      const v = head[name]!;
-      this.meta[name] = typeof v === "number" ? String(v) : v;
-    }
   }
 
   /** Response bytes from upstream: gRPC frames, cut into messages. */
@@ -288,14 +280,23 @@ export class JsonDownstream extends BridgeDownstream {
 
   /** The response head; `contentType` is an HttpBody's own ("" for none). */
   private sendHead(status: number, contentType?: string): void {
-    const out: Record<string, string | string[]> = { ...this.meta };
+    // one object: the status (HTTP/2's pseudo-header), the upstream's metadata, the content type
+    const out: Record<string, string | string[] | number> = this.h1 !== undefined ? {} : { ":status": status };
+    const head = this.upHead;
+    if (head !== null) {
+      for (const name in head) {
+        if (name.charCodeAt(0) === 58 || NOT_DOWNSTREAM.has(name)) continue;
+        const v = head[name]!;
+        out[name] = typeof v === "number" ? String(v) : v;
+      }
+    }
     if (contentType === undefined) out["content-type"] = this.rule.serverStreaming && this.tc.cfg.streamFormat === "ndjson" ? "application/x-ndjson" : JSON_TYPE;
     else if (contentType !== "") out["content-type"] = contentType;
     if (this.h1 !== undefined) {
       if (this.h1.headersSent) return;
-      this.h1.writeHead(status, out);
+      this.h1.writeHead(status, out as Record<string, string | string[]>);
       if (this.rule.serverStreaming) this.h1.flushHeaders();
-    } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond({ ":status": status, ...out });
+    } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond(out);
   }
 
   private endBody(last: string | Uint8Array): void {
@@ -354,68 +355,113 @@ function statusBody(tc: JsonTranscoding, code: number, message: string): string 
   return tc.transcoder.status(code, message, undefined);
 }
 
-/**
- * Reads a request body of at most `max` bytes; `done` gets it, or null when it was larger
- * (the rest is not read: the caller answers 413 and closes).
- */
-function readBody(req: Readable, max: number, done: (body: Buffer | null) => void): void {
-  const parts: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  req.on("data", (c: Buffer) => {
-    if (over) return;
-    size += c.length;
-    if (size > max) {
-      over = true;
-      req.pause();
-      done(null);
-      return;
-    }
-    parts.push(c);
+/** An answer on HTTP/2 made before any call (no rule, a bad or oversized body). */
+function answerHttp2(stream: ServerHttp2Stream, status: number, body: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ":status": status, "content-type": JSON_TYPE });
+  // a request still being sent (a body over the limit, a path no rule takes): once the answer
+  // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
+  stream.end(body, () => {
+    if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
   });
-  req.on("end", () => {
-    if (!over) done(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-  });
-  req.on("error", ignore);
 }
 
-type Answer = (status: number, body: string) => void;
+/** The same on HTTP/1.1: a request still being sent is not read to its end, the connection closes after the answer. */
+function answerHttp1(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) return;
+  res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
+  res.end(body);
+}
+
+const EMPTY = Buffer.alloc(0);
+const kJsonRequest = Symbol("dojang.jsonRequest");
+type BodySource = Readable & { [kJsonRequest]?: JsonRequest };
 
 /**
- * The common part of both transports: the body read, the request message made, the call
- * started (`makeDown` builds the client side); a bad request answered through `answer`.
+ * One matched request while its body is read (at most maxBodyBytes), then the request message
+ * made and the call started; a bad request is answered 400/413 with no call. The same for both
+ * transports (`h1`: node:http's response; else `h2`, the request's own stream). Hot path: one
+ * object per request; its listeners are module-level functions that find it in one symbol slot
+ * (no closure per call), and a body that comes in one chunk is used as it is (no copy).
  */
-function transcode(
-  ctx: CallContext,
-  tc: JsonTranscoding,
-  m: RuleMatch,
-  query: string,
-  req: Readable,
-  authority: string | undefined,
-  raw: readonly string[],
-  answer: Answer,
-  makeDown: (frame: Buffer) => JsonDownstream,
-): void {
-  const start = (body: Buffer | null): void => {
-    if (body === null) return answer(413, statusBody(tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${tc.cfg.maxBodyBytes})`));
+class JsonRequest {
+  /** the body's first chunk, then (from a second one on) all of them */
+  private first: Buffer | null = null;
+  private parts: Buffer[] | null = null;
+  private size = 0;
+  private over = false;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly tc: JsonTranscoding,
+    private readonly m: RuleMatch,
+    private readonly query: string,
+    private readonly src: Readable,
+    private readonly authority: string | undefined,
+    private readonly raw: readonly string[],
+    private readonly h1: ServerResponse | undefined,
+    private readonly h2: ServerHttp2Stream | undefined,
+  ) {
+    src.on("error", ignore);
+    if (m.rule.body === "") {
+      // no body is read: whatever the client sent is drained
+      src.resume();
+      this.start(EMPTY);
+      return;
+    }
+    (src as BodySource)[kJsonRequest] = this;
+    src.on("data", onBodyData);
+    src.on("end", onBodyEnd);
+  }
+
+  onData(c: Buffer): void {
+    if (this.over) return;
+    this.size += c.length;
+    if (this.size > this.tc.cfg.maxBodyBytes) {
+      // (the rest is not read: the answer closes the stream or the connection)
+      this.over = true;
+      this.src.pause();
+      this.first = this.parts = null;
+      this.answer(413, statusBody(this.tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${this.tc.cfg.maxBodyBytes})`));
+      return;
+    }
+    if (this.first === null) this.first = c;
+    else (this.parts ??= [this.first]).push(c);
+  }
+
+  onEnd(): void {
+    if (this.over) return;
+    this.start(this.parts !== null ? Buffer.concat(this.parts, this.size) : (this.first ?? EMPTY));
+  }
+
+  private answer(status: number, body: string): void {
+    if (this.h1 !== undefined) answerHttp1(this.src as IncomingMessage, this.h1, status, body);
+    else answerHttp2(this.h2!, status, body);
+  }
+
+  private start(body: Buffer): void {
+    const { tc, m } = this;
     let msg: Uint8Array;
     try {
-      msg = tc.transcoder.request(m, query, body);
+      msg = tc.transcoder.request(m, this.query, body);
     } catch (err) {
-      if (err instanceof TranscodeInputError) return answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
+      if (err instanceof TranscodeInputError) return this.answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
       throw err;
     }
-    const down = makeDown(frameOf(msg));
-    const n = nativeHead(m.rule, authority, raw);
-    const call = new Call(ctx, down, n.headers, "json");
+    const down = new JsonDownstream(tc, m.rule, frameOf(msg), this.src, this.h1, this.h2);
+    const n = nativeHead(m.rule, this.authority, this.raw);
+    const call = new Call(this.ctx, down, n.headers, "json");
     down.call = call;
     call.start(n.headers, 0, n.raw);
-  };
-  if (m.rule.body === "") {
-    // no body is read: whatever the client sent is drained
-    req.resume();
-    start(Buffer.alloc(0));
-  } else readBody(req, tc.cfg.maxBodyBytes, start);
+  }
+}
+
+function onBodyData(this: BodySource, c: Buffer): void {
+  this[kJsonRequest]!.onData(c);
+}
+
+function onBodyEnd(this: BodySource): void {
+  this[kJsonRequest]!.onEnd();
 }
 
 /**
@@ -435,25 +481,15 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
   // (normalizeTarget's `merge`): a path variable keeps its empty segments, as grpc-gateway's.
   const t = normalizeTarget(target, false);
   const m = t.ok ? tc.transcoder.match(String(h[":method"] ?? ""), t.path) : null;
-  const answer: Answer = (status, body) => {
-    if (stream.destroyed || stream.headersSent) return;
-    stream.respond({ ":status": status, "content-type": JSON_TYPE });
-    // a request still being sent (a body over the limit, a path no rule takes): once the answer
-    // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
-    stream.end(body, () => {
-      if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-    });
-  };
   if (!t.ok || m === null) {
     // (a CORS preflight no rule names is gRPC-Web's, on a listener with both)
     if (handOn || tc.cfg.unknownPaths === "passthrough" || h[":method"] === "OPTIONS") return false;
     stream.on("error", ignore);
-    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(String(h[":method"]), t)));
+    answerHttp2(stream, t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(String(h[":method"]), t)));
     return true;
   }
-  stream.on("error", ignore);
   const a = h[":authority"] ?? h["host"];
-  transcode(ctx, tc, m, t.query, stream, typeof a === "string" ? a : undefined, raw, answer, (frame) => new JsonDownstream(tc, m.rule, frame, stream, undefined, stream));
+  new JsonRequest(ctx, tc, m, t.query, stream, typeof a === "string" ? a : undefined, raw, undefined, stream);
   return true;
 }
 
@@ -461,17 +497,11 @@ export function serveJsonHttp2(ctx: CallContext, tc: JsonTranscoding, stream: Se
 export function serveJsonHttp1(ctx: CallContext, tc: JsonTranscoding, req: IncomingMessage, res: ServerResponse, handOn = false): boolean {
   const t = normalizeTarget(req.url ?? "", false); // (as serveJsonHttp2 reads it)
   const m = t.ok ? tc.transcoder.match(req.method ?? "", t.path) : null;
-  const answer: Answer = (status, body) => {
-    if (res.headersSent) return;
-    // a request still being sent is not read to its end: the connection closes after the answer
-    res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
-    res.end(body);
-  };
   if (!t.ok || m === null) {
     if (handOn || tc.cfg.unknownPaths === "passthrough") return false;
-    answer(t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(req.method ?? "", t)));
+    answerHttp1(req, res, t.ok ? 404 : 400, statusBody(tc, t.ok ? Code.NOT_FOUND : Code.INVALID_ARGUMENT, noRule(req.method ?? "", t)));
     return true;
   }
-  transcode(ctx, tc, m, t.query, req, req.headers.host, req.rawHeaders, answer, (frame) => new JsonDownstream(tc, m.rule, frame, req, res, undefined));
+  new JsonRequest(ctx, tc, m, t.query, req, req.headers.host, req.rawHeaders, res, undefined);
   return true;
 }

@@ -25,9 +25,10 @@ import {
   type FileRegistry,
   type JsonObject,
   type JsonValue,
+  type Message,
   type Registry,
 } from "@bufbuild/protobuf";
-import { AnySchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { AnySchema, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf/wkt";
 import { statusMessage, withCarriedTypes } from "./google-rpc.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
 import { parseJson, ProtoJsonPrinter, ProtoJsonReader } from "./proto-json.js";
@@ -204,6 +205,7 @@ export class Transcoder {
       if (rule.body !== "*" && query !== "") long = this.query(json, m, query) || long;
       const checked = this.reader.message(input, json, long);
       const msg = fromJson(input, checked, this.readOpts);
+      if (this.reader.foreignTypeUrl) keepTypeUrls(this.registry, input, msg, checked);
       return toBinary(input, msg);
     } catch (err) {
       if (err instanceof TranscodeInputError) throw err;
@@ -321,6 +323,64 @@ export class Transcoder {
     // the status in the trailers is the call's; the details come from the bin
     return JSON.stringify(details.length > 0 || this.opts.emitDefaults ? { code, message, details } : { code, message });
   }
+}
+
+/**
+ * Puts back each Any's type URL as the JSON wrote it (fromJson packs every Any as
+ * type.googleapis.com/<name>; protojson, grpc-gateway's, keeps "example.com/pkg.T" as it came).
+ * Walks the message beside the JSON it was read from (`json`, as the reader left it: map keys
+ * canonical), into nested messages, lists, maps and the messages packed in an Any. Only run for a
+ * body the reader saw such a URL in. True when it changed something.
+ */
+function keepTypeUrls(registry: Registry, desc: DescMessage, msg: Message, json: JsonValue | undefined): boolean {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) return false;
+  if (desc.typeName === "google.protobuf.Any") {
+    const any = msg as Any;
+    const url = json["@type"];
+    if (typeof url !== "string") return false;
+    const inner = registry.getMessage(url.slice(url.lastIndexOf("/") + 1));
+    let changed = false;
+    if (inner !== undefined && !inner.typeName.startsWith("google.protobuf.")) {
+      // an Any in the packed message: unpacked, walked, packed again only when it changed
+      const m = fromBinary(inner, any.value);
+      if (keepTypeUrls(registry, inner, m, json)) {
+        any.value = toBinary(inner, m);
+        changed = true;
+      }
+    }
+    if (any.typeUrl !== url) {
+      any.typeUrl = url;
+      changed = true;
+    }
+    return changed;
+  }
+  // (a message's fields are its properties by local name, a oneof's member under the oneof's
+  // {case, value}, a list an array, a map a record keyed by the key's text: @bufbuild/protobuf's shape)
+  const obj = msg as unknown as Record<string, unknown>;
+  let changed = false;
+  for (const f of desc.fields) {
+    const kind = f.fieldKind === "list" ? f.listKind : f.fieldKind === "map" ? f.mapKind : f.fieldKind;
+    if (kind !== "message") continue;
+    const v = json[f.jsonName] ?? json[f.name];
+    if (v === undefined || v === null) continue;
+    let value: unknown;
+    if (f.oneof !== undefined) {
+      const o = obj[f.oneof.localName] as { case: string | undefined; value?: unknown } | undefined;
+      value = o?.case === f.localName ? o.value : undefined;
+    } else value = obj[f.localName];
+    if (value === undefined || value === null) continue;
+    if (f.fieldKind === "message") changed = keepTypeUrls(registry, f.message, value as Message, v) || changed;
+    else if (f.fieldKind === "list") {
+      if (!Array.isArray(v)) continue;
+      const list = value as Message[];
+      for (let i = 0; i < list.length; i++) changed = keepTypeUrls(registry, f.message!, list[i]!, v[i]) || changed;
+    } else if (f.fieldKind === "map") {
+      if (typeof v !== "object" || Array.isArray(v)) continue;
+      const map = value as Record<string, Message>;
+      for (const k in map) changed = keepTypeUrls(registry, f.message!, map[k]!, v[k]) || changed;
+    }
+  }
+  return changed;
 }
 
 function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): TranscodeRule {

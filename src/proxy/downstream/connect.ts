@@ -188,9 +188,6 @@ export class ConnectDownstream extends BridgeDownstream {
   /** Unary: the answer, once the status is known (trailers, or a Trailers-Only head). */
   private finishUnary(leading: Record<string, string | string[]>, trailers: OutgoingHeaders): void {
     const code = parseGrpcStatus(trailers["grpc-status"] === undefined ? undefined : String(trailers["grpc-status"]));
-    const out: Record<string, string | string[]> = { ...leading };
-    const tmeta = metadataOf(trailers);
-    for (const n in tmeta) out[`trailer-${n}`] = tmeta[n]!;
     let status = code ?? Code.UNKNOWN;
     let message = code === undefined ? "upstream response without a valid grpc-status" : decodeGrpcMessage(str(trailers["grpc-message"]));
     // the one message, as the chunks it came in (a view of each: never joined into one copy)
@@ -210,17 +207,27 @@ export class ConnectDownstream extends BridgeDownstream {
       }
     }
     this.resChunks = [];
+    // the HTTP head as one object: the status (HTTP/2's pseudo-header), the head's metadata, the
+    // trailers' as trailer-<name>, CORS, the content type
+    const httpStatus = ok ? 200 : connectLocalHttpStatus(status, this.call?.decidedBy);
+    const out: Record<string, string | string[] | number> = this.h1 !== undefined ? {} : { ":status": httpStatus };
+    for (const n in leading) out[n] = leading[n]!;
+    for (const name in trailers) {
+      if (name.charCodeAt(0) === 58 || GRPC_RESPONSE_ONLY.has(name)) continue;
+      const v = trailers[name]!;
+      out[`trailer-${name}`] = Array.isArray(v) ? [...(v as string[])] : String(v);
+    }
     if (this.cors !== null) Object.assign(out, this.cors);
     if (ok) {
       out["content-type"] = connectResponseContentType(this.req.ct);
       if (compressed && this.encoding !== undefined) out[RESPONSE_ENCODING.unary.encoding] = this.encoding;
-      this.sendHead(200, out);
+      this.sendHead(httpStatus, out);
       this.endMessage(chunks);
       return;
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
-    this.sendHead(connectLocalHttpStatus(status, this.call?.decidedBy), out);
+    this.sendHead(httpStatus, out);
     this.endSink(Buffer.from(JSON.stringify(err)));
   }
 
@@ -236,12 +243,16 @@ export class ConnectDownstream extends BridgeDownstream {
     }
   }
 
-  private sendHead(status: number, out: Record<string, string | string[]>): void {
+  /** The HTTP head; over HTTP/2 `out` holds its ":status" already when it was built for it (finishUnary). */
+  private sendHead(status: number, out: Record<string, string | string[] | number>): void {
     if (this.req.ct.kind === "stream" && this.cors !== null) Object.assign(out, this.cors);
     if (this.h1 !== undefined) {
-      this.h1.writeHead(status, out);
+      this.h1.writeHead(status, out as Record<string, string | string[]>);
       if (this.req.ct.kind === "stream") this.h1.flushHeaders();
-    } else this.h2!.respond({ ":status": status, ...out });
+    } else {
+      out[":status"] = status;
+      this.h2!.respond(out);
+    }
   }
 
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
@@ -396,33 +407,46 @@ function refuse(kind: "unary" | "stream", codec: string, code: number, message: 
   else send(200, { ...cors, "content-type": `application/connect+${codec}` }, view(encodeEndStream(err, [])));
 }
 
-function start(ctx: CallContext, c: Classified, w: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: (status: number, head: Record<string, string>, body: Buffer) => void, cors: CorsHeaders): void {
-  if (!c.ok) return refuse(c.kind, c.codec, Code.INVALID_ARGUMENT, c.error, send, cors);
+/**
+ * The call, or the refusal of a request that cannot be one; the client side is `h1` (node:http's
+ * response, `src` its request) or `h2` (the request's own stream). No closure per call: the
+ * refusal's sender is made only when there is one.
+ */
+function start(ctx: CallContext, c: Classified, src: Readable, h1: ServerResponse | undefined, h2: ServerHttp2Stream | undefined, authority: string | undefined, raw: readonly string[], cors: CorsHeaders): void {
+  if (!c.ok) return refuse(c.kind, c.codec, Code.INVALID_ARGUMENT, c.error, sender(h1, h2), cors);
   const n = nativeHead(c.path, authority, c.req, raw);
-  if (typeof n === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, n, send, cors);
-  const d = w();
+  if (typeof n === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, n, sender(h1, h2), cors);
+  const d = new ConnectDownstream(c.req, src, h1, h2, cors);
   // (a Connect path is a URL: the Call normalises it before it reads it as a method)
   const call = new Call(ctx, d, n.headers, d.protocol, true);
   d.call = call;
   call.start(n.headers, 0, n.raw);
 }
 
+/** How a refusal is sent on the request's transport. */
+function sender(h1: ServerResponse | undefined, h2: ServerHttp2Stream | undefined): (status: number, head: Record<string, string>, body: Buffer) => void {
+  if (h1 !== undefined) {
+    return (status, head, body) => {
+      h1.writeHead(status, head);
+      h1.end(body);
+    };
+  }
+  return (status, head, body) => {
+    h2!.on("error", ignore);
+    h2!.respond({ ":status": status, ...head });
+    h2!.end(body);
+  };
+}
+
 /** A Connect request on the HTTP/2 port. */
 export function handleConnectHttp2(ctx: CallContext, c: Classified, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[], cors: CorsHeaders): void {
   const a = h[":authority"] ?? h["host"];
-  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
-    stream.on("error", ignore);
-    stream.respond({ ":status": status, ...head });
-    stream.end(body);
-  }, cors);
+  start(ctx, c, stream, undefined, stream, typeof a === "string" ? a : undefined, raw, cors);
 }
 
 /** A Connect request over HTTP/1.1 (the listener's http1Address socket, or ALPN http/1.1 on TLS). */
 export function handleConnectHttp1(ctx: CallContext, c: Classified, req: IncomingMessage, res: ServerResponse, cors: CorsHeaders): void {
-  start(ctx, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), req.headers.host, req.rawHeaders, (status, head, body) => {
-    res.writeHead(status, head);
-    res.end(body);
-  }, cors);
+  start(ctx, c, req, res, undefined, req.headers.host, req.rawHeaders, cors);
 }
 
 /** A refusal before any call (the overload refusal on HTTP/1.1): 14 UNAVAILABLE in Connect's form. */

@@ -5,13 +5,25 @@
 //   json      POST /v1/items/{id}:archive (body "*", Item → Item) as JSON to the listener with
 //             jsonTranscoding, transcoded to /dojang.test.shop.v1.Shop/ArchiveItem, which the route
 //             rewrites to /bench.Echo/Unary; the echoed Item comes back as JSON
-// All three with h2load over h2c (same connections and streams), in interleaved rounds; each
-// line gives calls/s and dojang's CPU per call (utime+stime of the served process from /proc).
+//   connect   the same Item as a Connect unary call (application/proto, the bare message) to a
+//             third listener with `connect: true` (Connect beside gRPC in one run)
+// All four with h2load over h2c (same connections and streams), in interleaved rounds; each
+// line gives calls/s and dojang's CPU per call (utime+stime of the served process from /proc),
+// and the ratios to grpc/off with their spread over the rounds (each round's own ratio).
+// --cpu-prof DIR runs dojang under node --cpu-prof (one profile per process, written at its
+// exit; profile one shape with --shapes json: a profiled run's figures are not comparable).
 // The descriptor set is compiled by protoc (scripts/engines.mjs installs it) from the tests' shop.proto.
 //
 // usage: npm run build && node bench/json-transcoding.mjs [--connections 20] [--streams 5] [--duration 8] [--rounds 2]
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+//        [--shapes grpc/off,grpc/on,json,connect] [--cpu-prof DIR] [--alt-dist DIR]
+// --alt-dist DIR: a second dojang from another build's dist/ (its node_modules beside it), with the
+// same listeners, measured in the same rounds (shapes suffixed @alt): a before/after in one run.
+// --alloc: dojang runs with bench/lib/alloc-probe.mjs (node --import), opened and closed by SIGUSR2
+// around each h2load run: the V8 heap bytes allocated per call (what the machine's load does not
+// change) and the process's own CPU over exactly that window. --alloc-profile (with --alloc): V8's
+// sampling heap profiler too, and each shape's top allocating functions (its last round) printed.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -21,7 +33,7 @@ import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/prot
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
-import { startDojangChild, startFastUpstream } from "./lib/standalone.mjs";
+import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -29,6 +41,11 @@ const { values: args } = parseArgs({
     streams: { type: "string", default: "5" },
     duration: { type: "string", default: "8" },
     rounds: { type: "string", default: "2" },
+    shapes: { type: "string", default: "grpc/off,grpc/on,json,connect" },
+    "cpu-prof": { type: "string" },
+    "alt-dist": { type: "string" },
+    alloc: { type: "boolean", default: false },
+    "alloc-profile": { type: "boolean", default: false },
   },
 });
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -52,9 +69,6 @@ framed.set(bin, 5);
 void create;
 
 const { p: up, port: upPort } = await startFastUpstream();
-const offPort = await freePort();
-const onPort = await freePort();
-const cfgFile = join(tmp, "dojang.yaml");
 const routes = `
     routes:
       - match: { path: /dojang.test.shop.v1.Shop/ArchiveItem }
@@ -62,25 +76,56 @@ const routes = `
         rewritePrefix: /bench.Echo/Unary
       - match: { prefix: "/" }
         cluster: backend`;
-writeFileSync(
-  cfgFile,
-  `logLevel: warn
+// (--cpu-prof: through NODE_OPTIONS, so the served process the launcher starts is profiled too)
+const env = args["cpu-prof"] === undefined ? process.env : { ...process.env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args["cpu-prof"]}` };
+
+/** One dojang (dist/, or --alt-dist's build) with the three listeners; checked with one JSON and one Connect call. */
+async function startBuild(tag, dist) {
+  const ports = { off: await freePort(), on: await freePort(), connect: await freePort() };
+  const cfgFile = join(tmp, `dojang${tag}.yaml`);
+  writeFileSync(
+    cfgFile,
+    `logLevel: warn
 accessLog: false
 listeners:
   - name: off
-    address: 127.0.0.1:${offPort}${routes}
+    address: 127.0.0.1:${ports.off}${routes}
   - name: on
-    address: 127.0.0.1:${onPort}
+    address: 127.0.0.1:${ports.on}
     jsonTranscoding: { descriptorSet: ${JSON.stringify(setFile)} }${routes}
+  - name: connect
+    address: 127.0.0.1:${ports.connect}
+    connect: true${routes}
 clusters:
   - name: backend
     endpoints: ["127.0.0.1:${upPort}"]
 `,
-);
-const px = await startDojangChild(join(repo, "dist/cli.js"), cfgFile, [offPort, onPort]);
-// whatever happens next, the two children go with this process
+  );
+  const probeOut = join(tmp, `probe${tag.replace("@", "-")}.json`);
+  const probe = args.alloc ? ["--import", join(repo, "bench/lib/alloc-probe.mjs")] : [];
+  const px = spawn(process.execPath, [...probe, join(dist, "cli.js"), "--config", cfgFile], { stdio: ["ignore", "ignore", "inherit"], env: args.alloc ? { ...env, DOJANG_ALLOC_OUT: probeOut, DOJANG_ALLOC_SAMPLE: args["alloc-profile"] ? "1" : "0" } : env });
+  px.probeOut = probeOut;
+  for (const port of Object.values(ports)) await waitPort(port);
+  // the JSON answer is the Item sent
+  {
+    const r = spawnSync("curl", ["-s", "--http2-prior-knowledge", "-X", "POST", "-H", "content-type: application/json", "-d", json, `http://127.0.0.1:${ports.on}/v1/items/item-1:archive`], { encoding: "utf8" });
+    const got = JSON.parse(r.stdout || "null");
+    if (JSON.stringify(got) !== json) throw new Error(`JSON probe failed (${dist}): ${r.stdout} ${r.stderr}`);
+  }
+  // a Connect call: the bare Item echoed
+  {
+    const f = join(tmp, "connect-probe.bin");
+    writeFileSync(f, bin);
+    const r = spawnSync("curl", ["-s", "--http2-prior-knowledge", "-X", "POST", "-H", "content-type: application/proto", "-H", "connect-protocol-version: 1", "--data-binary", `@${f}`, `http://127.0.0.1:${ports.connect}/dojang.test.shop.v1.Shop/ArchiveItem`]);
+    if (!Buffer.from(r.stdout).equals(Buffer.from(bin))) throw new Error(`Connect probe failed (${dist}): ${r.stdout.length} bytes ${r.stderr}`);
+  }
+  return { tag, px, ports };
+}
+
+const builds = [];
+// whatever happens next, the children go with this process
 const stop = () => {
-  px.kill("SIGTERM");
+  for (const b of builds) b.px.kill("SIGTERM");
   up.kill("SIGTERM");
 };
 process.on("exit", stop);
@@ -88,13 +133,8 @@ process.on("uncaughtException", (err) => {
   console.error(err);
   process.exit(1);
 });
-
-// one checked call first: the JSON answer is the Item sent
-{
-  const r = spawnSync("curl", ["-s", "--http2-prior-knowledge", "-X", "POST", "-H", "content-type: application/json", "-d", json, `http://127.0.0.1:${onPort}/v1/items/item-1:archive`], { encoding: "utf8" });
-  const got = JSON.parse(r.stdout || "null");
-  if (JSON.stringify(got) !== json) throw new Error(`JSON probe failed: ${r.stdout} ${r.stderr}`);
-}
+builds.push(await startBuild("", join(repo, "dist")));
+if (args["alt-dist"] !== undefined) builds.push(await startBuild("@alt", args["alt-dist"]));
 
 /** utime+stime (clock ticks) of the launcher and every process under it. */
 function cpuTicks(root) {
@@ -119,28 +159,72 @@ function cpuTicks(root) {
 }
 const TICK_US = 1e6 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
 
-function run(name, port, path, data, contentType, extra = []) {
-  const dataFile = join(tmp, `${name.replace("/", "-")}.bin`);
+/** Waits (busy, at most `ms`) for a file the probe writes. */
+function waitFile(f, ms) {
+  const end = Date.now() + ms;
+  while (!existsSync(f)) {
+    if (Date.now() > end) throw new Error(`the alloc probe did not write ${f}`);
+    spawnSync("sleep", ["0.05"]);
+  }
+}
+
+function run(px, name, port, path, data, contentType, extra = []) {
+  const dataFile = join(tmp, `${name.replace(/[/@]/g, "-")}.bin`);
   writeFileSync(dataFile, data);
+  if (args.alloc) {
+    rmSync(px.probeOut, { force: true });
+    rmSync(px.probeOut + ".started", { force: true });
+    px.kill("SIGUSR2");
+    waitFile(px.probeOut + ".started", 5000);
+  }
   const t0 = cpuTicks(px.pid);
   const h = spawnSync(
     "h2load",
     ["-c", args.connections, "-m", args.streams, "-D", args.duration, "-d", dataFile, "-H", `content-type: ${contentType}`, ...extra, `http://127.0.0.1:${port}${path}`],
     { encoding: "utf8", timeout: (Number(args.duration) + 30) * 1000 },
   );
-  const cpu = (cpuTicks(px.pid) - t0) * TICK_US;
+  let cpu = (cpuTicks(px.pid) - t0) * TICK_US;
   const r = parseH2loadOutput(h.stdout);
-  return { name, rps: r.reqPerSec, ok: r.succeeded, failed: (r.failed ?? 0) + (r.errored ?? 0), cpuPerCall: cpu / Math.max(1, r.succeeded ?? 1) };
+  const calls = Math.max(1, r.succeeded ?? 1);
+  let bytesPerCall;
+  if (args.alloc) {
+    px.kill("SIGUSR2");
+    waitFile(px.probeOut, 60_000);
+    const p = JSON.parse(readFileSync(px.probeOut, "utf8"));
+    bytesPerCall = p.allocatedBytes / calls;
+    cpu = p.cpuUs;
+    if (p.byFunction !== undefined) {
+      const top = Object.entries(p.byFunction).sort((a, b) => b[1] - a[1]).slice(0, 20);
+      console.log(`-- ${name}: sampled heap B/call by function`);
+      for (const [fn, b] of top) console.log(`${(b / calls).toFixed(0).padStart(7)}  ${fn}`);
+    }
+  }
+  return { name, rps: r.reqPerSec, ok: r.succeeded, failed: (r.failed ?? 0) + (r.errored ?? 0), cpuPerCall: cpu / calls, bytesPerCall };
 }
 
-const shapes = [
-  ["grpc/off", offPort, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
-  ["grpc/on", onPort, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
-  ["json", onPort, "/v1/items/item-1:archive", Buffer.from(json), "application/json", []],
-];
+const shapeOf = {
+  "grpc/off": (p) => [p.off, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
+  "grpc/on": (p) => [p.on, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
+  json: (p) => [p.on, "/v1/items/item-1:archive", Buffer.from(json), "application/json", []],
+  connect: (p) => [p.connect, "/dojang.test.shop.v1.Shop/ArchiveItem", Buffer.from(bin), "application/proto", ["-H", "connect-protocol-version: 1"]],
+};
+const wanted = args.shapes.split(",").filter((n) => shapeOf[n] !== undefined);
+const shapes = builds.flatMap((b) => wanted.map((n) => [b.px, n + b.tag, ...shapeOf[n](b.ports)]));
 const results = {};
 for (let round = 0; round < Number(args.rounds); round++) {
-  for (const s of shapes) (results[s[0]] ??= []).push(run(...s));
+  // the order rotates each round, so no shape always follows the same one
+  for (let i = 0; i < shapes.length; i++) {
+    const s = shapes[(i + round) % shapes.length];
+    (results[s[1]] ??= []).push(run(...s));
+  }
+}
+if (args["cpu-prof"] !== undefined) {
+  // the profile is written as the process exits
+  for (const b of builds) {
+    const gone = new Promise((r) => b.px.once("exit", r));
+    b.px.kill("SIGTERM");
+    await gone;
+  }
 }
 stop();
 rmSync(tmp, { recursive: true, force: true });
@@ -149,8 +233,27 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const line = {};
 for (const [name, rs] of Object.entries(results)) {
   line[name] = { rps: median(rs.map((r) => r.rps)), cpu: median(rs.map((r) => r.cpuPerCall)), failed: rs.reduce((a, r) => a + r.failed, 0) };
-  console.log(`${name.padEnd(9)} ${line[name].rps.toFixed(0).padStart(7)} calls/s   CPU ${line[name].cpu.toFixed(1).padStart(6)} µs/call   failed ${line[name].failed}   (rounds: ${rs.map((r) => r.rps.toFixed(0)).join(", ")})`);
+  const cpuMin = Math.min(...rs.map((r) => r.cpuPerCall));
+  const bytes = args.alloc ? `   heap ${median(rs.map((r) => r.bytesPerCall)).toFixed(0).padStart(6)} B/call` : "";
+  console.log(`${name.padEnd(13)} ${line[name].rps.toFixed(0).padStart(7)} calls/s   CPU ${line[name].cpu.toFixed(1).padStart(6)} µs/call (min ${cpuMin.toFixed(1)})${bytes}   failed ${line[name].failed}   (rounds: ${rs.map((r) => r.rps.toFixed(0)).join(", ")})`);
 }
-console.log(`grpc/on ÷ grpc/off: calls/s ${(line["grpc/on"].rps / line["grpc/off"].rps).toFixed(2)}, CPU per call ${(line["grpc/on"].cpu / line["grpc/off"].cpu).toFixed(2)}`);
-console.log(`json ÷ grpc/on:     calls/s ${(line.json.rps / line["grpc/on"].rps).toFixed(2)}, CPU per call ${(line.json.cpu / line["grpc/on"].cpu).toFixed(2)}`);
+// each round's ratio (the shapes of one round ran minutes apart at most, under the same neighbours)
+function ratio(a, b) {
+  if (results[a] === undefined || results[b] === undefined) return;
+  const rs = results[a].map((r, i) => r.cpuPerCall / results[b][i].cpuPerCall);
+  const qs = results[a].map((r, i) => r.rps / results[b][i].rps);
+  // the least-disturbed round of each: on a shared machine the minimum is the steadiest figure
+  const minRatio = Math.min(...results[a].map((r) => r.cpuPerCall)) / Math.min(...results[b].map((r) => r.cpuPerCall));
+  const bytes = args.alloc ? `, heap B/call ${(median(results[a].map((r) => r.bytesPerCall)) / median(results[b].map((r) => r.bytesPerCall))).toFixed(2)}` : "";
+  console.log(
+    `${(a + " ÷ " + b).padEnd(28)} CPU per call ${median(rs).toFixed(2)} (rounds ${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}; min ÷ min ${minRatio.toFixed(2)})${bytes}, calls/s ${median(qs).toFixed(2)} (${Math.min(...qs).toFixed(2)}–${Math.max(...qs).toFixed(2)})`,
+  );
+}
+for (const { tag } of builds) {
+  ratio("grpc/on" + tag, "grpc/off" + tag);
+  ratio("json" + tag, "grpc/on" + tag);
+  ratio("json" + tag, "grpc/off" + tag);
+  ratio("connect" + tag, "grpc/off" + tag);
+}
+if (builds.length > 1) for (const n of wanted) ratio(n, n + "@alt");
 process.exit(0);

@@ -364,6 +364,12 @@ function plain(slot: Slot): boolean {
 export class ProtoJsonReader {
   /** per message type: its fields that need a look, by JSON name and by proto name */
   private readonly plans = new Map<DescMessage, Map<string, Entry>>();
+  /**
+   * The last message() read an Any whose type URL is not type.googleapis.com/<name>: fromJson
+   * packs every Any under that prefix, so the caller puts the URL back as written (protojson
+   * keeps it; transcode.ts keepTypeUrls). Per call; false for nearly every body.
+   */
+  foreignTypeUrl = false;
 
   constructor(
     private readonly registry: Registry,
@@ -372,6 +378,7 @@ export class ProtoJsonReader {
 
   /** Checks and normalises `json`, the JSON of a `desc` message (whatever it holds: fromJson refuses a wrong shape). */
   message(desc: DescMessage, json: JsonValue, long: boolean): JsonValue {
+    this.foreignTypeUrl = false;
     return this.slot({ message: desc }, json, long, desc.typeName);
   }
 
@@ -517,6 +524,7 @@ export class ProtoJsonReader {
     if (typeof url !== "string") return v;
     const desc = this.registry.getMessage(url.slice(url.lastIndexOf("/") + 1));
     if (desc === undefined) return v;
+    if (!url.startsWith(DEFAULT_TYPE_URL_PREFIX) || url.length !== DEFAULT_TYPE_URL_PREFIX.length + desc.typeName.length) this.foreignTypeUrl = true;
     if (CUSTOM_JSON.has(desc.typeName)) {
       if (!this.ignoreUnknownFields) {
         for (const k in v) if (k !== "@type" && k !== "value") throw new ProtoJsonError(`${where}: unknown field ${JSON.stringify(k)} in an Any of ${desc.typeName}`);
@@ -528,6 +536,9 @@ export class ProtoJsonReader {
     return v;
   }
 }
+
+/** The prefix @bufbuild/protobuf's fromJson gives every Any's type URL (anyPack). */
+const DEFAULT_TYPE_URL_PREFIX = "type.googleapis.com/";
 
 /** A Struct, Value or ListValue's JSON with its LongNumbers back to numbers (a Value's number is a double). */
 function plainNumbers(v: JsonValue): JsonValue {

@@ -25,9 +25,10 @@ import {
   type FileRegistry,
   type JsonObject,
   type JsonValue,
+  type Message,
   type Registry,
 } from "@bufbuild/protobuf";
-import { AnySchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { AnySchema, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf/wkt";
 import { statusMessage, withCarriedTypes } from "./google-rpc.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
 import { parseJson, ProtoJsonPrinter, ProtoJsonReader } from "./proto-json.js";
@@ -61,6 +62,12 @@ export interface TranscodeRule {
   readonly serverStreaming: boolean;
   /** how many literal segments (more literal rules are tried first) */
   readonly literals: number;
+  /**
+   * Each path variable's fields (by its field path, as matchTemplate names it), resolved once
+   * here rather than per request; a string is the 400 every request of this rule gets (a
+   * variable through a field whose JSON is not an object).
+   */
+  readonly variableFields: ReadonlyMap<string, readonly DescField[] | string>;
 }
 
 export interface RuleMatch {
@@ -99,6 +106,9 @@ export class Transcoder {
   readonly skipped: readonly string[];
   private readonly reader: ProtoJsonReader;
   private readonly printer: ProtoJsonPrinter;
+  /** fromJson's and toJson's options, made once (not an object per call) */
+  private readonly readOpts: { readonly registry: Registry; readonly ignoreUnknownFields: boolean };
+  private readonly writeOpts: { readonly registry: Registry; readonly alwaysEmitImplicit: boolean };
 
   constructor(
     descriptorSet: Uint8Array,
@@ -113,6 +123,8 @@ export class Transcoder {
     this.registry = withCarriedTypes(registry);
     this.reader = new ProtoJsonReader(this.registry, opts.ignoreUnknownFields);
     this.printer = new ProtoJsonPrinter(this.registry);
+    this.readOpts = { registry: this.registry, ignoreUnknownFields: opts.ignoreUnknownFields };
+    this.writeOpts = { registry: this.registry, alwaysEmitImplicit: opts.emitDefaults };
     const httpExt = registry.getExtension("google.api.http");
     const rules: TranscodeRule[] = [];
     const skipped: string[] = [];
@@ -186,11 +198,14 @@ export class Transcoder {
       }
       for (const [path, value] of m.variables) {
         if (value === null) throw new TranscodeInputError(`path parameter ${path}: not percent-encoded UTF-8`);
-        setField(json, resolvePath(input, path.split("."), "path")!, [value], undefined);
+        const fields = rule.variableFields.get(path)!;
+        if (typeof fields === "string") throw new TranscodeInputError(fields);
+        setField(json, fields, [value], undefined);
       }
       if (rule.body !== "*" && query !== "") long = this.query(json, m, query) || long;
       const checked = this.reader.message(input, json, long);
-      const msg = fromJson(input, checked, { registry: this.registry, ignoreUnknownFields: this.opts.ignoreUnknownFields });
+      const msg = fromJson(input, checked, this.readOpts);
+      if (this.reader.foreignTypeUrl) keepTypeUrls(this.registry, input, msg, checked);
       return toBinary(input, msg);
     } catch (err) {
       if (err instanceof TranscodeInputError) throw err;
@@ -235,7 +250,7 @@ export class Transcoder {
   response(rule: TranscodeRule, bytes: Uint8Array): string {
     const out = rule.method.output;
     const msg = fromBinary(out, bytes);
-    const json = this.printer.message(out, toJson(out, msg, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })) as JsonObject;
+    const json = this.printer.message(out, toJson(out, msg, this.writeOpts)) as JsonObject;
     if (rule.responseField === undefined) return JSON.stringify(json);
     const v = json[rule.responseField.jsonName];
     return JSON.stringify(v === undefined ? this.defaultJson(rule.responseField) : v);
@@ -256,7 +271,7 @@ export class Transcoder {
         return {};
       case "message":
         try {
-          return this.printer.message(f.message, toJson(f.message, create(f.message), { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults }));
+          return this.printer.message(f.message, toJson(f.message, create(f.message), this.writeOpts));
         } catch {
           // a type with no empty JSON form (google.protobuf.Value)
           return null;
@@ -299,7 +314,7 @@ export class Transcoder {
       }
       for (const a of anys) {
         try {
-          details.push(this.printer.message(AnySchema, toJson(AnySchema, a as never, { registry: this.registry, alwaysEmitImplicit: this.opts.emitDefaults })));
+          details.push(this.printer.message(AnySchema, toJson(AnySchema, a as never, this.writeOpts)));
         } catch {
           /* a type no registry here holds */
         }
@@ -308,6 +323,64 @@ export class Transcoder {
     // the status in the trailers is the call's; the details come from the bin
     return JSON.stringify(details.length > 0 || this.opts.emitDefaults ? { code, message, details } : { code, message });
   }
+}
+
+/**
+ * Puts back each Any's type URL as the JSON wrote it (fromJson packs every Any as
+ * type.googleapis.com/<name>; protojson, grpc-gateway's, keeps "example.com/pkg.T" as it came).
+ * Walks the message beside the JSON it was read from (`json`, as the reader left it: map keys
+ * canonical), into nested messages, lists, maps and the messages packed in an Any. Only run for a
+ * body the reader saw such a URL in. True when it changed something.
+ */
+function keepTypeUrls(registry: Registry, desc: DescMessage, msg: Message, json: JsonValue | undefined): boolean {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) return false;
+  if (desc.typeName === "google.protobuf.Any") {
+    const any = msg as Any;
+    const url = json["@type"];
+    if (typeof url !== "string") return false;
+    const inner = registry.getMessage(url.slice(url.lastIndexOf("/") + 1));
+    let changed = false;
+    if (inner !== undefined && !inner.typeName.startsWith("google.protobuf.")) {
+      // an Any in the packed message: unpacked, walked, packed again only when it changed
+      const m = fromBinary(inner, any.value);
+      if (keepTypeUrls(registry, inner, m, json)) {
+        any.value = toBinary(inner, m);
+        changed = true;
+      }
+    }
+    if (any.typeUrl !== url) {
+      any.typeUrl = url;
+      changed = true;
+    }
+    return changed;
+  }
+  // (a message's fields are its properties by local name, a oneof's member under the oneof's
+  // {case, value}, a list an array, a map a record keyed by the key's text: @bufbuild/protobuf's shape)
+  const obj = msg as unknown as Record<string, unknown>;
+  let changed = false;
+  for (const f of desc.fields) {
+    const kind = f.fieldKind === "list" ? f.listKind : f.fieldKind === "map" ? f.mapKind : f.fieldKind;
+    if (kind !== "message") continue;
+    const v = json[f.jsonName] ?? json[f.name];
+    if (v === undefined || v === null) continue;
+    let value: unknown;
+    if (f.oneof !== undefined) {
+      const o = obj[f.oneof.localName] as { case: string | undefined; value?: unknown } | undefined;
+      value = o?.case === f.localName ? o.value : undefined;
+    } else value = obj[f.localName];
+    if (value === undefined || value === null) continue;
+    if (f.fieldKind === "message") changed = keepTypeUrls(registry, f.message, value as Message, v) || changed;
+    else if (f.fieldKind === "list") {
+      if (!Array.isArray(v)) continue;
+      const list = value as Message[];
+      for (let i = 0; i < list.length; i++) changed = keepTypeUrls(registry, f.message!, list[i]!, v[i]) || changed;
+    } else if (f.fieldKind === "map") {
+      if (typeof v !== "object" || Array.isArray(v)) continue;
+      const map = value as Record<string, Message>;
+      for (const k in map) changed = keepTypeUrls(registry, f.message!, map[k]!, v[k]) || changed;
+    }
+  }
+  return changed;
 }
 
 function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): TranscodeRule {
@@ -343,6 +416,15 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     throw new DescriptorError(`${where}: response_body ${JSON.stringify(r.responseBody)} is not a field of ${method.output.typeName}`);
   }
   const bound = template.variables.map((v) => v.field.map((name, i) => resolve(input, v.field.slice(0, i + 1))?.name ?? name));
+  const variableFields = new Map<string, readonly DescField[] | string>();
+  for (const v of template.variables) {
+    try {
+      variableFields.set(v.field.join("."), resolvePath(input, v.field, "path")!);
+    } catch (err) {
+      if (!(err instanceof TranscodeInputError)) throw err;
+      variableFields.set(v.field.join("."), err.message);
+    }
+  }
   if (bodyField !== undefined) bound.push([bodyField.name]);
   return {
     httpMethod,
@@ -357,6 +439,7 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     httpBody: responseField === undefined && method.output.typeName === "google.api.HttpBody",
     serverStreaming: method.methodKind === "server_streaming",
     literals: template.segments.filter((s) => s.kind === "literal").length,
+    variableFields,
   };
 }
 

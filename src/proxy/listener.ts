@@ -9,7 +9,8 @@ import type { TLSSocket } from "node:tls";
 import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
 import { kClientCert, kPeer, type ClientCertSession, type PeerSession } from "./call/headers.js";
 import { clientPeer } from "./downstream/peer.js";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo, Server as NetServer, Socket } from "node:net";
+import type { ListenOn } from "./upgrade-sockets.js";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
@@ -439,13 +440,18 @@ export class Listener {
     return this.http1Bound;
   }
 
-  async listen(): Promise<AddressInfo> {
+  /**
+   * Binds the listener's address (and its http1Address), or, on `dojang upgrade`, listens on the
+   * sockets the previous process handed over (`on`: src/proxy/upgrade-sockets.ts): the same
+   * socket and accept queue, so no connection waiting in it is refused.
+   */
+  async listen(on: { readonly main?: ListenOn | undefined; readonly http1?: ListenOn | undefined } = {}): Promise<AddressInfo> {
     if (this.jsonLoading !== null) await this.jsonLoading;
     const { host, port } = this.cfg.address;
     const bound = await new Promise<AddressInfo>((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));
       this.server.once("error", onError);
-      this.server.listen(port, host, () => {
+      listenOn(this.server, on.main, port, host, () => {
         this.server.off("error", onError);
         this.bound = this.server.address() as AddressInfo;
         resolve(this.bound);
@@ -458,7 +464,7 @@ export class Listener {
         this.http1Bound = await new Promise<AddressInfo>((resolve, reject) => {
           const onError = (err: Error): void => reject(new ListenError(`${a.host}:${a.port} (listener ${this.cfg.name} http1Address)`, { cause: err }));
           h1.once("error", onError);
-          h1.listen(a.port, a.host, () => {
+          listenOn(h1, on.http1, a.port, a.host, () => {
             h1.off("error", onError);
             resolve(h1.address() as AddressInfo);
           });
@@ -520,6 +526,12 @@ export class Listener {
     const h1 = this.http1;
     if (h1 !== null && h1.listening) await new Promise<void>((r) => h1.close(() => r()));
   }
+}
+
+/** server.listen() on a handed-over socket (a handle, or a descriptor a cluster primary holds), else on host:port. */
+function listenOn(server: NetServer, on: ListenOn | undefined, port: number, host: string, cb: () => void): void {
+  if (on === undefined) server.listen(port, host, cb);
+  else server.listen(on, cb);
 }
 
 /**

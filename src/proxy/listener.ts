@@ -232,6 +232,11 @@ export class Listener {
           /* closing */
         }
       });
+      // A session made after drain() (a TLS connection accepted before the listener stopped
+      // accepting, whose handshake finished later) missed the drain's GOAWAY: it gets its own now,
+      // so its client takes new calls elsewhere (after `dojang upgrade`, to the new process)
+      // instead of starting them here to be cut off when the drain ends.
+      if (this.draining) s.close();
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
     // next), refused over the connection's limit or the process's budget, then gRPC-Web, the

@@ -360,11 +360,11 @@ export class Upgrades {
       }
     }
     const drained = this.served.handOver();
-    log.info({ trigger, pid: outcome.pid, readyMs: outcome.readyMs, drainTimeoutMs: this.served.drainTimeoutMs, stays: this.supervisor !== undefined }, "upgrade: the new process is ready; this one stopped accepting and drains");
+    log.info({ trigger, oldPid: process.pid, pid: outcome.pid, readyMs: outcome.readyMs, drainTimeoutMs: this.served.drainTimeoutMs, stays: this.supervisor !== undefined }, "upgrade: the new process is ready; this one stopped accepting and drains");
     this.writeResult({ id: req.id, ok: true, oldPid: process.pid, pid: outcome.pid, readyMs: outcome.readyMs, drainTimeoutMs: this.served.drainTimeoutMs });
     const t0 = performance.now();
     const code = await drained;
-    log.info({ drainMs: Math.round(performance.now() - t0), code }, "upgrade: drained");
+    log.info({ pid: process.pid, drainMs: Math.round(performance.now() - t0), code }, "upgrade: drained");
     this.exit(code);
   }
 

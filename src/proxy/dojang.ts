@@ -759,6 +759,7 @@ export class Dojang {
     this.log.info({ activeCalls: this.metrics.live.activeCalls, drainTimeoutMs }, "draining");
     for (const l of this.listeners) l.drain();
     for (const l of this.retiringListeners) l.drain();
+    const until = performance.now() + drainTimeoutMs;
     if (this.metrics.live.activeCalls > 0 && drainTimeoutMs > 0) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, drainTimeoutMs);
@@ -769,6 +770,12 @@ export class Dojang {
       });
     }
     const all = [...this.listeners, ...this.retiringListeners];
+    // Then the connections themselves, within the same drainTimeout: a client closes its own once
+    // the GOAWAY has reached it and its calls are done (and a TLS handshake still under way ends
+    // in a session told GOAWAY at once). Exiting with one still open would reset it: whatever
+    // its client sent since the last read is unread when the kernel closes the socket (a reset:
+    // RFC 1122 §4.2.2.13). After `dojang upgrade` those clients are on the new process by then.
+    while (performance.now() < until && (await Promise.all(all.map((l) => l.openConnections()))).some((n) => n > 0)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all(all.map((l) => l.destroy()));
     for (const c of this.clusters.values()) {
       c.stop();

@@ -503,6 +503,16 @@ export class Listener {
   }
 
   /**
+   * Connections to the listener's own port that are still open: HTTP/2 sessions (told GOAWAY by
+   * drain(): their clients close them once their calls are done) and TLS connections whose
+   * handshake has not made a session yet. HTTP/1.1 ones (gRPC-Web) are left out: a keep-alive
+   * connection would stay until its idle timeout.
+   */
+  openConnections(): Promise<number> {
+    return new Promise((resolve) => this.server.getConnections((err, n) => resolve(err === null ? Math.max(0, n - this.tlsHttp1Sockets.size) : 0)));
+  }
+
+  /**
    * Ends what is left after the drain timeout: each call still in flight gets a stamp
    * (14 UNAVAILABLE, decided_by shutdown: safe for the client to retry elsewhere), then the
    * sessions are closed once those last frames are flushed.

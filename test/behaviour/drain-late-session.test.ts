@@ -55,10 +55,10 @@ describe("a session made after the drain began", () => {
     const goaway = new Promise<{ code: number; ms: number }>((r) => session.once("goaway", (code: number) => r({ code, ms: performance.now() - t0 })));
     const first = await Promise.race([goaway, new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000))]);
     // GOAWAY(NO_ERROR) within 2 s of the handshake, while the drain still waits for the 3 s call
-    expect(first?.code).toBe(0);
+    expect(first?.code, "the late session's GOAWAY").toBe(0);
     expect(first!.ms).toBeLessThan(2000);
     session.destroy();
-    expect(await inFlight).toBe(0);
+    expect(await inFlight, "the call in flight through the drain").toBe(0);
     await closing;
   });
 });

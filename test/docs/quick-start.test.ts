@@ -103,18 +103,20 @@ describe("the command line reference (docs/reference/cli.md)", () => {
     if ((r.stdout + r.stderr).includes("dojang health")) expect(section).toContain("dojang health");
   });
 
-  it("every option the reference's usage lists is run through the real CLI and accepted; an unknown one exits 2", async () => {
+  // (one process start per option: on a loaded machine each takes seconds)
+  it("every option the reference's usage lists is run through the real CLI and accepted; an unknown one exits 2", { timeout: 120_000 }, async () => {
     const usage = section.slice(section.indexOf("```"), section.indexOf("```", section.indexOf("```") + 3));
     const lines = usage.split("\n");
     // a subcommand's lines: its usage line (`dojang health ...`) and its description (`  health  ...`)
     const of = (sub: string) => (l: string) => new RegExp(`dojang ${sub}\\b|^\\s+${sub}\\s`).test(l);
-    const main = flags(lines.filter((l) => !of("health")(l) && !of("reload")(l)).join("\n"));
+    const main = flags(lines.filter((l) => !of("health")(l) && !of("reload")(l) && !of("upgrade")(l)).join("\n"));
     const health = flags(lines.filter(of("health")).join("\n"));
     const reload = flags(lines.filter(of("reload")).join("\n"));
-    const listed = new Set([...main, ...health, ...reload]);
+    const upgrade = flags(lines.filter(of("upgrade")).join("\n"));
+    const listed = new Set([...main, ...health, ...reload, ...upgrade]);
     expect([...listed]).toEqual(expect.arrayContaining(["--config", "--check", "--log-level", "--help", "--version", "--timeout"]));
     // a value for each placeholder the usage names after an option
-    const SAMPLE: Record<string, string> = { BOOTSTRAP: "config/xds/bootstrap.yaml", FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid` };
+    const SAMPLE: Record<string, string> = { DIR: "dist", BOOTSTRAP: "config/xds/bootstrap.yaml", FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid` };
     const valueOf = (f: string): string[] => {
       const m = new RegExp(`${f}[ =]([A-Z]+)\\b`).exec(usage);
       if (m === null) return [];
@@ -132,6 +134,8 @@ describe("the command line reference (docs/reference/cli.md)", () => {
       else if (health.has(f)) [args, code] = [["health", "--config", quiet, f, ...valueOf(f)], 1];
       // `dojang reload` with a pid file nobody holds: "no running dojang" (3), not a usage error
       else if (reload.has(f)) [args, code] = [["reload", "--config", quiet, "--pid-file", `${tmp.dir}/nobody.pid`, f, ...valueOf(f)], 3];
+      // `dojang upgrade` the same: its options are checked first (a usage error is 2), then 3
+      else if (upgrade.has(f)) [args, code] = [["upgrade", "--pid-file", `${tmp.dir}/nobody.pid`, f, ...valueOf(f)], 3];
       else throw new Error(`${f} is in no usage line`);
       const r = await runCli(args);
       expect(r.code, `dojang ${args.join(" ")}\n${r.stdout}${r.stderr}`).toBe(code);

@@ -15,8 +15,8 @@
 //  - docs/examples/<name>/ Go modules the docs tell users to `go run .` are built the same way,
 //    under the same name, so a test runs the very program a guide runs (EXAMPLES below).
 //  - Debian packages the tests start (redis-server; prometheus and its promtool, for the rules in
-//    deploy/prometheus; tmux, the terminal `dojang top` is tested in) are installed with apt-get
-//    when missing.
+//    deploy/prometheus; tmux, the terminal `dojang top` is tested in) or import (python3-grpcio,
+//    gRPC's C-core) are installed with apt-get when missing.
 //
 // Usage: node scripts/engines.mjs [--only name,name]   Prints one line per engine.
 import { spawn, spawnSync } from "node:child_process";
@@ -38,6 +38,12 @@ const stampDir = join(root, ".engines", "stamps");
 const EXAMPLES = { "xds-control-plane": join(root, "docs", "examples", "xds-control-plane") };
 
 const APT = { "redis-server": "redis-server", protoc: ["protobuf-compiler", "libprotobuf-dev"], prometheus: "prometheus", promtool: "prometheus", tmux: "tmux" };
+/**
+ * Debian packages of Python modules the tests import with the system's python3, by module:
+ * grpcio is gRPC's C-core (libgrpc) under Python, the C-core client of the upgrade test
+ * (test/helpers/ccore-client.py).
+ */
+const APT_PYTHON = { grpc: "python3-grpcio" };
 
 const only = (() => {
   const i = process.argv.indexOf("--only");
@@ -48,8 +54,15 @@ function haveCommand(cmd) {
   return spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
 }
 
+function havePythonModule(m) {
+  return spawnSync("/usr/bin/python3", ["-c", `import ${m}`], { stdio: "ignore" }).status === 0;
+}
+
 function ensureApt() {
-  const missing = Object.entries(APT).filter(([cmd]) => !haveCommand(cmd) && !existsSync(`/usr/sbin/${cmd}`) && !existsSync(`/usr/bin/${cmd}`));
+  const missing = [
+    ...Object.entries(APT).filter(([cmd]) => !haveCommand(cmd) && !existsSync(`/usr/sbin/${cmd}`) && !existsSync(`/usr/bin/${cmd}`)),
+    ...Object.entries(APT_PYTHON).filter(([m]) => !havePythonModule(m)),
+  ];
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.flatMap(([, p]) => p))];
   const sudo = process.getuid?.() === 0 ? [] : ["sudo"];

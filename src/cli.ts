@@ -48,6 +48,8 @@ const FLAG = "--no-memory-reducer";
 const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // src/config/handover.ts (a literal here: the launcher imports nothing before it has to)
 const HANDOVER_ENV = "DOJANG_CONFIG_HANDOVER";
+// src/upgrade.ts UPGRADE_ENV (a literal, as above)
+const UPGRADE_ENV = "DOJANG_UPGRADE";
 
 // set in the re-executed process (and inherited by cluster workers): never exec twice
 if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" && process.platform !== "win32") {
@@ -68,6 +70,11 @@ if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" 
     // "" when there is no plan: the served process derives one itself and says it is not applied
     const env: NodeJS.ProcessEnv = { ...process.env, [PLAN_ENV]: found === undefined ? "" : JSON.stringify(found.plan) };
     if (found?.handover !== undefined) env[HANDOVER_ENV] = found.handover;
+    // `dojang upgrade` starts the new process with an IPC channel on fd 0 (src/upgrade.ts): node
+    // takes NODE_CHANNEL_FD out of the environment as it starts, and only fds 0-2 outlive execve
+    // (node marks inherited descriptors close-on-exec), so the channel is named again here
+    const channelFd = (process.channel as { fd?: unknown } | undefined)?.fd;
+    if (process.env[UPGRADE_ENV] !== undefined && typeof channelFd === "number" && channelFd <= 2) env["NODE_CHANNEL_FD"] = String(channelFd);
     process.execve(process.execPath, [process.execPath, ...flags, ...process.execArgv, ...process.argv.slice(1)], env);
   }
 }

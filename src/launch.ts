@@ -6,7 +6,7 @@
 // the served process. The config is read with the same loader src/main.ts uses. Anything wrong
 // with the config (or with the command line, or a TLS file it names) gives no plan and no
 // handover here, and src/main.ts parses the file itself and reports it as it always did: one
-// place for error messages and exit codes. So do `--check`, `--help`, `--version`, `health`, `reload`, `stat`, `top` and `tap`.
+// place for error messages and exit codes. So do `--check`, `--help`, `--version`, `health`, `reload`, `upgrade`, `stat`, `top` and `tap`.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { MemoryPlan } from "./config/memory.js";
@@ -26,7 +26,7 @@ export interface Launch {
  * command line).
  */
 export async function launch(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<Launch | undefined> {
-  if (argv[0] === "health" || argv[0] === "reload" || argv[0] === "stat" || argv[0] === "top" || argv[0] === "tap") return undefined;
+  if (argv[0] === "health" || argv[0] === "reload" || argv[0] === "upgrade" || argv[0] === "stat" || argv[0] === "top" || argv[0] === "tap") return undefined;
   let given: string | undefined;
   try {
     const { values } = parseArgs({

@@ -17,6 +17,24 @@ import { createAccessLogger, createLogger, type LogLevel } from "./proxy/observe
 import type { Logger } from "pino";
 import { VERSION } from "./version.js";
 import { configTextFromPrimary, isWorkerProcess, runPrimary, runWorker } from "./proxy/workers.js";
+import {
+  DEFAULT_UPGRADE_TIMEOUT_MS,
+  UPGRADE_ENV,
+  Upgrades,
+  buildProblem,
+  receiveSockets,
+  refuseEarlyRequest,
+  reportFailure,
+  reportReady,
+  runningBuild,
+  successorEnv,
+  userNodeFlags,
+  type Arrival,
+  type Served,
+  type SpawnSpec,
+  type UpgradeRequest,
+} from "./upgrade.js";
+import { join } from "node:path";
 
 /** The command line's options (src/launch.ts accepts the same ones). */
 const CLI_OPTIONS = {
@@ -36,6 +54,7 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
        dojang --help | --version
        dojang health [--config FILE] [--timeout DURATION]
        dojang reload [--config FILE] [--pid-file PATH] [--timeout DURATION]
+       dojang upgrade [--config FILE] [--pid-file PATH] [--build DIR] [--timeout DURATION]
        dojang stat | top | tap [--admin HOST:PORT | --config FILE | --pid-file PATH] ...   (each: --help)
   --config FILE       YAML or JSON config (default: $DOJANG_CONFIG, else the embedded default = config/dojang.yaml)
   --check             validate the config and the TLS files it names, and exit (0 valid, 2 invalid)
@@ -57,11 +76,19 @@ const USAGE = `usage: dojang [--config FILE] [--check] [--log-level LEVEL] [--pi
                       success rate, calls/s, p50/p95/p99, who decided the failed calls
   top                 the same, live: sorted, refreshing; keys change the sort and the window
   tap                 the calls as they end, one line each (or -o json), filtered by method, code,
-                      decided_by, route, client`;
+                      decided_by, route, client
+  upgrade             a new process (a new build, a new config, or both) takes the listening sockets
+                      over from the dojang in --pid-file, then the old one drains (0 upgraded, 1 the
+                      new one did not start: the old one serves on, 2 usage, 3 no running dojang,
+                      4 not confirmed); SIGUSR2 does the same with the running build and config`;
 const LEVELS: ReadonlySet<string> = new Set(LOG_LEVELS);
+
+/** Started by `dojang upgrade` (src/upgrade.ts): a failure to start is told to the process that started this one. */
+const upgrading = process.env[UPGRADE_ENV] !== undefined && process.send !== undefined && !isWorkerProcess();
 
 function fail(code: number, msg: string): never {
   process.stderr.write(msg.endsWith("\n") ? msg : msg + "\n");
+  if (upgrading) reportFailure(code, msg.trim());
   process.exit(code);
 }
 
@@ -176,6 +203,23 @@ async function main(): Promise<void> {
     process.exitCode = r.code;
     return;
   }
+  if (process.argv[2] === "upgrade") {
+    const { runUpgradeCommand } = await import("./upgrade-command.js");
+    const r = await runUpgradeCommand(process.argv.slice(3));
+    (r.code === 0 ? process.stdout : process.stderr).write(`dojang upgrade: ${r.line}\n`);
+    process.exit(r.code);
+  }
+  // SIGUSR2 asks for an upgrade (src/upgrade.ts); its default action would end the process, so
+  // it is taken from the start: before dojang serves there is nothing to upgrade
+  let upgrades: Upgrades | undefined;
+  let pidFileForEarly: string | undefined;
+  if (!isWorkerProcess()) {
+    process.on("SIGUSR2", () => {
+      if (upgrades !== undefined) return upgrades.request("SIGUSR2");
+      process.stderr.write("dojang: SIGUSR2 (upgrade) before dojang serves: refused\n");
+      refuseEarlyRequest(pidFileForEarly, "dojang is still starting (not every listener or worker is ready): ask again once it serves");
+    });
+  }
   let args;
   try {
     args = parseArgs({ options: CLI_OPTIONS, strict: true }).values;
@@ -191,7 +235,17 @@ async function main(): Promise<void> {
   if (level !== undefined && !LEVELS.has(level)) fail(2, `dojang: --log-level: unknown level "${level}"\n${USAGE}`);
   const pidGiven = args["pid-file"] ?? process.env["DOJANG_PID_FILE"];
   const pidFile = pidGiven === undefined || pidGiven === "" || args.check || isWorkerProcess() ? undefined : pidGiven;
+  pidFileForEarly = pidFile;
 
+  // `dojang upgrade`: this process takes over from a running one; its listening sockets first
+  let arrival: Arrival | undefined;
+  if (upgrading && !args.check) {
+    try {
+      arrival = await receiveSockets(process.env);
+    } catch (err) {
+      fail(1, `dojang: upgrade: ${(err as Error).message}`);
+    }
+  }
   const given = args.config ?? process.env["DOJANG_CONFIG"];
   const file = given === undefined || given === "" ? undefined : given;
   let config: Config;
@@ -253,7 +307,8 @@ async function main(): Promise<void> {
     adjustConfig = (c) => ({ ...(before === undefined ? c : before(c)), xds: { bootstrap: xdsBootstrap } });
   }
   if (pidFile !== undefined) {
-    const problem = pidFileProblem(pidFile);
+    // (an upgrade's new process takes the file over from the one it replaces)
+    const problem = pidFileProblem(pidFile, process.pid, arrival?.from);
     if (problem !== undefined) fail(problem.code, `dojang: ${problem.message}`);
   }
   if (args.check) {
@@ -261,6 +316,33 @@ async function main(): Promise<void> {
     return;
   }
   const log = createLogger({ level: (level as LogLevel | undefined) ?? config.logLevel });
+  // `dojang upgrade`: how this process's successor is started (the request may name another
+  // build and another config; the rest of the command line stays), and whether this one stays as
+  // its supervisor: when something watches its pid (--stop-with-parent: npm start; pid 1: a container)
+  const specFor = (req: UpgradeRequest): SpawnSpec | string => {
+    const build = req.build ?? runningBuild(process.argv[1]);
+    const problem = buildProblem(build);
+    if (problem !== "") return problem;
+    const configFile = req.config ?? file;
+    const argv = [
+      ...(configFile === undefined ? [] : ["--config", configFile]),
+      ...(level === undefined ? [] : ["--log-level", level]),
+      ...(pidFile === undefined ? [] : ["--pid-file", pidFile]),
+      ...(args["admin-mutations"] ? ["--admin-mutations"] : []),
+      ...(args["stop-with-parent"] ? ["--stop-with-parent"] : []),
+      ...(xdsBootstrap === undefined ? [] : ["--xds-bootstrap", xdsBootstrap]),
+    ];
+    return {
+      execPath: process.execPath,
+      args: [...userNodeFlags(process.execArgv, process.env), join(build, "cli.js"), ...argv],
+      env: successorEnv(process.env, process.pid),
+      cwd: process.cwd(),
+      timeoutMs: req.timeoutMs ?? DEFAULT_UPGRADE_TIMEOUT_MS,
+    };
+  };
+  const upgradeOptions = { pidFile, supervise: args["stop-with-parent"] || process.pid === 1, parentSupervises: arrival?.supervised === true };
+  // a supervised process whose supervisor is gone stops (as --stop-with-parent would, at once)
+  if (arrival?.supervised === true) process.once("disconnect", () => process.kill(process.pid, "SIGTERM"));
   // gone before anything listens: nothing to drain
   if (parentWatch?.gone === true) followParent(parentWatch, log, () => process.exit(0), "exiting before it serves");
   if (config.workers > 1) {
@@ -273,15 +355,27 @@ async function main(): Promise<void> {
       return;
     }
     if (pidFile !== undefined) process.on("exit", () => removePidFile(pidFile));
-    const code = await runPrimary(config, log, file, level !== undefined, {
+    const running: Promise<number> = runPrimary(config, log, file, level !== undefined, {
       ...(adjustConfig === undefined ? {} : { adjustConfig }),
+      ...(arrival === undefined ? {} : { inherited: arrival.sockets }),
       onStarted: () => {
-        if (pidFile !== undefined) writePidFile(pidFile);
+        // (an upgrade's new process writes it once every worker serves: onReady)
+        if (pidFile !== undefined && arrival === undefined) writePidFile(pidFile);
         // the primary drains its workers on SIGTERM (src/proxy/workers.ts)
         if (parentWatch !== undefined) followParent(parentWatch, log, () => process.kill(process.pid, "SIGTERM"));
       },
+      onReady: (h) => {
+        if (arrival !== undefined) {
+          if (pidFile !== undefined) writePidFile(pidFile);
+          reportReady();
+        }
+        upgrades = new Upgrades({ log, sockets: () => h.sockets(), spec: specFor, drainTimeoutMs: config.drainTimeoutMs, handOver: () => (h.handOver(), running) }, upgradeOptions);
+      },
     });
-    process.exit(code);
+    const code = await running;
+    // after a hand-over the upgrade ends this process (or keeps it as the supervisor)
+    if (upgrades?.handedOver !== true) process.exit(code);
+    return;
   }
   let stopping = false;
   let d: Dojang;
@@ -293,6 +387,7 @@ async function main(): Promise<void> {
       ...(file === undefined ? {} : { configFile: file }),
       ...(adjustConfig === undefined ? {} : { adjustConfig }),
       onDrainRequest: () => stop("POST /drain"),
+      ...(arrival === undefined ? {} : { inherited: arrival.sockets }),
     });
   } catch (err) {
     // a config problem found while building the proxy (a TLS file changed since the check): the
@@ -302,6 +397,8 @@ async function main(): Promise<void> {
   }
   let watcher: { close(): void } | undefined;
   const stop = (signal: string): void => {
+    // a supervisor (after an upgrade) stops by stopping the process it supervises
+    if (upgrades?.forward("SIGTERM") === true) return;
     if (stopping) return;
     stopping = true;
     watcher?.close();
@@ -314,12 +411,15 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  // (a supervisor's own handlers pass these on: src/upgrade.ts)
+  process.on("SIGTERM", () => upgrades?.supervising === true || stop("SIGTERM"));
+  process.on("SIGINT", () => upgrades?.supervising === true || stop("SIGINT"));
   // SIGHUP (and POST /reload, and with watchConfig a change of the file) reloads the whole
   // config (Dojang.reload): the log says what applied and what needs a restart; an invalid file
   // changes nothing and says why, with the key paths.
   process.on("SIGHUP", () => {
+    if (upgrades?.supervising === true) return;
+    if (upgrades?.handedOver === true) return log.warn("SIGHUP: this process has handed over to a new one (dojang upgrade) and drains: not reloaded");
     if (file === undefined) return log.warn("SIGHUP: no config file to reload (embedded default)");
     void d.reloadFile(file, "SIGHUP");
   });
@@ -330,9 +430,8 @@ async function main(): Promise<void> {
     await d.start();
   } catch (err) {
     const e = err as Error & { cause?: Error };
-    process.stderr.write(`dojang: ${e.message}${e.cause ? ": " + e.cause.message : ""}\n`);
     // exit codes as documented: a config problem 2, anything else (a port in use) 1
-    process.exit(err instanceof ConfigError ? 2 : 1);
+    fail(err instanceof ConfigError ? 2 : 1, `dojang: ${e.message}${e.cause ? ": " + e.cause.message : ""}`);
   }
   // The pid file once every listener is bound, so whatever reads it reaches a serving process;
   // removed at exit if it still holds this pid (src/pid-file.ts).
@@ -346,6 +445,22 @@ async function main(): Promise<void> {
     }
     process.on("exit", () => removePidFile(pidFile));
   }
+  if (arrival !== undefined) reportReady();
+  upgrades = new Upgrades(
+    {
+      log,
+      sockets: () => d.listeningSockets(),
+      spec: specFor,
+      drainTimeoutMs: config.drainTimeoutMs,
+      handOver: async () => {
+        stopping = true;
+        watcher?.close();
+        await d.handOver();
+        return 0;
+      },
+    } satisfies Served,
+    upgradeOptions,
+  );
   if (parentWatch !== undefined) followParent(parentWatch, log, () => stop("parent exited"));
   startHeapTuning(d, config, log);
   if (config.watchConfig && file !== undefined && !stopping) {

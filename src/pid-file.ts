@@ -54,10 +54,11 @@ export function readPidFile(path: string): PidFileState {
 /**
  * Before listening: why dojang must not start with this pid file (another dojang holds it, or its
  * directory cannot be written), or undefined. The message is one line, without "dojang: ".
+ * `takesOver`: the pid of the dojang this one replaces (`dojang upgrade`), which may hold it.
  */
-export function pidFileProblem(path: string, self: number = process.pid): { code: 1 | 2; message: string } | undefined {
+export function pidFileProblem(path: string, self: number = process.pid, takesOver?: number): { code: 1 | 2; message: string } | undefined {
   const s = readPidFile(path);
-  if (s.state === "running" && s.pid !== self) return { code: 1, message: `--pid-file ${path}: dojang is already running as pid ${s.pid} (stop it, or give another --pid-file)` };
+  if (s.state === "running" && s.pid !== self && s.pid !== takesOver) return { code: 1, message: `--pid-file ${path}: dojang is already running as pid ${s.pid} (stop it, or give another --pid-file)` };
   try {
     accessSync(dirname(path), constants.W_OK);
   } catch (err) {

@@ -2,7 +2,7 @@
 // owns start-up, the whole-config reload (reload(): a new snapshot swapped in, listeners added,
 // removed and re-addressed, clusters kept by name) and the graceful drain.
 import { readFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server as NetServer } from "node:net";
 import type { Logger } from "pino";
 import type { Config, ListenerConfig } from "../config/schema.js";
 import { formatHostPort } from "../config/units.js";
@@ -34,6 +34,7 @@ import type { CallsQuery } from "./admin/admin.js";
 import { compose, type XdsState } from "../xds/compose.js";
 import type { ApplyResult, EndpointUpdate, RefusedResources, XdsClient } from "../xds/client.js";
 import { applyEndpointDelta } from "../translate/endpoint-set.js";
+import { boundOf, closeHandle, handleOf, type InheritedSockets, type ListenOn, type SocketRecord } from "./upgrade-sockets.js";
 
 // moved out of this file (issue 19); the CLI and the cluster primary import them from here
 
@@ -60,6 +61,12 @@ export interface DojangOptions {
    * reload, the /faults API), so a served process whose config has no fault rules never loads zod
    */
   readonly faultParsers?: FaultParsers;
+  /**
+   * `dojang upgrade`: the listening sockets the previous process handed over; each listener (and
+   * the admin listener) whose address matches one listens on it instead of binding
+   * (src/proxy/upgrade-sockets.ts). The ones no listener takes are closed at start().
+   */
+  readonly inherited?: InheritedSockets;
 }
 
 /**
@@ -729,9 +736,22 @@ export class Dojang {
       const built = this.current;
       this.swapSnapshot(buildSnapshot(this.cfg, this.snapshotDeps, built.version, (c) => built.clusters.get(c.name)!));
     }
+    // `dojang upgrade`: the sockets the previous process handed over. What binds afresh binds
+    // first: a port in use then fails the start before any handed-over socket has accepted a
+    // connection (one this process would drop as it exits), and the old process keeps serving.
+    const inh = this.opts.inherited;
+    const on = this.listeners.map((l) => ({
+      main: inh?.take("listener", l.cfg.name, l.cfg.address),
+      http1: l.http1 === null || l.cfg.http1Address === null ? undefined : inh?.take("http1", l.cfg.name, l.cfg.http1Address),
+    }));
+    const adminOn: ListenOn | undefined = this.admin === undefined ? undefined : inh?.take("admin", "", this.admin.address);
+    if (inh !== undefined) for (const h of inh.untaken()) closeHandle(h);
+    const handed = (i: number): boolean => on[i]!.main !== undefined || on[i]!.http1 !== undefined;
     try {
-      for (const l of this.listeners) await l.listen();
-      if (this.admin !== undefined) await this.admin.listen();
+      for (const [i, l] of this.listeners.entries()) if (!handed(i)) await l.listen(on[i]);
+      if (this.admin !== undefined && adminOn === undefined) await this.admin.listen();
+      for (const [i, l] of this.listeners.entries()) if (handed(i)) await l.listen(on[i]);
+      if (this.admin !== undefined && adminOn !== undefined) await this.admin.listen(adminOn);
     } catch (err) {
       await this.close(0);
       throw err;
@@ -811,6 +831,40 @@ export class Dojang {
   }
 
   /**
+   * What `dojang upgrade` hands to the next process: every listening socket of the current
+   * listeners (their own port, their http1Address) and the admin listener's, each with its
+   * handle. A listener a reload is retiring is not among them.
+   */
+  listeningSockets(): { record: SocketRecord; handle: object }[] {
+    const out: { record: SocketRecord; handle: object }[] = [];
+    const add = (role: SocketRecord["role"], name: string, configured: string, server: NetServer, bound: AddressInfo | undefined): void => {
+      const handle = handleOf(server);
+      if (handle !== undefined && bound !== undefined) out.push({ record: { role, name, configured, bound: boundOf(bound) }, handle });
+    };
+    for (const l of this.listeners) {
+      add("listener", l.cfg.name, formatHostPort(l.cfg.address), l.server, l.address);
+      if (l.http1 !== null && l.cfg.http1Address !== null) add("http1", l.cfg.name, formatHostPort(l.cfg.http1Address), l.http1, l.http1Address);
+    }
+    if (this.admin !== undefined) add("admin", "", formatHostPort(this.admin.address), this.admin.server, this.admin.boundAddress);
+    return out;
+  }
+
+  /** The records of listeningSockets() (a cluster worker tells its primary which socket is which). */
+  socketRecords(): SocketRecord[] {
+    return this.listeningSockets().map((s) => s.record);
+  }
+
+  /**
+   * `dojang upgrade`: the next process serves on the same sockets. This one stops accepting at
+   * once (before this returns: the listeners' and the admin's handles are closed, the new process
+   * keeps its own), then drains as close() does (GOAWAY; calls have drainTimeout to end).
+   */
+  handOver(): Promise<void> {
+    this.admin?.stopAccepting();
+    return this.close();
+  }
+
+  /**
    * Graceful shutdown: /ready turns 503, clients get GOAWAY, in-flight calls run until they end
    * or `drainTimeoutMs` passes; what is left is then cut off. Resolves when everything is closed.
    */
@@ -821,6 +875,7 @@ export class Dojang {
     this.log.info({ activeCalls: this.metrics.live.activeCalls, drainTimeoutMs }, "draining");
     for (const l of this.listeners) l.drain();
     for (const l of this.retiringListeners) l.drain();
+    const until = performance.now() + drainTimeoutMs;
     if (this.metrics.live.activeCalls > 0 && drainTimeoutMs > 0) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, drainTimeoutMs);
@@ -831,6 +886,12 @@ export class Dojang {
       });
     }
     const all = [...this.listeners, ...this.retiringListeners];
+    // Then the connections themselves, within the same drainTimeout: a client closes its own once
+    // the GOAWAY has reached it and its calls are done (and a TLS handshake still under way ends
+    // in a session told GOAWAY at once). Exiting with one still open would reset it: whatever
+    // its client sent since the last read is unread when the kernel closes the socket (a reset:
+    // RFC 1122 §4.2.2.13). After `dojang upgrade` those clients are on the new process by then.
+    while (performance.now() < until && (await Promise.all(all.map((l) => l.openConnections()))).some((n) => n > 0)) await new Promise((r) => setTimeout(r, 50));
     await Promise.all(all.map((l) => l.destroy()));
     for (const c of this.clusters.values()) {
       c.stop();

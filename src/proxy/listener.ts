@@ -11,7 +11,8 @@ import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from ".
 import type { CertificateSource } from "./observe/metrics.js";
 import { kClientCert, kPeer, type ClientCertSession, type PeerSession } from "./call/headers.js";
 import { clientPeer } from "./downstream/peer.js";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo, Server as NetServer, Socket } from "node:net";
+import type { ListenOn } from "./upgrade-sockets.js";
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
@@ -220,6 +221,11 @@ export class Listener {
           /* closing */
         }
       });
+      // A session made after drain() (a TLS connection accepted before the listener stopped
+      // accepting, whose handshake finished later) missed the drain's GOAWAY: it gets its own now,
+      // so its client takes new calls elsewhere (after `dojang upgrade`, to the new process)
+      // instead of starting them here to be cut off when the drain ends.
+      if (this.draining) s.close();
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
     // next), refused over the connection's limit or the process's budget, then the bridged
@@ -300,13 +306,18 @@ export class Listener {
     return this.http1Bound;
   }
 
-  async listen(): Promise<AddressInfo> {
+  /**
+   * Binds the listener's address (and its http1Address), or, on `dojang upgrade`, listens on the
+   * sockets the previous process handed over (`on`: src/proxy/upgrade-sockets.ts): the same
+   * socket and accept queue, so no connection waiting in it is refused.
+   */
+  async listen(on: { readonly main?: ListenOn | undefined; readonly http1?: ListenOn | undefined } = {}): Promise<AddressInfo> {
     if (this.ways.loading !== null) await this.ways.loading;
     const { host, port } = this.cfg.address;
     const bound = await new Promise<AddressInfo>((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (listener ${this.cfg.name})`, { cause: err }));
       this.server.once("error", onError);
-      this.server.listen(port, host, () => {
+      listenOn(this.server, on.main, port, host, () => {
         this.server.off("error", onError);
         this.bound = this.server.address() as AddressInfo;
         resolve(this.bound);
@@ -319,7 +330,7 @@ export class Listener {
         this.http1Bound = await new Promise<AddressInfo>((resolve, reject) => {
           const onError = (err: Error): void => reject(new ListenError(`${a.host}:${a.port} (listener ${this.cfg.name} http1Address)`, { cause: err }));
           h1.once("error", onError);
-          h1.listen(a.port, a.host, () => {
+          listenOn(h1, on.http1, a.port, a.host, () => {
             h1.off("error", onError);
             resolve(h1.address() as AddressInfo);
           });
@@ -353,6 +364,16 @@ export class Listener {
   }
 
   /**
+   * Connections to the listener's own port that are still open: HTTP/2 sessions (told GOAWAY by
+   * drain(): their clients close them once their calls are done) and TLS connections whose
+   * handshake has not made a session yet. HTTP/1.1 ones (gRPC-Web) are left out: a keep-alive
+   * connection would stay until its idle timeout.
+   */
+  openConnections(): Promise<number> {
+    return new Promise((resolve) => this.server.getConnections((err, n) => resolve(err === null ? Math.max(0, n - this.tlsHttp1Sockets.size) : 0)));
+  }
+
+  /**
    * Ends what is left after the drain timeout: each call still in flight gets a stamp
    * (14 UNAVAILABLE, decided_by shutdown: safe for the client to retry elsewhere), then the
    * sessions are closed once those last frames are flushed.
@@ -382,6 +403,12 @@ export class Listener {
     const h1 = this.http1;
     if (h1 !== null && h1.listening) await new Promise<void>((r) => h1.close(() => r()));
   }
+}
+
+/** server.listen() on a handed-over socket (a handle, or a descriptor a cluster primary holds), else on host:port. */
+function listenOn(server: NetServer, on: ListenOn | undefined, port: number, host: string, cb: () => void): void {
+  if (on === undefined) server.listen(port, host, cb);
+  else server.listen(on, cb);
 }
 
 /**

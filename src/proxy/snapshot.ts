@@ -11,7 +11,6 @@ import { listenerFilters, type FilterDeps } from "./filters/index.js";
 import type { HealthTargets } from "./downstream/health-service.js";
 import { compileRoutes } from "./router.js";
 import { Cluster } from "./upstream/cluster.js";
-import type { SideClusters } from "./upstream/side-clusters.js";
 
 /**
  * What a snapshot is built with that outlives it (process-wide state, reused by every snapshot):

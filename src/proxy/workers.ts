@@ -23,6 +23,7 @@ import { readFileSync } from "node:fs";
 import client, { AggregatorRegistry } from "prom-client";
 import type { Logger } from "pino";
 import type { Config } from "../config/schema.js";
+import { formatHostPort } from "../config/units.js";
 import { loadConfigParsers, loadFaultParsers } from "../config/parsers.js";
 import { reloadReport } from "../config/reload.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
@@ -40,6 +41,7 @@ import { startHeapTuning } from "./observe/heap-tuning.js";
 import { processMemoryPlan } from "./observe/heap.js";
 import { createAccessLogger } from "./observe/log.js";
 import { configReloadsCounter } from "./observe/metrics.js";
+import { InheritedSockets, PrimarySockets, boundOf, closeHandle, fdOf, handleOf, socketKey, type ListenOn, type SocketRecord } from "./upgrade-sockets.js";
 
 const READY = "dojang:ready";
 /** How long the primary waits for every worker's answer to an admin request or a reload. */
@@ -63,6 +65,36 @@ export function isWorkerProcess(): boolean {
 
 /** The environment variable that carries the primary's config text to the workers it forks. */
 const CONFIG_TEXT_ENV = "DOJANG_WORKER_CONFIG";
+/**
+ * `dojang upgrade`: the descriptors (the primary's) of the sockets the previous process handed
+ * over, by "role:name" (JSON); a worker's listen({ fd }) makes the primary accept on them.
+ */
+const SOCKETS_ENV = "DOJANG_WORKER_SOCKETS";
+/**
+ * After an upgrade's new process is ready, the old primary stops accepting, then waits this long
+ * before its workers drain: node:cluster's primary accepts a connection before a worker takes it,
+ * and a worker that stops listening while one is on its way to it would see it closed.
+ */
+const HANDOVER_GRACE_MS = 1000;
+
+/** In a worker: the sockets its primary took over for it (`dojang upgrade`), or undefined. */
+function socketsFromPrimary(): InheritedSockets | undefined {
+  const text = process.env[SOCKETS_ENV];
+  if (text === undefined || text === "") return undefined;
+  try {
+    return InheritedSockets.fromDescriptors(JSON.parse(text) as Record<string, number>);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the primary offers `dojang upgrade` once every worker is ready (src/upgrade.ts). */
+export interface PrimaryHandover {
+  /** the listening sockets (the ones node:cluster accepts on for the workers, and the admin's) */
+  sockets(): { record: SocketRecord; handle: object }[];
+  /** stop accepting now, then drain the workers; runPrimary resolves when they have exited */
+  handOver(): void;
+}
 
 /**
  * In a worker: the config text the primary started with (unexpanded: `${VAR}` stays a reference,
@@ -194,7 +226,11 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   const wlog = log.child({ worker: cluster.worker?.id });
   // (the config module above brought the fault parsers in: the worker takes them at once)
   const faultParsers = await loadFaultParsers();
-  const d = new Dojang({ ...config, admin: null, xds: null }, { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed, faultParsers });
+  const inherited = socketsFromPrimary();
+  const d = new Dojang(
+    { ...config, admin: null, xds: null },
+    { logger: wlog, accessLogger: createAccessLogger({ level: config.logLevel }), reloadLogLevel: !logLevelFixed, faultParsers, ...(inherited === undefined ? {} : { inherited }) },
+  );
   // Constructing one registers prom-client's worker-side listener that answers the primary.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([d.metrics.registry]);
@@ -206,6 +242,8 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
   // The primary reads the file on SIGHUP and sends it here; a SIGHUP to the whole process group
   // (a closing terminal) must not end the worker (the default action) nor apply twice.
   process.on("SIGHUP", () => wlog.debug("SIGHUP in a worker: ignored, the primary reloads and forwards"));
+  // the same for `dojang upgrade`'s SIGUSR2 (its default action ends a process): the primary upgrades
+  process.on("SIGUSR2", () => wlog.debug("SIGUSR2 in a worker: ignored, the primary upgrades"));
   // The primary disconnecting the IPC channel is a stop too (it died or is stopping).
   process.on("disconnect", stop);
   // An op that swaps the config (a reload, an xDS update) waits until start() has bound the
@@ -233,7 +271,8 @@ export async function runWorker(config: Config, log: Logger, logLevelFixed = fal
     started();
   }
   startHeapTuning(d, config, log);
-  process.send?.({ type: READY });
+  // which socket is which (the primary hands them on at an upgrade)
+  process.send?.({ type: READY, sockets: d.socketRecords() });
   return d;
 }
 
@@ -321,8 +360,17 @@ export async function runPrimary(
   logLevelFixed = false,
   // the CLI's: a config read at reload as the command line changed it (--admin-mutations), and a
   // call once the admin listens (the pid file)
-  cli: { readonly adjustConfig?: (c: Config) => Config; readonly onStarted?: () => void } = {},
+  // and, for `dojang upgrade`, the sockets handed over by the previous process, and a call once
+  // every worker is ready
+  cli: {
+    readonly adjustConfig?: (c: Config) => Config;
+    readonly onStarted?: () => void;
+    readonly inherited?: InheritedSockets;
+    readonly onReady?: (h: PrimaryHandover) => void;
+  } = {},
 ): Promise<number> {
+  // first: every socket the workers make node:cluster open here is seen (upgrade-sockets.ts)
+  const opened = new PrimarySockets();
   configFromText = (await loadConfigParsers()).configFromText;
   let config = startConfig;
   const n = config.workers;
@@ -385,6 +433,27 @@ export async function runPrimary(
         return r;
       }),
   };
+
+  // `dojang upgrade`: each handed-over socket a listener takes goes to the workers by its
+  // descriptor (node:cluster then accepts on it here, and the handle below shares it: it is
+  // never closed, only kept); the admin listener's is this process's own.
+  const socketFds: Record<string, number> = {};
+  const inh = cli.inherited;
+  let adminOn: ListenOn | undefined;
+  if (inh !== undefined) {
+    for (const l of config.listeners) {
+      const main = inh.take("listener", l.name, l.address);
+      const fd = main === undefined ? undefined : fdOf(main);
+      if (fd !== undefined) socketFds[socketKey("listener", l.name)] = fd;
+      const h1 = l.http1Address === null ? undefined : inh.take("http1", l.name, l.http1Address);
+      const fd1 = h1 === undefined ? undefined : fdOf(h1);
+      if (fd1 !== undefined) socketFds[socketKey("http1", l.name)] = fd1;
+    }
+    if (config.admin !== null) adminOn = inh.take("admin", "", config.admin.address);
+    for (const h of inh.untaken()) closeHandle(h);
+  }
+  /** the workers' listening sockets, as the first ready worker reported them */
+  let workerSockets: readonly SocketRecord[] = [];
 
   const faults = async (method: string, path: string, body: string): Promise<AdminReply> => {
     const op: WorkerOp = { op: "faults", method, path, body };
@@ -463,12 +532,22 @@ export async function runPrimary(
           },
         });
   const fork = (): Worker => {
-    const w = cluster.fork(configText === undefined ? undefined : { [CONFIG_TEXT_ENV]: configText });
+    const env: Record<string, string> = {};
+    if (configText !== undefined) env[CONFIG_TEXT_ENV] = configText;
+    if (Object.keys(socketFds).length > 0) env[SOCKETS_ENV] = JSON.stringify(socketFds);
+    const w = cluster.fork(Object.keys(env).length === 0 ? undefined : env);
     // A send to a worker whose channel just closed is an 'error' event: unhandled, it would end the
     // primary. The worker's 'exit' follows and settles whatever waited for it.
     w.on("error", (err: Error) => log.warn({ worker: w.id, err: err.message }, "worker IPC error"));
     w.on("message", (m: unknown) => {
-      if (isType<{ type: typeof READY }>(m, READY)) ready.add(w.id);
+      if (isType<{ type: typeof READY; sockets?: SocketRecord[] }>(m, READY)) {
+        ready.add(w.id);
+        if (workerSockets.length === 0 && Array.isArray(m.sockets)) workerSockets = m.sockets;
+        if (ready.size === n && !announced && !stopping) {
+          announced = true;
+          cli.onReady?.(handover);
+        }
+      }
       else if (isType<ReplyMessage>(m, "dojang:reply")) fanout.onReply(w, m);
       else if (isType<TapMessage>(m, "dojang:tap")) taps.get(m.id)?.pushAll(m.lines, m.dropped);
       else if (isType<SyncRequest>(m, "dojang:sync-request")) {
@@ -523,7 +602,8 @@ export async function runPrimary(
     reloading = run.catch(() => undefined);
     return run;
   };
-  process.on("SIGHUP", () => void reloadAll("SIGHUP"));
+  const onHup = (): void => void reloadAll("SIGHUP");
+  process.on("SIGHUP", onHup);
   const watcher = config.watchConfig && file !== undefined ? watchConfigFile(
           file,
           (text) => {
@@ -531,13 +611,40 @@ export async function runPrimary(
           },
           log,
         ) : undefined;
+  let announced = false;
+  const handover: PrimaryHandover = {
+    sockets: () => {
+      const out: { record: SocketRecord; handle: object }[] = [];
+      for (const record of workerSockets) {
+        const handle = opened.find(record.bound);
+        if (handle !== undefined) out.push({ record, handle });
+        else log.warn({ socket: record }, "upgrade: this listening socket is not found; the new process binds it afresh");
+      }
+      const ah = admin === undefined ? undefined : handleOf(admin.server);
+      const ab = admin?.boundAddress;
+      if (admin !== undefined && ah !== undefined && ab !== undefined) {
+        out.push({ record: { role: "admin", name: "", configured: formatHostPort(admin.address), bound: boundOf(ab) }, handle: ah });
+      }
+      return out;
+    },
+    handOver: () => {
+      // no new connections here from now on (node:cluster's queued ones still reach the workers)
+      for (const record of workerSockets) {
+        const h = opened.find(record.bound);
+        if (h !== undefined) closeHandle(h);
+      }
+      admin?.stopAccepting();
+      setTimeout(() => stop("upgrade"), HANDOVER_GRACE_MS);
+    },
+  };
+  // The admin listener first: a port in use fails the start before any worker accepts a connection.
+  if (admin !== undefined) await admin.listen(adminOn);
   for (let i = 0; i < n; i++) fork();
   if (config.xds !== null) {
     // loaded only with xDS; the bootstrap was checked by main (a bad one stops the start here too)
     const { startXdsClient } = await import("../xds/index.js");
     xds = startXdsClient(config.xds.bootstrap, xdsHost);
   }
-  if (admin !== undefined) await admin.listen();
   log.info({ pid: process.pid, workers: n, admin: admin?.boundAddress }, "dojang primary started");
   cli.onStarted?.();
 
@@ -553,10 +660,16 @@ export async function runPrimary(
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill("SIGKILL");
     }, config.drainTimeoutMs + 5000).unref();
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  const onTerm = (): void => stop("SIGTERM");
+  const onInt = (): void => stop("SIGINT");
+  process.on("SIGTERM", onTerm);
+  process.on("SIGINT", onInt);
   await allExited;
   await admin?.close();
+  // (a primary that stays as an upgrade's supervisor passes these on from here: src/upgrade.ts)
+  process.off("SIGHUP", onHup);
+  process.off("SIGTERM", onTerm);
+  process.off("SIGINT", onInt);
   return exitCode;
 }
 

@@ -35,6 +35,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["proxy/downstream/", "listener"],
   // the admin HTTP server is a listener of its own (it knows nothing of calls)
   ["proxy/admin/", "listener"],
+  // the listening sockets `dojang upgrade` hands from one process to the next (what listen() takes)
+  ["proxy/upgrade-sockets.ts", "listener"],
   ["proxy/snapshot.ts", "snapshot"],
   // the xDS client and the mapping of xDS resources onto the config (issue 20): it hands Dojang a
   // config to reload, so it sits below dojang and knows nothing of the snapshot
@@ -57,6 +59,9 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   ["pid-file.ts", "main"],
   // --stop-with-parent's record of who started dojang, taken first in src/cli.ts and src/main.ts
   ["parent.ts", "main"],
+  // `dojang upgrade`: the processes' side (upgrade.ts) and the command (upgrade-command.ts)
+  ["upgrade.ts", "main"],
+  ["upgrade-command.ts", "main"],
 ];
 
 function layerOf(rel: string): Layer | undefined {
@@ -253,13 +258,14 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
   // auth (issue 21): jose verifies tokens, node:https and node:fs read the JWKS, grpc-js asks the Authorization service
   filters: { values: ["node:http2", "jose", "node:https", "node:fs", "@grpc/grpc-js"], types: ["pino", "node:crypto"] },
   listener: {
-    values: ["node:http2", "node:http", "node:https", "node:net", "node:tls", "node:crypto", "node:events", "node:stream", "node:module", "node:fs", "node:path"],
+    values: ["node:http2", "node:http", "node:https", "node:net", "node:tls", "node:crypto", "node:events", "node:stream", "node:module", "node:fs", "node:path", "node:diagnostics_channel"],
     types: ["pino"],
   },
   snapshot: { values: [], types: ["pino"] },
   xds: { values: ["@grpc/grpc-js", "prom-client", "yaml", "node:fs", "node:os", "node:path", "node:crypto"], types: ["pino"] },
   dojang: { values: ["node:fs", "node:path", "node:net", "node:cluster", "prom-client"], types: ["pino"] },
-  main: { values: ["@grpc/grpc-js", "node:http2", "node:net", "node:util", "node:fs", "node:path", "yaml"], types: ["pino"] },
+  // node:child_process, node:crypto and node:os: `dojang upgrade` starts the new process, names its request, reads signal numbers
+  main: { values: ["@grpc/grpc-js", "node:http2", "node:net", "node:util", "node:fs", "node:path", "yaml", "node:child_process", "node:crypto", "node:os"], types: ["pino"] },
 };
 
 /** The packages `text` imports: [name, type-only]. */

@@ -112,15 +112,16 @@ describe("the command line reference (docs/reference/cli.md)", () => {
     const of = (sub: string) => (l: string) => new RegExp(`dojang ${sub}\\b|^\\s+${sub}\\s`).test(l);
     // the views' line (`dojang stat | top | tap [...]`) and their descriptions
     const isView = (l: string): boolean => of("stat")(l) || of("top")(l) || of("tap")(l);
-    const main = flags(lines.filter((l) => !of("health")(l) && !of("reload")(l) && !isView(l)).join("\n"));
+    const main = flags(lines.filter((l) => !of("health")(l) && !of("reload")(l) && !of("upgrade")(l) && !isView(l)).join("\n"));
     const health = flags(lines.filter(of("health")).join("\n"));
     const reload = flags(lines.filter(of("reload")).join("\n"));
+    const upgrade = flags(lines.filter(of("upgrade")).join("\n"));
     const views = flags(lines.filter(isView).join("\n"));
-    const listed = new Set([...main, ...health, ...reload, ...views]);
+    const listed = new Set([...main, ...health, ...reload, ...upgrade, ...views]);
     expect([...listed]).toEqual(expect.arrayContaining(["--config", "--check", "--log-level", "--help", "--version", "--timeout"]));
     // a value for each placeholder the usage names after an option
     const nobody = `127.0.0.1:${await freePort()}`;
-    const SAMPLE: Record<string, string> = { BOOTSTRAP: "config/xds/bootstrap.yaml", FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid`, HOST: nobody };
+    const SAMPLE: Record<string, string> = { DIR: "dist", BOOTSTRAP: "config/xds/bootstrap.yaml", FILE: "config/dojang.yaml", LEVEL: "warn", L: "warn", DURATION: "1s", PATH: `${tmp.dir}/dojang.pid`, HOST: nobody };
     const valueOf = (f: string): string[] => {
       const m = new RegExp(`${f}[ =]([A-Z]+)\\b`).exec(usage);
       if (m === null) return [];
@@ -138,6 +139,8 @@ describe("the command line reference (docs/reference/cli.md)", () => {
       else if (health.has(f)) [args, code] = [["health", "--config", quiet, f, ...valueOf(f)], 1];
       // `dojang reload` with a pid file nobody holds: "no running dojang" (3), not a usage error
       else if (reload.has(f)) [args, code] = [["reload", "--config", quiet, "--pid-file", `${tmp.dir}/nobody.pid`, f, ...valueOf(f)], 3];
+      // `dojang upgrade` the same: its options are checked first (a usage error is 2), then 3
+      else if (upgrade.has(f)) [args, code] = [["upgrade", "--pid-file", `${tmp.dir}/nobody.pid`, f, ...valueOf(f)], 3];
       // `dojang stat` where nothing listens (or no dojang holds the pid file): no answer (1), not a usage error
       else if (views.has(f)) [args, code] = [["stat", f, ...(f === "--config" ? [quiet] : f === "--pid-file" ? [`${tmp.dir}/nobody.pid`] : valueOf(f))], 1];
       else throw new Error(`${f} is in no usage line`);

@@ -21,6 +21,7 @@ import type { AccessRecord } from "../observe/log.js";
 import { STATS_WINDOWS } from "../observe/stats.js";
 import { parseTapFilter, type TapFilter, type TapSink } from "../observe/tap.js";
 import { UI_FILES } from "./ui.gen.js";
+import type { ListenOn } from "../upgrade-sockets.js";
 
 export interface AdminReply {
   readonly status: number;
@@ -163,17 +164,28 @@ export class AdminServer {
     this.server.keepAliveTimeout = 5000;
   }
 
-  listen(): Promise<AddressInfo> {
+  /** Binds the admin address, or listens on the socket the previous process handed over (`dojang upgrade`). */
+  listen(on?: ListenOn): Promise<AddressInfo> {
     const { host, port } = this.address;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => reject(new ListenError(`${host}:${port} (admin)`, { cause: err }));
       this.server.once("error", onError);
-      this.server.listen(port, host, () => {
+      const done = (): void => {
         this.server.off("error", onError);
         this.bound = this.server.address() as AddressInfo;
         resolve(this.bound);
-      });
+      };
+      if (on === undefined) this.server.listen(port, host, done);
+      else this.server.listen(on, done);
     });
+  }
+
+  /**
+   * No new connections (its socket was handed to the next process, which answers from now on);
+   * requests on connections already open are still answered, until close().
+   */
+  stopAccepting(): void {
+    if (this.server.listening) this.server.close();
   }
 
   get boundAddress(): AddressInfo | undefined {

@@ -65,8 +65,20 @@ function goawayGracefully(s: ServerHttp2Session): void {
   }
 }
 
-/** requestHeadersTimeout passed without a request: the connection is closed (nothing of it is served). */
+/**
+ * requestHeadersTimeout passed. The decision waits for this turn's poll phase (setImmediate): node
+ * runs expired timers before it reads the sockets, so on a process whose loop lagged past the
+ * timeout a first request that arrived in time may still sit unread in the socket, and closing
+ * then would reset a client that did nothing wrong (test/behaviour/headers-timeout-lag.test.ts).
+ * The timer stays in c.headersTimer until then: countStream clears it when a request is read.
+ */
 function onRequestHeadersTimeout(l: ConnHost, c: ConnState): void {
+  setImmediate(requestHeadersMissed, l, c);
+}
+
+/** No request after requestHeadersTimeout, the socket read: the connection is closed (nothing of it is served). */
+function requestHeadersMissed(l: ConnHost, c: ConnState): void {
+  if (c.headersTimer === undefined) return;
   c.headersTimer = undefined;
   const s = c.session;
   if (s.closed || s.destroyed) return;

@@ -7,7 +7,8 @@
 // prints the port it got. The interop client is grpc-go's own (interop/client, engine.json).
 //
 //	grpc-interop serve [-tls_cert_file F -tls_key_file F]
-//	    prints "listening on PORT", serves until it is killed
+//	    prints "listening on PORT", serves until it is killed; a unary call whose metadata has
+//	    x-delay-ms: N is answered N ms later (the upgrade test keeps thousands of calls in flight)
 //	grpc-interop burst -addr HOST:PORT [-ca_file F -server_name N] [-rounds 150 -concurrency 20
 //	    -request_size 271 -response_size 314] [-json_codec]
 //	    rounds of concurrent UnaryCalls on one connection, each reply's payload checked; prints
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/interop"
+	"google.golang.org/grpc/metadata"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/orca"
@@ -61,7 +64,7 @@ func serve(args []string) {
 		os.Exit(1)
 	}
 	// As grpc-go's interop/server main: ORCA per-call metrics and the OOB service beside TestService.
-	opts := []grpc.ServerOption{orca.CallMetricsServerOption(nil)}
+	opts := []grpc.ServerOption{orca.CallMetricsServerOption(nil), grpc.ChainUnaryInterceptor(delayUnary)}
 	if *cert != "" {
 		creds, err := credentials.NewServerTLSFromFile(*cert, *key)
 		if err != nil {
@@ -79,6 +82,23 @@ func serve(args []string) {
 	testgrpc.RegisterTestServiceServer(server, interop.NewTestServer(interop.NewTestServerOptions{MetricsRecorder: recorder}))
 	fmt.Printf("listening on %d\n", lis.Addr().(*net.TCPAddr).Port)
 	server.Serve(lis)
+}
+
+// delayUnary holds a unary call for as many milliseconds as its x-delay-ms metadata says (a
+// cancelled call stops waiting), then lets the TestService answer it.
+func delayUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("x-delay-ms"); len(v) > 0 {
+			if ms, err := strconv.Atoi(v[0]); err == nil && ms > 0 {
+				select {
+				case <-time.After(time.Duration(ms) * time.Millisecond):
+				case <-ctx.Done():
+					return nil, status.FromContextError(ctx.Err()).Err()
+				}
+			}
+		}
+	}
+	return handler(ctx, req)
 }
 
 type burstResult struct {

@@ -22,7 +22,6 @@ import {
   decodeTimeout,
   encodeTimeout,
   outcome,
-  prefixFlag,
   rstCodeName,
 } from "../../../translate/index.js";
 import { compileActions, drawDelayMs, tamperTimeoutNs } from "./actions.js";

@@ -4,11 +4,13 @@
 // of the wire: a raw-frame upstream that sends exactly as far as dojang's windows let it and
 // records the most credit each stream ever had (test/helpers/window-upstream.ts). The cluster's
 // initialWindowSize stays the default (64 KiB). Clients: node:http2 (reads as fast as it can) and
-// a raw-frame client at window 0 (never reads); dojang in process, all on loopback.
+// a raw-frame client at window 0 (never reads); dojang in process, all on loopback; h2c, and TLS
+// with two calls at once on the one upstream session.
 import http2 from "node:http2";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { DojangHandle } from "../../src/index.js";
 import { startProxy } from "../helpers/peers.js";
+import { CertDir } from "../helpers/certs.js";
 import { connectRawH2, grpcRequestFields, type RawH2Client } from "../helpers/raw-h2-client.js";
 import { SETTING } from "../helpers/h2-frames.js";
 import { startWindowUpstream, type WindowStream, type WindowUpstream } from "../helpers/window-upstream.js";
@@ -130,6 +132,25 @@ describe("the upstream stream window: grown for a client that reads, never for o
     expect(s.sent).toBe(sent);
     expect(s.sent).toBeLessThan(RESPONSE_BYTES);
     call.stream.close(http2.constants.NGHTTP2_CANCEL);
+  });
+
+  it("over TLS, two calls at once on one upstream session: both are given more than 64 KiB", { timeout: 60_000 }, async () => {
+    const certs = new CertDir();
+    const ca = certs.ca("window-ca");
+    const leaf = certs.leaf(ca, "window-upstream", { cn: "backend.internal", dns: ["backend.internal"] });
+    const tlsUp = await startWindowUpstream(RESPONSE_BYTES, { tls: { cert: leaf.cert, key: leaf.key } });
+    try {
+      proxy = await startProxy(tlsUp.address, { cluster: { tls: { caFile: ca.certFile, serverName: "backend.internal" } } });
+      const [a, b] = await Promise.all([readCall(proxy.address), readCall(proxy.address)]);
+      console.log(`TLS, two at once: ${tlsUp.streams.map(describeStream).join("; ")}; SETTINGS_INITIAL_WINDOW_SIZE seen ${tlsUp.initialWindows.join(", ")}`);
+      expect(a).toEqual({ bytes: RESPONSE_BYTES, status: "0" });
+      expect(b).toEqual({ bytes: RESPONSE_BYTES, status: "0" });
+      expect(tlsUp.streams.map((s) => s.id)).toEqual([1, 3]);
+      for (const s of tlsUp.streams) expect(s.maxCredit).toBeGreaterThanOrEqual(GROWN);
+    } finally {
+      await tlsUp.close();
+      certs.remove();
+    }
   });
 
   it("a stream whose client does not read keeps the whole session from growing: it is never given more than 64 KiB", { timeout: 60_000 }, async () => {

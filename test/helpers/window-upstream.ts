@@ -5,8 +5,10 @@
 // it sent: the peer's view of a proxy's upstream window, which node:http2 servers do not show.
 // Every stream is answered with `responseBytes` of 64 KiB gRPC messages, then grpc-status 0.
 // PINGs and SETTINGS are ACKed at once (SETTINGS before any DATA sent under them, as nghttp2,
-// Go's and grpc-go's servers do). Test-only; imports nothing from src.
+// Go's and grpc-go's servers do). Over h2c, or TLS with ALPN h2 (`tls`: its certificate and key).
+// Test-only; imports nothing from src.
 import net from "node:net";
+import tls from "node:tls";
 import { FLAG_ACK, FLAG_END_HEADERS, FLAG_END_STREAM, FRAME, FrameReader, SETTING, encodeFrame, encodeHeaderBlock, frameHeader } from "./h2-frames.js";
 
 export interface WindowStream {
@@ -34,7 +36,7 @@ export interface WindowUpstream {
 const MESSAGE = 64 * 1024;
 const MAX_FRAME = 16 * 1024;
 
-export async function startWindowUpstream(responseBytes: number): Promise<WindowUpstream> {
+export async function startWindowUpstream(responseBytes: number, opts: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<WindowUpstream> {
   const streams: WindowStream[] = [];
   const initialWindows: number[] = [];
   const sockets = new Set<net.Socket>();
@@ -42,7 +44,7 @@ export async function startWindowUpstream(responseBytes: number): Promise<Window
   const msg = Buffer.alloc(MESSAGE, 0x61);
   msg[0] = 0;
   msg.writeUInt32BE(MESSAGE - 5, 1);
-  const server = net.createServer((sock) => {
+  const serve = (sock: net.Socket): void => {
     sockets.add(sock);
     sock.on("close", () => sockets.delete(sock));
     sock.on("error", () => {});
@@ -111,7 +113,8 @@ export async function startWindowUpstream(responseBytes: number): Promise<Window
       }
       pump();
     });
-  });
+  };
+  const server = opts.tls === undefined ? net.createServer(serve) : tls.createServer({ ...opts.tls, ALPNProtocols: ["h2"] }, serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as net.AddressInfo;
   return {

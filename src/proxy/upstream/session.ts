@@ -140,6 +140,10 @@ export class UpstreamSession {
   private sampleTimer: NodeJS.Timeout | undefined = undefined;
   private lastRead = 0;
   private pingRead = -1;
+  /** streams handed out here (admit), and that count at the last tick and at the BDP PING: a session that takes new streams does not grow */
+  private opens = 0;
+  private opensAtTick = 0;
+  private opensAtPing = 0;
 
   constructor(
     readonly endpoint: SessionOwner,
@@ -387,6 +391,7 @@ export class UpstreamSession {
    * wire, probe W4), and the sampler runs while the session has streams. Per call: two compares.
    */
   admit(): void {
+    this.opens++;
     if (this.window !== this.baseWindow) this.shrinkWindow();
     if (this.sampleTimer === undefined) this.startSampling();
   }
@@ -463,7 +468,12 @@ export class UpstreamSession {
     const read = this.bytesRead();
     const came = read - this.lastRead;
     this.lastRead = read;
-    if (came >= this.window) this.bdpPing();
+    // Only a session that took no new stream for a whole tick samples: each new stream lowers the
+    // window again (admit), so growing one that keeps taking them (unary calls) is only churn,
+    // SETTINGS and PINGs for nothing. A long stream's session takes none.
+    const quiet = this.opens === this.opensAtTick;
+    this.opensAtTick = this.opens;
+    if (quiet && came >= this.window) this.bdpPing();
     const t = setTimeout(sampleTick, SAMPLE_MS, this);
     t.unref();
     this.sampleTimer = t;
@@ -480,6 +490,7 @@ export class UpstreamSession {
     if (h2.destroyed || h2.closed) return;
     const self = this;
     this.pingRead = this.bytesRead();
+    this.opensAtPing = this.opens;
     let sent = false;
     try {
       sent = h2.ping((err) => {
@@ -501,7 +512,7 @@ export class UpstreamSession {
    */
   private onBdpSample(sample: number): void {
     const n = this.active;
-    if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0) return;
+    if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0 || this.opens !== this.opensAtPing) return;
     const w = this.window;
     if (3 * sample < 2 * w) return;
     let want = Math.min(GROWN_WINDOW_MAX, 2 * sample, Math.floor(GROWN_SESSION_BUDGET / n));
@@ -510,7 +521,12 @@ export class UpstreamSession {
     want &= ~1023;
     if (want <= w) return;
     const self = this;
-    if (!this.sendWindow(want, () => self.bdpPing())) return;
+    // the next sample at once, unless the window went back meanwhile (a new stream, a stall):
+    // then the sampler's next tick decides, so a busy session changes its window at most once a tick
+    const next = (): void => {
+      if (self.window === want) self.bdpPing();
+    };
+    if (!this.sendWindow(want, next)) return;
     grownTotal += want * n - this.grownBytes;
     this.grownBytes = want * n;
   }

@@ -44,6 +44,18 @@ export const SHAPES = [
     bytes: true,
   },
   {
+    // issue 33 item 0: one long stream, the shape of a large download (the stream window's cost)
+    id: "stream-long",
+    title: "server streaming, 1,024 × 64 KiB in one call, 1 conn × 1 stream",
+    kind: "h2load",
+    path: STREAM_PATH,
+    size: 8,
+    clients: 1,
+    streams: 1,
+    headers: [`${STREAM_COUNT_HEADER}: 1024`],
+    bytes: true,
+  },
+  {
     id: "unary-1MiB",
     title: "unary 1 MiB each way, 4 conns × 2 streams",
     kind: "h2load",

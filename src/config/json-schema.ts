@@ -314,7 +314,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: DEFAULTS.cluster.maxSessionsPerEndpoint,
   },
   "clusters[].initialWindowSize": {
-    description: "SETTINGS_INITIAL_WINDOW_SIZE (per stream) advertised to the upstream.",
+    description:
+      "SETTINGS_INITIAL_WINDOW_SIZE (per stream) advertised to the upstream: the window every stream opens at, and what a stream whose client does not read may be sent. Grown from a bandwidth-delay estimate while every stream of the session reads (up to 4 MiB a stream), lowered again before a new stream opens.",
     kind: sizeKind(LIMITS.initialWindowSize),
     default: formatSize(DEFAULTS.cluster.initialWindowSize),
   },

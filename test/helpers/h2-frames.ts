@@ -19,7 +19,7 @@ export interface SeenFrame {
   readonly length: number;
   /** RST_STREAM's or GOAWAY's error code */
   readonly errorCode?: number;
-  /** the payload (a copy); kept for HEADERS, SETTINGS and GOAWAY */
+  /** the payload (a copy); kept for HEADERS, CONTINUATION, SETTINGS, GOAWAY, PING and WINDOW_UPDATE */
   readonly payload?: Buffer;
 }
 
@@ -71,7 +71,7 @@ export class FrameReader {
       const streamId = this.buf.readUInt32BE(5) & 0x7fffffff;
       const payload = this.buf.subarray(9, 9 + length);
       const errorCode = type === FRAME.RST_STREAM ? payload.readUInt32BE(0) : type === FRAME.GOAWAY ? payload.readUInt32BE(4) : undefined;
-      const keep = type === FRAME.HEADERS || type === FRAME.CONTINUATION || type === FRAME.SETTINGS || type === FRAME.GOAWAY || type === FRAME.PING;
+      const keep = type === FRAME.HEADERS || type === FRAME.CONTINUATION || type === FRAME.SETTINGS || type === FRAME.GOAWAY || type === FRAME.PING || type === FRAME.WINDOW_UPDATE;
       out.push({ type, flags, streamId, length, ...(errorCode === undefined ? {} : { errorCode }), ...(keep ? { payload: Buffer.from(payload) } : {}) });
       this.buf = this.buf.subarray(9 + length);
     }

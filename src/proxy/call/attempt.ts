@@ -301,12 +301,24 @@ export class Attempt implements SlotWaiter, ReplaySink {
 
   // === response flow control ===
 
+  /** dojang paused this stream's reading: the session's sampler tick it paused in (-1: reading), counted on the session (its window, session.ts) */
+  upPausedAt = -1;
+
   pause(): void {
-    this.up?.pause();
+    const up = this.up;
+    if (up === undefined) return;
+    up.pause();
+    if (this.upPausedAt < 0) this.upPausedAt = this.session!.streamPaused();
   }
 
   resume(): void {
-    this.up?.resume();
+    const up = this.up;
+    if (up === undefined) return;
+    up.resume();
+    if (this.upPausedAt >= 0) {
+      this.session!.streamResumed(this.upPausedAt);
+      this.upPausedAt = -1;
+    }
   }
 
   // === per-try timer ===
@@ -431,6 +443,10 @@ export class Attempt implements SlotWaiter, ReplaySink {
   /** The stream's 'close': the owner decides first, then the endpoint hears the result. */
   onStreamClose(): void {
     this.closed = true;
+    if (this.upPausedAt >= 0) {
+      this.session!.streamResumed(this.upPausedAt);
+      this.upPausedAt = -1;
+    }
     // (first: the slot goes to the endpoint's queue before the owner may start another attempt)
     this.session!.streamClosed();
     this.owner.onAttemptClose(this);

@@ -125,7 +125,11 @@ export class Endpoint implements SessionOwner {
     if (this.qHead === undefined) {
       for (let i = 0; i < list.length; i++) {
         const s = list[i]!;
-        if (s.state === "ready" && s.active < s.limit) return s;
+        if (s.state === "ready" && s.active < s.limit) {
+          // (a grown stream window goes back before the new stream opens: session.ts)
+          s.admit();
+          return s;
+        }
       }
     }
     const b = this.cluster.breaker;
@@ -152,7 +156,10 @@ export class Endpoint implements SessionOwner {
     const list = this.sessions;
     for (let i = 0; i < list.length; i++) {
       const s = list[i]!;
-      if (s.state === "ready" && s.active < s.limit) return s;
+      if (s.state === "ready" && s.active < s.limit) {
+        s.admit();
+        return s;
+      }
     }
     return undefined;
   }

@@ -14,6 +14,34 @@ export type SessionState = "connecting" | "ready" | "draining" | "closed";
 export const RESET_RETIRE_MIN = 200;
 
 /**
+ * The adaptive stream window (issue 33 item 0; docs/concepts/node-http2.md, "Windows"). A stream
+ * opens at the cluster's initialWindowSize (64 KiB by default: what a call whose client does not
+ * read may cost, the unread budget's figure). node:http2 has no per-stream window (probe W5):
+ * only SETTINGS_INITIAL_WINDOW_SIZE, which moves every stream of the session by the same delta
+ * (W3). So a session grows its window, as grpc-go does from a bandwidth-delay estimate (a PING,
+ * and the bytes read until its ACK), only while none of its streams is paused (every client
+ * reads), and lowers it again before anything could make that untrue: a stream paused (its
+ * client stopped reading; it holds at most the grown window, once), a new stream opened on it
+ * (SETTINGS go out before the stream's HEADERS, so the new stream starts small: W4), the last
+ * stream gone. What a grown session's streams may hold is bounded per stream, per session and
+ * per process (below).
+ */
+/** the most a stream's window grows to (grpc-go's BDP estimator stops at 16 MiB; 1 MiB ran at 735-909 MiB/s) */
+export const GROWN_WINDOW_MAX = 4 * 1024 * 1024;
+/** what the grown windows of one session's streams add up to at most (the cluster's default connection window) */
+export const GROWN_SESSION_BUDGET = 16 * 1024 * 1024;
+/** what the grown windows of every session of the process add up to at most (the zero-window attacks' RSS bound) */
+export const GROWN_PROCESS_BUDGET = 32 * 1024 * 1024;
+/** how often a session with streams looks at what it read (a PING goes out only when a window's worth came in) */
+const SAMPLE_MS = 20;
+/** Σ window × streams over the grown sessions of the process (GROWN_PROCESS_BUDGET) */
+let grownTotal = 0;
+/** @internal for tests: the process's grown windows, summed */
+export function grownWindowBytes(): number {
+  return grownTotal;
+}
+
+/**
  * An attempt waiting for a stream slot: among a connecting session's waiters (for its first
  * SETTINGS), or in its endpoint's queue (every session at its limit). Counted in the cluster's
  * breaker.pendingAttempts (maxPendingCalls) while it waits.
@@ -90,6 +118,32 @@ export class UpstreamSession {
   /** keepalive: the next PING (interval), or the wait for its ACK (timeout) */
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private readonly keepalive: ClusterConfig["keepalive"];
+  /** the stream window the session advertises now (SETTINGS_INITIAL_WINDOW_SIZE), and the cluster's */
+  window: number;
+  readonly baseWindow: number;
+  /**
+   * Streams on this session whose reading dojang paused (their client is behind), counted by
+   * when: since this sampler tick (`pausedNow`), or since an earlier one (`pausedOld`: paused
+   * for a whole tick or more, a client that stopped reading). A stream that reads fast pauses
+   * too, for a moment (node's write queue fills faster than the socket drains it, and the next
+   * 'drain' resumes it): those pauses are not a stall.
+   */
+  pausedNow = 0;
+  pausedOld = 0;
+  /** the sampler's tick count (a paused stream remembers the tick it paused in) */
+  epoch = 0;
+  /** what this session's growth counts in grownTotal */
+  private grownBytes = 0;
+  /** SETTINGS sent and not yet ACKed (node allows 10) */
+  private settingsPending = 0;
+  /** the sampler: its timer, the socket's bytesRead at its last tick, at the BDP PING (-1: none out) */
+  private sampleTimer: NodeJS.Timeout | undefined = undefined;
+  private lastRead = 0;
+  private pingRead = -1;
+  /** streams handed out here (admit), and that count at the last tick and at the BDP PING: a session that takes new streams does not grow */
+  private opens = 0;
+  private opensAtTick = 0;
+  private opensAtPing = 0;
 
   constructor(
     readonly endpoint: SessionOwner,
@@ -97,6 +151,7 @@ export class UpstreamSession {
   ) {
     this.keepalive = cfg.keepalive;
     this.limit = cfg.maxConcurrentStreamsPerSession;
+    this.window = this.baseWindow = cfg.initialWindowSize;
     const options: http2.SecureClientSessionOptions = {
       settings: { enablePush: false, initialWindowSize: cfg.initialWindowSize },
       // The upstream is trusted to send large header blocks (metadata) back.
@@ -183,6 +238,7 @@ export class UpstreamSession {
     }
     this.waiting = [];
     this.endpoint.doneWaiting(w.length);
+    this.admit();
     let i = 0;
     for (; i < w.length && this.active < this.limit && this.state === "ready"; i++) w[i]!.onSlot(this);
     if (i < w.length) this.endpoint.requeueFront(w, i);
@@ -201,6 +257,8 @@ export class UpstreamSession {
     if (this.state === "closed") return;
     this.clearConnectTimer();
     this.clearKeepalive();
+    this.stopSampling();
+    this.releaseGrowth();
     this.lost = true;
     this.state = "closed";
     this.endpoint.onSessionClosed(this);
@@ -319,10 +377,163 @@ export class UpstreamSession {
 
   /** A stream on this session closed: its slot goes to the first attempt queued at the endpoint, if any. */
   streamClosed(): void {
-    this.active--;
+    // the last stream gone: a grown window goes back now, so the next stream needs no SETTINGS of its own
+    if (--this.active === 0 && this.window !== this.baseWindow) this.shrinkWindow();
     const e = this.endpoint;
     if (e.queued !== 0 && this.state === "ready") e.dispatch();
   }
+
+  // === the adaptive stream window (GROWN_WINDOW_MAX above) ===
+
+  /**
+   * The endpoint hands this ready session to a new stream (Endpoint.slot, dispatch): a grown
+   * window goes back to the cluster's first (its SETTINGS precede the stream's HEADERS on the
+   * wire, probe W4), and the sampler runs while the session has streams. Per call: two compares.
+   */
+  admit(): void {
+    this.opens++;
+    if (this.window !== this.baseWindow) this.shrinkWindow();
+    if (this.sampleTimer === undefined) this.startSampling();
+  }
+
+  /** An attempt paused its stream (its client is behind); returns the tick it paused in, for streamResumed. */
+  streamPaused(): number {
+    this.pausedNow++;
+    return this.epoch;
+  }
+
+  /** An attempt's stream, paused in tick `at`, reads again, or closed while paused. */
+  streamResumed(at: number): void {
+    if (at === this.epoch) this.pausedNow--;
+    else this.pausedOld--;
+  }
+
+  private sendWindow(w: number, then: ((this: void) => void) | undefined): boolean {
+    const h2 = this.h2;
+    if (h2.destroyed || h2.closed || this.settingsPending >= 8) return false;
+    const self = this;
+    this.settingsPending++;
+    try {
+      h2.settings({ initialWindowSize: w }, () => {
+        self.settingsPending--;
+        if (then !== undefined) then();
+      });
+    } catch {
+      this.settingsPending--;
+      return false;
+    }
+    this.window = w;
+    return true;
+  }
+
+  private shrinkWindow(): void {
+    this.sendWindow(this.baseWindow, undefined);
+    this.releaseGrowth();
+  }
+
+  private releaseGrowth(): void {
+    grownTotal -= this.grownBytes;
+    this.grownBytes = 0;
+  }
+
+  private startSampling(): void {
+    if (this.state !== "ready" || this.baseWindow >= GROWN_WINDOW_MAX) return;
+    this.lastRead = this.bytesRead();
+    const t = setTimeout(sampleTick, SAMPLE_MS, this);
+    t.unref();
+    this.sampleTimer = t;
+  }
+
+  private stopSampling(): void {
+    if (this.sampleTimer !== undefined) {
+      clearTimeout(this.sampleTimer);
+      this.sampleTimer = undefined;
+    }
+  }
+
+  private bytesRead(): number {
+    return this.h2.socket?.bytesRead ?? 0;
+  }
+
+  /** @internal the sampler's timer: a BDP PING when a window's worth came in since the last tick. */
+  tick(): void {
+    this.sampleTimer = undefined;
+    // a stream paused since before the last tick and still paused: its client stopped reading;
+    // a grown window goes back (what the stream holds is then what it was sent already)
+    if (this.pausedOld !== 0 && this.window !== this.baseWindow) this.shrinkWindow();
+    this.pausedOld += this.pausedNow;
+    this.pausedNow = 0;
+    this.epoch++;
+    if (this.active === 0 || this.state !== "ready") return;
+    const read = this.bytesRead();
+    const came = read - this.lastRead;
+    this.lastRead = read;
+    // Only a session that took no new stream for a whole tick samples: each new stream lowers the
+    // window again (admit), so growing one that keeps taking them (unary calls) is only churn,
+    // SETTINGS and PINGs for nothing. A long stream's session takes none.
+    const quiet = this.opens === this.opensAtTick;
+    this.opensAtTick = this.opens;
+    if (quiet && came >= this.window) this.bdpPing();
+    const t = setTimeout(sampleTick, SAMPLE_MS, this);
+    t.unref();
+    this.sampleTimer = t;
+  }
+
+  /**
+   * A PING; the bytes read from its sending to its ACK are what the peer could send in one
+   * round trip (grpc-go's bdpEstimator). One at a time, only while the window may still grow
+   * and no stream is paused.
+   */
+  private bdpPing(): void {
+    if (this.pingRead >= 0 || this.pausedOld !== 0 || this.settingsPending !== 0 || this.window >= GROWN_WINDOW_MAX) return;
+    const h2 = this.h2;
+    if (h2.destroyed || h2.closed) return;
+    const self = this;
+    this.pingRead = this.bytesRead();
+    this.opensAtPing = this.opens;
+    let sent = false;
+    try {
+      sent = h2.ping((err) => {
+        const from = self.pingRead;
+        self.pingRead = -1;
+        if (err === null) self.onBdpSample(self.bytesRead() - from);
+      });
+    } catch {
+      /* session closing */
+    }
+    if (!sent) this.pingRead = -1;
+  }
+
+  /**
+   * grpc-go's rule: a round trip that carried two thirds of the window or more means the window
+   * is what holds the stream back; the window becomes twice the sample, within the bounds. It
+   * grows only while every stream of the session reads (none paused), and the SETTINGS's ACK
+   * sets off the next sample at once, so a stream reaches its window in a few round trips.
+   */
+  private onBdpSample(sample: number): void {
+    const n = this.active;
+    if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0 || this.opens !== this.opensAtPing) return;
+    const w = this.window;
+    if (3 * sample < 2 * w) return;
+    let want = Math.min(GROWN_WINDOW_MAX, 2 * sample, Math.floor(GROWN_SESSION_BUDGET / n));
+    const room = GROWN_PROCESS_BUDGET - (grownTotal - this.grownBytes);
+    if (want * n > room) want = Math.floor(room / n);
+    want &= ~1023;
+    if (want <= w) return;
+    const self = this;
+    // the next sample at once, unless the window went back meanwhile (a new stream, a stall):
+    // then the sampler's next tick decides, so a busy session changes its window at most once a tick
+    const next = (): void => {
+      if (self.window === want) self.bdpPing();
+    };
+    if (!this.sendWindow(want, next)) return;
+    grownTotal += want * n - this.grownBytes;
+    this.grownBytes = want * n;
+  }
+}
+
+function sampleTick(s: UpstreamSession): void {
+  s.tick();
 }
 
 function sendKeepalivePing(s: UpstreamSession): void {

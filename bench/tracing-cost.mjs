@@ -14,7 +14,7 @@ const { values: a } = parseArgs({ options: { ratio: { type: "string", default: "
 const ratio = Number(a.ratio);
 const calls = Number(a.calls);
 const registry = new client.Registry();
-const t = new Tracing({ endpoint: a.endpoint, serviceName: "bench", sampleRatio: ratio, maxQueueSize: 100_000, exportIntervalMs: 200, exportTimeoutMs: 10_000 }, registry, pino({ level: process.env.BENCH_LOG ?? "silent" }, pino.destination(2)));
+const t = new Tracing({ endpoint: a.endpoint, serviceName: "bench", sampleRatio: ratio, maxQueueSize: 100_000, exportIntervalMs: 200, exportTimeoutMs: 10_000, protocol: process.env.BENCH_PROTOCOL ?? "http/protobuf" }, registry, pino({ level: process.env.BENCH_LOG ?? "silent" }, pino.destination(2)));
 const headers = { ":path": "/test.Echo/Unary", "content-type": "application/grpc" };
 const facts = { code: 0, message: undefined, decidedBy: "upstream", route: "prefix:/", requestId: "r", attempts: 1, budgetInMs: 1000, budgetOutMs: 1000, faults: undefined, faultKinds: undefined };
 
@@ -22,7 +22,7 @@ function run(n) {
   for (let i = 0; i < n; i++) {
     const ct = t.begin(headers, "/test.Echo/Unary", performance.now(), "127.0.0.1");
     const head = { ":path": "/test.Echo/Unary", "grpc-timeout": "1000m" };
-    t.attemptStart(ct, 1, "127.0.0.1:50051", head);
+    t.attemptStart(ct, 1, "127.0.0.1", 50051, head);
     t.end(ct, facts);
   }
 }

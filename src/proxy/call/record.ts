@@ -70,7 +70,7 @@ export function recordCall(c: Call): void {
     ctx.journal.push(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
-  if (c.trace !== null && c.trace.server !== null) endTrace(c, rec);
+  if (c.trace !== null && c.trace.sampled) endTrace(c, rec);
 }
 
 /** A sampled call's spans end (observe/tracing.ts) with its final facts; `rec`: its access record, if one was made. */

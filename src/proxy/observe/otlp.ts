@@ -133,6 +133,22 @@ export function unixNanoString(perfMs: number): string {
 
 const TWO32 = 4294967296;
 
+/**
+ * Buffer's own unchecked UTF-8 writer (node:buffer's `utf8Write`, what `write(s, at, "utf8")` calls
+ * after normalizing its arguments, which costs 4× the write for a short string). Not documented:
+ * should a node lack it, the documented `write` does the same.
+ */
+const utf8Write: (this: Buffer, s: string, offset: number) => number =
+  (Buffer.prototype as Buffer & { utf8Write?: (s: string, offset: number) => number }).utf8Write ??
+  function (this: Buffer, s: string, offset: number): number {
+    return this.write(s, offset, "utf8");
+  };
+
+/** Hex digit values by character code (-1: not a digit; ids are checked hex before they get here). */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX_VALUE[48 + i] = i;
+for (let i = 0; i < 6; i++) HEX_VALUE[97 + i] = HEX_VALUE[65 + i] = 10 + i;
+
 /** A growable protobuf writer over one Buffer; nested messages are written in place (begin/end). */
 export class PbWriter {
   buf: Buffer;
@@ -183,21 +199,26 @@ export class PbWriter {
     const max = s.length * 3;
     if (max < 128) {
       this.ensure(max + 1);
-      const n = this.buf.write(s, this.pos + 1, "utf8");
+      const n = utf8Write.call(this.buf, s, this.pos + 1);
       this.buf[this.pos] = n;
       this.pos += n + 1;
     } else {
       const n = Buffer.byteLength(s, "utf8");
       this.varint(n);
       this.ensure(n);
-      this.pos += this.buf.write(s, this.pos, "utf8");
+      this.pos += utf8Write.call(this.buf, s, this.pos);
     }
   }
   /** a length-prefixed id from its hex digits (16 or 8 bytes) */
   hexId(hex: string): void {
-    this.ensure(1 + hex.length / 2);
-    this.buf[this.pos] = hex.length / 2;
-    this.pos += 1 + this.buf.write(hex, this.pos + 1, "hex");
+    const n = hex.length;
+    this.ensure(1 + n / 2);
+    const buf = this.buf;
+    let p = this.pos;
+    buf[p++] = n / 2;
+    // (a loop over the digits: a third of Buffer's "hex" write, whose argument checks dominate for 16 bytes)
+    for (let i = 0; i < n; i += 2) buf[p++] = (HEX_VALUE[hex.charCodeAt(i)]! << 4) | HEX_VALUE[hex.charCodeAt(i + 1)]!;
+    this.pos = p;
   }
   fixed32(v: number): void {
     this.ensure(4);
@@ -467,7 +488,10 @@ export function encodeProtobuf(w: PbWriter, head: BatchHead, spans: readonly Spa
   }
   w.end(ss);
   w.end(rs);
-  return Buffer.from(w.buf.subarray(0, w.pos));
+  // (copy() is a memcpy; Buffer.from(a Buffer) copied byte by byte, measured at ~40 % of the encoding)
+  const out = Buffer.allocUnsafeSlow(w.pos);
+  w.buf.copy(out, 0, 0, w.pos);
+  return out;
 }
 
 // === JSON (the OTLP/HTTP JSON mapping) ===

@@ -96,27 +96,30 @@ class AttemptSpan implements ClientSpanData {
 }
 
 /**
- * Random ids: bytes from the OS's generator drawn 4 KiB at a time, each id read out as hex once.
- * (An all-zero id is invalid, W3C Trace Context §3.2.2.3: drawn again.)
+ * Random ids: bytes from the OS's generator drawn 4 KiB at a time and turned into hex at once; an
+ * id is a slice of that text (V8 shares the characters, no copy). (An all-zero id is invalid, W3C
+ * Trace Context §3.2.2.3: drawn again.)
  */
 class Ids {
   private readonly pool = Buffer.allocUnsafe(4096);
-  private off = 4096;
-  private hex(n: number): string {
-    if (this.off + n > 4096) {
+  private text = "";
+  private off = 0;
+  private hex(digits: number): string {
+    if (this.off + digits > this.text.length) {
       randomFillSync(this.pool);
+      this.text = this.pool.toString("hex");
       this.off = 0;
     }
-    const s = this.pool.toString("hex", this.off, this.off + n);
-    this.off += n;
+    const s = this.text.slice(this.off, this.off + digits);
+    this.off += digits;
     return s;
   }
   traceId(): string {
-    const s = this.hex(16);
+    const s = this.hex(32);
     return s === ZERO_TRACE ? this.traceId() : s;
   }
   spanId(): string {
-    const s = this.hex(8);
+    const s = this.hex(16);
     return s === ZERO_SPAN ? this.spanId() : s;
   }
 }

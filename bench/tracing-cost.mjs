@@ -6,14 +6,15 @@
 // upstream: tracing off, on at sampleRatio 1, on at 0.01 (each `--protocols`), and with
 // --base-dist DIR the same build before the change with tracing off (the plain path before/after)
 // and, with --base-traced, on at 1 and 0.01. Every round runs --calls 100 B unary calls through
-// each, in a rotated order, and reads each process's CPU (user + system, /proc) from its calls'
-// start to its next round's (so the batches the export interval sends later are counted); the
-// ratios are taken within a round (so a round where the machine was busier counts for all shapes
-// alike) and their medians over rounds are printed with their spread (quartiles, extremes). Spans
-// go to the real receiver.
+// each, in a rotated order (with --together: through all of them at once, each from its own
+// connections, so that the machine's load falls on every process alike), and reads each
+// process's CPU (user + system, /proc) from its calls' start to its next round's (so the batches
+// the export interval sends later are counted). The ratios are taken within a round (a round
+// where the machine was busier counts for all shapes alike); their medians over rounds are
+// printed with their spread (quartiles, extremes). Spans go to the real receiver.
 //
-//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--shape 10x10] [--calls 3000]
-//        [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json]
+//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10]
+//        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json]
 //
 // --mode standalone: one Tracing without the proxy around it: begin() + attemptStart() + end()
 // per call, paced at --rate calls/s so that the batch exports run between them, with the export's
@@ -22,6 +23,14 @@
 // --mode standalone ...), two --calls give the instructions per call by difference.
 //
 //   node bench/tracing-cost.mjs --mode standalone [--ratio 1] [--calls 200000] [--warmup 2000] [--rate 5000] [--protocol http/protobuf]
+//
+// --mode parts: what a sampled call does on its own turn (begin, one attempt, end: two records
+// filled and queued, nothing sent), in µs per call, and what encoding a batch of 512 of its spans
+// costs, in µs per span, protobuf and JSON; five rounds each (medians are for the reader).
+//
+//   node bench/tracing-cost.mjs --mode parts [--ratio 1] [--calls 200000]
+//
+// (--ratio 0: an unsampled new trace's work, its two ids and the traceparent it sends.)
 //
 // Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
 import { spawn } from "node:child_process";
@@ -46,6 +55,7 @@ const { values: a } = parseArgs({
     warmup: { type: "string", default: "2000" },
     rounds: { type: "string", default: "7" },
     protocols: { type: "string", default: "http/protobuf" },
+    together: { type: "boolean", default: false },
     // both
     calls: { type: "string" },
     dist: { type: "string", default: join(REPO, "dist") },
@@ -93,8 +103,9 @@ const BODY = frame(100);
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => (stopAll(), process.exit(130)));
 try {
   if (a.mode === "standalone") await standalone();
+  else if (a.mode === "parts") await parts();
   else if (a.mode === "proxy") await proxies();
-  else throw new Error(`--mode ${a.mode}: proxy or standalone`);
+  else throw new Error(`--mode ${a.mode}: proxy, standalone or parts`);
 } catch (err) {
   console.error(err);
   process.exitCode = 1;
@@ -103,6 +114,65 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 process.exit();
+
+// === parts: a sampled call's work on its own turn, and a batch's encoding ===
+
+async function parts() {
+  const { default: client } = await import("prom-client");
+  const { default: pino } = await import("pino");
+  const dist = resolve(a.dist);
+  const { Tracing } = await import(pathToFileURL(join(dist, "proxy/observe/tracing.js")).href);
+  const o = await import(pathToFileURL(join(dist, "proxy/observe/otlp.js")).href);
+  // (nothing is sent: the exporter's add() is replaced by one that keeps the last 512 spans)
+  const cfg = { endpoint: "http://127.0.0.1:9/v1/traces", serviceName: "bench", sampleRatio: Number(a.ratio), maxQueueSize: 100_000, exportIntervalMs: 3_600_000, exportTimeoutMs: 10_000, protocol: "http/protobuf" };
+  const t = new Tracing(cfg, new client.Registry(), pino({ level: "silent" }));
+  let kept = [];
+  let batch = [];
+  t.exporter.add = (s) => {
+    kept.push(s);
+    if (kept.length === 512) [batch, kept] = [kept, []];
+  };
+  const headers = { ":path": UNARY_PATH, "content-type": "application/grpc" };
+  const facts = { code: 0, message: undefined, decidedBy: "upstream", route: "prefix:/", requestId: "r", attempts: 1, budgetInMs: 1000, budgetOutMs: 999.5, faults: undefined, faultKinds: undefined };
+  const N = Number(a.calls ?? 200_000);
+  // the call's own work around the hooks (a head, a clock read, the facts), measured alone and taken off
+  let sink = 0;
+  const bare = (n) => {
+    for (let i = 0; i < n; i++) {
+      const head = { ":path": UNARY_PATH, "grpc-timeout": "1000m" };
+      const f = { ...facts };
+      sink += performance.now() + f.attempts + head[":path"].length;
+    }
+  };
+  const traced = (n) => {
+    for (let i = 0; i < n; i++) {
+      const ct = t.begin(headers, UNARY_PATH, performance.now(), "127.0.0.1");
+      const head = { ":path": UNARY_PATH, "grpc-timeout": "1000m" };
+      t.attemptStart(ct, 1, "127.0.0.1", 50051, head);
+      t.end(ct, { ...facts });
+    }
+  };
+  const us = (f, n) => {
+    const c0 = process.cpuUsage();
+    f(n);
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const out = { callTurnUsPerCall: [], protobufUsPerSpan: [], jsonUsPerSpan: [] };
+  const head = new o.BatchHead("bench", "dojang");
+  const w = new o.PbWriter(64 * 1024);
+  for (let r = 0; r < 5; r++) {
+    const b = us(bare, N);
+    out.callTurnUsPerCall.push(+(us(traced, N) - b).toFixed(3));
+    if (batch.length === 0) continue; // (--ratio 0: no span)
+    out.protobufUsPerSpan.push(+(us((n) => { for (let i = 0; i < n; i++) o.encodeProtobuf(w, head, batch); }, 200) / batch.length).toFixed(3));
+    out.jsonUsPerSpan.push(+(us((n) => { for (let i = 0; i < n; i++) o.encodeJson(head, batch); }, 50) / batch.length).toFixed(3));
+  }
+  if (batch.length === 0) return console.log(JSON.stringify(out), sink > 0 ? "" : "!");
+  out.protobufBytesPerSpan = Math.round(o.encodeProtobuf(w, head, batch).length / batch.length);
+  out.jsonBytesPerSpan = Math.round(o.encodeJson(head, batch).length / batch.length);
+  console.log(JSON.stringify(out), sink > 0 ? "" : "!");
+}
 
 // === standalone: one Tracing, no proxy ===
 
@@ -244,11 +314,19 @@ async function proxies() {
     mark.set(s.name, now);
   };
   for (let r = 0; r < rounds; r++) {
-    const order = shapes.map((_, i) => shapes[(i + r) % shapes.length]);
-    for (const s of order) {
+    if (a.together) {
+      // every process takes its calls at the same time, each from its own connections: the
+      // machine's load, whatever it is, falls on all of them alike within the round
       await sleep(100);
-      count(s, cpuUs(s.p.pid));
-      await load(s.port, calls);
+      for (const s of shapes) count(s, cpuUs(s.p.pid));
+      await Promise.all(shapes.map((s) => load(s.port, calls)));
+    } else {
+      const order = shapes.map((_, i) => shapes[(i + r) % shapes.length]);
+      for (const s of order) {
+        await sleep(100);
+        count(s, cpuUs(s.p.pid));
+        await load(s.port, calls);
+      }
     }
     if (r > 0) console.error(`round ${r}/${rounds}: ${[...per].map(([n, v]) => `${n} ${v.at(-1).toFixed(1)}`).join(", ")}`);
   }

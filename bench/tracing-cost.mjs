@@ -32,6 +32,12 @@
 //
 // (--ratio 0: an unsampled new trace's work, its two ids and the traceparent it sends.)
 //
+// --mode header: a node:http2 client's CPU per unary request to the fast upstream, with and
+// without one `traceparent` more (a new value each request), in alternating rounds: what
+// propagating the decision costs the proxy's upstream side, sampled or not.
+//
+//   node bench/tracing-cost.mjs --mode header [--calls 4000] [--rounds 7]
+//
 // Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -104,8 +110,9 @@ for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => (stopAll(), proce
 try {
   if (a.mode === "standalone") await standalone();
   else if (a.mode === "parts") await parts();
+  else if (a.mode === "header") await header();
   else if (a.mode === "proxy") await proxies();
-  else throw new Error(`--mode ${a.mode}: proxy, standalone or parts`);
+  else throw new Error(`--mode ${a.mode}: proxy, standalone, parts or header`);
 } catch (err) {
   console.error(err);
   process.exitCode = 1;
@@ -172,6 +179,51 @@ async function parts() {
   out.protobufBytesPerSpan = Math.round(o.encodeProtobuf(w, head, batch).length / batch.length);
   out.jsonBytesPerSpan = Math.round(o.encodeJson(head, batch).length / batch.length);
   console.log(JSON.stringify(out), sink > 0 ? "" : "!");
+}
+
+// === header: what one traceparent more costs a node:http2 client's request ===
+
+async function header() {
+  const { randomBytes } = await import("node:crypto");
+  const up = await startFastUpstream();
+  children.push(up.p);
+  const s = connect(`http://127.0.0.1:${up.port}`);
+  await waitConnect(s, 10_000);
+  const base = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${up.port}`);
+  // the values made beforehand (a new one per request, as a trace's are), so only the sending is measured
+  const values = Array.from({ length: 50_000 }, () => `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-00`);
+  let k = 0;
+  const one = (h) =>
+    new Promise((res, rej) => {
+      const r = s.request(h, { endStream: false });
+      r.on("data", () => {});
+      r.on("error", rej);
+      r.on("close", res);
+      r.end(BODY);
+    });
+  const run = async (withHeader, n) => {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i += 10) {
+      const ps = [];
+      for (let j = 0; j < 10; j++) {
+        const h = { ...base, "grpc-timeout": "1000m" };
+        const v = values[k++ % values.length];
+        if (withHeader) h["traceparent"] = v;
+        ps.push(one(h));
+      }
+      await Promise.all(ps);
+    }
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const n = Number(a.calls ?? 4000);
+  const out = { without: [], with: [] };
+  for (let r = 0; r < Number(a.rounds); r++) {
+    for (const w of r % 2 === 0 ? [false, true] : [true, false]) out[w ? "with" : "without"].push(+(await run(w, n)).toFixed(1));
+  }
+  const ratios = out.with.map((v, i) => v / out.without[i]);
+  console.log(JSON.stringify({ usPerRequest: { without: median(out.without), with: median(out.with) }, ratio: +median(ratios).toFixed(3), raw: out }));
+  s.close();
 }
 
 // === standalone: one Tracing, no proxy ===

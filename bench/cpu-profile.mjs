@@ -10,7 +10,10 @@
 // See docs/contributing/cpu-profile.md.
 //
 //   node bench/cpu-profile.mjs [--target dojang|naive] [--dist DIR] [--shape c1|CxS]
-//        [--calls N] [--warmup N] [--node-args "..."] [--callgrind FILE]
+//        [--calls N] [--warmup N] [--node-args "..."] [--callgrind FILE] [--config-extra FILE]
+//
+// --config-extra: a YAML fragment merged into dojang's config (bench/lib/merge.mjs), e.g.
+// bench/examples/tracing-1.yaml to profile a traced call.
 //
 // Loopback only; every process it starts is stopped by pid.
 import { spawn } from "node:child_process";
@@ -20,6 +23,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { UNARY_PATH, connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
+import { parse as parseYaml } from "yaml";
+import { deepMerge } from "./lib/merge.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { CLK_TCK } from "./lib/proc.mjs";
 import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
@@ -34,6 +39,7 @@ const { values: a } = parseArgs({
     warmup: { type: "string", default: "2000" },
     "node-args": { type: "string", default: "" },
     callgrind: { type: "string" },
+    "config-extra": { type: "string" },
     // the proxy's stdout to this file (e.g. with --node-args="--trace-deopt"); ignored otherwise
     stdout: { type: "string" },
   },
@@ -65,7 +71,7 @@ async function startProxy(upstreamPort) {
     argv = [...nodeArgs, join(REPO, "bench/lib/naive-proxy.mjs"), String(port), `http://127.0.0.1:${upstreamPort}`];
   } else {
     const admin = await freePort();
-    const cfg = {
+    let cfg = {
       admin: { address: `127.0.0.1:${admin}` },
       drainTimeout: "1s",
       logLevel: "warn",
@@ -73,6 +79,7 @@ async function startProxy(upstreamPort) {
       listeners: [{ name: "main", address: `127.0.0.1:${port}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
       clusters: [{ name: "backend", endpoints: [`127.0.0.1:${upstreamPort}`] }],
     };
+    if (a["config-extra"] !== undefined) cfg = deepMerge(cfg, parseYaml(readFileSync(a["config-extra"], "utf8")));
     const cfgFile = join(tmp, "dojang.yaml");
     writeFileSync(cfgFile, JSON.stringify(cfg)); // JSON is YAML
     // the launcher's own flags, given here so that it does not re-execute node (one process
@@ -87,13 +94,14 @@ async function startProxy(upstreamPort) {
   const out = a.stdout === undefined ? "ignore" : openSync(a.stdout, "w");
   const p = spawn(cmd, argv, { stdio: ["ignore", out, "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
   children.push(p);
-  // valgrind starts node slowly: wait up to two minutes
+  // valgrind starts node slowly: wait up to two minutes (ten under callgrind, on a loaded machine)
+  const tries = a.callgrind !== undefined ? 60 : 12;
   for (let i = 0; ; i++) {
     try {
       await waitPort(port);
       break;
     } catch (err) {
-      if (i === 11 || p.exitCode !== null) throw err;
+      if (i === tries - 1 || p.exitCode !== null) throw err;
     }
   }
   return { p, port };

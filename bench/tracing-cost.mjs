@@ -1,49 +1,405 @@
-// The CPU one call's tracing costs in dojang's own code and the OpenTelemetry SDK, without the
-// proxy around it (bench/run.mjs measures the whole proxy, on a shared machine too noisy to see a
-// few µs): Tracing.begin() + attemptStart() + end() per call, as a call runs them, at a given
-// sampleRatio, exporting to `--endpoint` (start an OTLP receiver there first, e.g.
-// `.engines/bin/otelsink -http 127.0.0.1:14318 ...`), with the export's own work (serializing,
-// sending) counted, since it runs in the same process. Needs `npm run build` (dist/).
-//   node bench/tracing-cost.mjs [--ratio 1] [--calls 200000] [--rate 5000] [--endpoint http://127.0.0.1:14318/v1/traces]
+// What tracing costs, two ways (docs/contributing/benchmarks.md, Tracing). Needs `npm run build`
+// (dist/) and `node scripts/engines.mjs` (.engines/bin/otelsink, the collector's OTLP receiver,
+// which the bench starts on free ports and stops).
+//
+// --mode proxy (the default): the ratios, in one run. dojang processes side by side on the fast
+// upstream: tracing off, on at sampleRatio 1, on at 0.01 (each `--protocols`), and with
+// --base-dist DIR the same build before the change with tracing off (the plain path before/after)
+// and, with --base-traced, on at 1 and 0.01. Every round runs --calls 100 B unary calls through
+// each, in a rotated order (with --together: through all of them at once, each from its own
+// connections, so that the machine's load falls on every process alike), and reads each
+// process's CPU (user + system, /proc) from its calls' start to its next round's (so the batches
+// the export interval sends later are counted). The ratios are taken within a round (a round
+// where the machine was busier counts for all shapes alike); their medians over rounds are
+// printed with their spread (quartiles, extremes). Spans go to the real receiver.
+//
+//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10]
+//        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json]
+//
+// --mode standalone: one Tracing without the proxy around it: begin() + attemptStart() + end()
+// per call, paced at --rate calls/s so that the batch exports run between them, with the export's
+// own work (encoding, sending) counted since it runs in the same process. --dist DIR measures
+// another build's Tracing. Under callgrind (valgrind --tool=callgrind node bench/tracing-cost.mjs
+// --mode standalone ...), two --calls give the instructions per call by difference.
+//
+//   node bench/tracing-cost.mjs --mode standalone [--ratio 1] [--calls 200000] [--warmup 2000] [--rate 5000] [--protocol http/protobuf]
+//
+// --mode parts: what a sampled call does on its own turn (begin, one attempt, end: two records
+// filled and queued, nothing sent), in µs per call, and what encoding a batch of 512 of its spans
+// costs, in µs per span, protobuf and JSON; five rounds each (medians are for the reader).
+//
+//   node bench/tracing-cost.mjs --mode parts [--ratio 1] [--calls 200000]
+//
+// (--ratio 0: an unsampled new trace's work, its two ids and the traceparent it sends.)
+//
+// --mode header: a node:http2 client's CPU per unary request to the fast upstream, with and
+// without one `traceparent` more (a new value each request), in alternating rounds: what
+// propagating the decision costs the proxy's upstream side, sampled or not.
+//
+//   node bench/tracing-cost.mjs --mode header [--calls 4000] [--rounds 7]
+//
+// Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import client from "prom-client";
-import pino from "pino";
-import { Tracing } from "../dist/proxy/observe/tracing.js";
+import { UNARY_PATH, connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
+import { freePort } from "./lib/peers.mjs";
+import { CLK_TCK } from "./lib/proc.mjs";
+import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
-const { values: a } = parseArgs({ options: { ratio: { type: "string", default: "1" }, calls: { type: "string", default: "200000" }, endpoint: { type: "string", default: "http://127.0.0.1:14318/v1/traces" }, rate: { type: "string", default: "5000" } } });
-const ratio = Number(a.ratio);
-const calls = Number(a.calls);
-const registry = new client.Registry();
-const t = new Tracing({ endpoint: a.endpoint, serviceName: "bench", sampleRatio: ratio, maxQueueSize: 100_000, exportIntervalMs: 200, exportTimeoutMs: 10_000 }, registry, pino({ level: process.env.BENCH_LOG ?? "silent" }, pino.destination(2)));
-const headers = { ":path": "/test.Echo/Unary", "content-type": "application/grpc" };
-const facts = { code: 0, message: undefined, decidedBy: "upstream", route: "prefix:/", requestId: "r", attempts: 1, budgetInMs: 1000, budgetOutMs: 1000, faults: undefined, faultKinds: undefined };
+const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const { values: a } = parseArgs({
+  options: {
+    mode: { type: "string", default: "proxy" },
+    // proxy mode
+    "base-dist": { type: "string" },
+    "base-traced": { type: "boolean", default: false },
+    shape: { type: "string", default: "10x10" },
+    warmup: { type: "string", default: "2000" },
+    rounds: { type: "string", default: "7" },
+    protocols: { type: "string", default: "http/protobuf" },
+    together: { type: "boolean", default: false },
+    // both
+    calls: { type: "string" },
+    dist: { type: "string", default: join(REPO, "dist") },
+    // standalone mode
+    ratio: { type: "string", default: "1" },
+    rate: { type: "string", default: "5000" },
+    protocol: { type: "string", default: "http/protobuf" },
+    endpoint: { type: "string" },
+  },
+});
+const children = [];
+const tmp = mkdtempSync(join(tmpdir(), "dojang-tracing-cost-"));
+const hardStop = setTimeout(() => {
+  console.error("tracing-cost.mjs: hard stop after 60 min");
+  stopAll();
+  process.exit(3);
+}, 60 * 60_000);
+hardStop.unref();
+function stopAll() {
+  for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (xs) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 === 1 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 
-function run(n) {
-  for (let i = 0; i < n; i++) {
-    const ct = t.begin(headers, "/test.Echo/Unary", performance.now(), "127.0.0.1");
-    const head = { ":path": "/test.Echo/Unary", "grpc-timeout": "1000m" };
-    t.attemptStart(ct, 1, "127.0.0.1:50051", head);
-    t.end(ct, facts);
-  }
+/** The real OTLP receiver on free ports: its OTLP/HTTP traces URL. */
+async function startSink() {
+  const [g, h, api] = [await freePort(), await freePort(), await freePort()];
+  const p = spawn(join(REPO, ".engines/bin/otelsink"), ["-grpc", `127.0.0.1:${g}`, "-http", `127.0.0.1:${h}`, "-api", `127.0.0.1:${api}`], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(p);
+  await new Promise((res, rej) => {
+    let out = "";
+    p.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      if (out.includes("otelsink ready")) res();
+    });
+    p.on("exit", (c) => rej(new Error(`otelsink exited (${c})`)));
+  });
+  return `http://127.0.0.1:${h}/v1/traces`;
 }
-// at most --rate calls a second (slices of rate/100 calls, 10 ms apart), so the batch exports run
-// between them as they would between a proxy's calls (waiting costs no CPU)
-const slice = Math.max(1, Math.round(Number(a.rate) / 100));
-async function paced(n) {
-  for (let done = 0; done < n; done += slice) {
-    run(slice);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+
+const BODY = frame(100);
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => (stopAll(), process.exit(130)));
+try {
+  if (a.mode === "standalone") await standalone();
+  else if (a.mode === "parts") await parts();
+  else if (a.mode === "header") await header();
+  else if (a.mode === "proxy") await proxies();
+  else throw new Error(`--mode ${a.mode}: proxy, standalone, parts or header`);
+} catch (err) {
+  console.error(err);
+  process.exitCode = 1;
+} finally {
+  stopAll();
+  rmSync(tmp, { recursive: true, force: true });
 }
-await paced(Math.min(10_000, calls)); // warm-up
-await t.flush();
-const c0 = process.cpuUsage();
-const w0 = performance.now();
-await paced(calls);
-await t.flush();
-const c1 = process.cpuUsage(c0);
-const wall = performance.now() - w0;
-const m = await registry.getSingleMetricAsString("dojang_trace_spans_dropped_total");
-const ex = await registry.getSingleMetricAsString("dojang_trace_spans_exported_total");
-console.log(JSON.stringify({ ratio, calls, cpuUsPerCall: +((c1.user + c1.system) / calls).toFixed(2), wallMs: Math.round(wall), exported: ex.split("\n").at(-1), dropped: m.split("\n").filter((l) => l.startsWith("dojang_")) }));
-await t.shutdown(2000);
+process.exit();
+
+// === parts: a sampled call's work on its own turn, and a batch's encoding ===
+
+async function parts() {
+  const { default: client } = await import("prom-client");
+  const { default: pino } = await import("pino");
+  const dist = resolve(a.dist);
+  const { Tracing } = await import(pathToFileURL(join(dist, "proxy/observe/tracing.js")).href);
+  const o = await import(pathToFileURL(join(dist, "proxy/observe/otlp.js")).href);
+  // (nothing is sent: the exporter's add() is replaced by one that keeps the last 512 spans)
+  const cfg = { endpoint: "http://127.0.0.1:9/v1/traces", serviceName: "bench", sampleRatio: Number(a.ratio), maxQueueSize: 100_000, exportIntervalMs: 3_600_000, exportTimeoutMs: 10_000, protocol: "http/protobuf" };
+  const t = new Tracing(cfg, new client.Registry(), pino({ level: "silent" }));
+  let kept = [];
+  let batch = [];
+  t.exporter.add = (s) => {
+    kept.push(s);
+    if (kept.length === 512) [batch, kept] = [kept, []];
+  };
+  const headers = { ":path": UNARY_PATH, "content-type": "application/grpc" };
+  const facts = { code: 0, message: undefined, decidedBy: "upstream", route: "prefix:/", requestId: "r", attempts: 1, budgetInMs: 1000, budgetOutMs: 999.5, faults: undefined, faultKinds: undefined };
+  const N = Number(a.calls ?? 200_000);
+  // the call's own work around the hooks (a head, a clock read, the facts), measured alone and taken off
+  let sink = 0;
+  const bare = (n) => {
+    for (let i = 0; i < n; i++) {
+      const head = { ":path": UNARY_PATH, "grpc-timeout": "1000m" };
+      const f = { ...facts };
+      sink += performance.now() + f.attempts + head[":path"].length;
+    }
+  };
+  const traced = (n) => {
+    for (let i = 0; i < n; i++) {
+      const ct = t.begin(headers, UNARY_PATH, performance.now(), "127.0.0.1");
+      const head = { ":path": UNARY_PATH, "grpc-timeout": "1000m" };
+      t.attemptStart(ct, 1, "127.0.0.1", 50051, head);
+      t.end(ct, { ...facts });
+    }
+  };
+  const us = (f, n) => {
+    const c0 = process.cpuUsage();
+    f(n);
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const out = { callTurnUsPerCall: [], protobufUsPerSpan: [], jsonUsPerSpan: [] };
+  const head = new o.BatchHead("bench", "dojang");
+  const w = new o.PbWriter(64 * 1024);
+  for (let r = 0; r < 5; r++) {
+    const b = us(bare, N);
+    out.callTurnUsPerCall.push(+(us(traced, N) - b).toFixed(3));
+    if (batch.length === 0) continue; // (--ratio 0: no span)
+    out.protobufUsPerSpan.push(+(us((n) => { for (let i = 0; i < n; i++) o.encodeProtobuf(w, head, batch); }, 200) / batch.length).toFixed(3));
+    out.jsonUsPerSpan.push(+(us((n) => { for (let i = 0; i < n; i++) o.encodeJson(head, batch); }, 50) / batch.length).toFixed(3));
+  }
+  if (batch.length === 0) return console.log(JSON.stringify(out), sink > 0 ? "" : "!");
+  out.protobufBytesPerSpan = Math.round(o.encodeProtobuf(w, head, batch).length / batch.length);
+  out.jsonBytesPerSpan = Math.round(o.encodeJson(head, batch).length / batch.length);
+  console.log(JSON.stringify(out), sink > 0 ? "" : "!");
+}
+
+// === header: what one traceparent more costs a node:http2 client's request ===
+
+async function header() {
+  const { randomBytes } = await import("node:crypto");
+  const up = await startFastUpstream();
+  children.push(up.p);
+  const s = connect(`http://127.0.0.1:${up.port}`);
+  await waitConnect(s, 10_000);
+  const base = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${up.port}`);
+  // the values made beforehand (a new one per request, as a trace's are), so only the sending is measured
+  const values = Array.from({ length: 50_000 }, () => `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-00`);
+  let k = 0;
+  const one = (h) =>
+    new Promise((res, rej) => {
+      const r = s.request(h, { endStream: false });
+      r.on("data", () => {});
+      r.on("error", rej);
+      r.on("close", res);
+      r.end(BODY);
+    });
+  const run = async (withHeader, n) => {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i += 10) {
+      const ps = [];
+      for (let j = 0; j < 10; j++) {
+        const h = { ...base, "grpc-timeout": "1000m" };
+        const v = values[k++ % values.length];
+        if (withHeader) h["traceparent"] = v;
+        ps.push(one(h));
+      }
+      await Promise.all(ps);
+    }
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  const n = Number(a.calls ?? 4000);
+  const out = { without: [], with: [] };
+  for (let r = 0; r < Number(a.rounds); r++) {
+    for (const w of r % 2 === 0 ? [false, true] : [true, false]) out[w ? "with" : "without"].push(+(await run(w, n)).toFixed(1));
+  }
+  const ratios = out.with.map((v, i) => v / out.without[i]);
+  console.log(JSON.stringify({ usPerRequest: { without: median(out.without), with: median(out.with) }, ratio: +median(ratios).toFixed(3), raw: out }));
+  s.close();
+}
+
+// === standalone: one Tracing, no proxy ===
+
+async function standalone() {
+  const { default: client } = await import("prom-client");
+  const { default: pino } = await import("pino");
+  const { Tracing } = await import(pathToFileURL(join(resolve(a.dist), "proxy/observe/tracing.js")).href);
+  const endpoint = a.endpoint ?? (await startSink());
+  const ratio = Number(a.ratio);
+  const calls = Number(a.calls ?? 200_000);
+  const registry = new client.Registry();
+  const cfg = { endpoint, serviceName: "bench", sampleRatio: ratio, maxQueueSize: 100_000, exportIntervalMs: 200, exportTimeoutMs: 10_000, protocol: a.protocol };
+  const t = new Tracing(cfg, registry, pino({ level: process.env.BENCH_LOG ?? "silent" }, pino.destination(2)));
+  const headers = { ":path": UNARY_PATH, "content-type": "application/grpc" };
+  const facts = { code: 0, message: undefined, decidedBy: "upstream", route: "prefix:/", requestId: "r", attempts: 1, budgetInMs: 1000, budgetOutMs: 1000, faults: undefined, faultKinds: undefined };
+  const run = (n) => {
+    for (let i = 0; i < n; i++) {
+      const ct = t.begin(headers, UNARY_PATH, performance.now(), "127.0.0.1");
+      const head = { ":path": UNARY_PATH, "grpc-timeout": "1000m" };
+      t.attemptStart(ct, 1, "127.0.0.1", 50051, head);
+      t.end(ct, { ...facts });
+    }
+  };
+  // at most --rate calls a second (slices of rate/100 calls, 10 ms apart), so the batch exports
+  // run between them as they would between a proxy's calls (waiting costs no CPU)
+  const slice = Math.max(1, Math.round(Number(a.rate) / 100));
+  const paced = async (n) => {
+    for (let done = 0; done < n; done += slice) {
+      run(slice);
+      await sleep(10);
+    }
+  };
+  await paced(Number(a.warmup)); // warm-up (the same for any --calls: callgrind's difference cancels it)
+  await t.flush();
+  const c0 = process.cpuUsage();
+  const w0 = performance.now();
+  await paced(calls);
+  await t.flush();
+  const c1 = process.cpuUsage(c0);
+  const wall = performance.now() - w0;
+  const metric = async (name) => (await registry.getSingleMetricAsString(name)).split("\n").filter((l) => l.startsWith("dojang_")).join("; ");
+  console.log(JSON.stringify({ dist: a.dist, ratio, protocol: a.protocol, calls, cpuUsPerCall: +((c1.user + c1.system) / calls).toFixed(2), wallMs: Math.round(wall), exported: await metric("dojang_trace_spans_exported_total"), dropped: await metric("dojang_trace_spans_dropped_total") }));
+  await t.shutdown(2000);
+}
+
+// === proxy: dojang processes side by side ===
+
+function cpuUs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / CLK_TCK;
+}
+
+async function startDojang(name, dist, upstreamPort, tracing) {
+  const port = await freePort();
+  const cfg = {
+    drainTimeout: "1s",
+    logLevel: "warn",
+    accessLog: false,
+    listeners: [{ name: "main", address: `127.0.0.1:${port}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
+    clusters: [{ name: "backend", endpoints: [`127.0.0.1:${upstreamPort}`] }],
+    ...(tracing === null ? {} : { tracing }),
+  };
+  const file = join(tmp, `${name.replaceAll("/", "_")}.yaml`);
+  writeFileSync(file, JSON.stringify(cfg)); // JSON is YAML
+  // the launcher's own flags given here, so that it does not re-execute node (one process to read)
+  const p = spawn(process.execPath, ["--no-memory-reducer", "--max-semi-space-size=2", join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
+  children.push(p);
+  await waitPort(port);
+  return { name, p, port };
+}
+
+function unary(s, headers) {
+  return new Promise((res, rej) => {
+    const req = s.request(headers, { endStream: false });
+    let len = 0;
+    let gs;
+    req.on("data", (c) => (len += c.length));
+    req.on("trailers", (t) => (gs = t["grpc-status"]));
+    req.on("error", rej);
+    req.on("close", () => (gs === "0" && len === BODY.length ? res() : rej(new Error(`call failed: grpc-status ${gs}, ${len} bytes`))));
+    req.end(BODY);
+  });
+}
+
+async function load(port, n) {
+  const headers = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${port}`);
+  const [conns, streams] = a.shape === "c1" ? [1, 1] : a.shape.split("x").map(Number);
+  const sessions = [];
+  for (let i = 0; i < conns; i++) {
+    const s = connect(`http://127.0.0.1:${port}`);
+    await waitConnect(s, 60_000);
+    sessions.push(s);
+  }
+  let left = n;
+  const worker = async (s) => {
+    while (left > 0) {
+      left--;
+      await unary(s, headers);
+    }
+  };
+  const ws = [];
+  for (const s of sessions) for (let j = 0; j < streams; j++) ws.push(worker(s));
+  await Promise.all(ws);
+  for (const s of sessions) s.close();
+}
+
+async function proxies() {
+  const calls = Number(a.calls ?? 3000);
+  const rounds = Number(a.rounds);
+  const endpoint = await startSink();
+  const up = await startFastUpstream();
+  children.push(up.p);
+  // (exportInterval and maxQueueSize at their defaults: batches of 512 spans go as they fill)
+  const tr = (ratio, protocol) => ({ endpoint, sampleRatio: ratio, protocol });
+  const trBase = (ratio) => ({ endpoint, sampleRatio: ratio });
+  const shapes = [await startDojang("off", a.dist, up.port, null)];
+  for (const proto of a.protocols.split(",")) {
+    shapes.push(await startDojang(`on-1 ${proto}`, a.dist, up.port, tr(1, proto)));
+    shapes.push(await startDojang(`on-0.01 ${proto}`, a.dist, up.port, tr(0.01, proto)));
+  }
+  if (a["base-dist"] !== undefined) {
+    shapes.push(await startDojang("base off", a["base-dist"], up.port, null));
+    if (a["base-traced"]) {
+      shapes.push(await startDojang("base on-1", a["base-dist"], up.port, trBase(1)));
+      shapes.push(await startDojang("base on-0.01", a["base-dist"], up.port, trBase(0.01)));
+    }
+  }
+  for (const s of shapes) await load(s.port, Number(a.warmup));
+  await sleep(6000); // (the warm-up's last batches go out before the first round)
+  // A process's CPU is read when its calls start, round after round, and once more at the end
+  // (after the export interval): a round's figure is all it spent from its calls' start to its next
+  // round's, so a span batch exported by the interval timer while the others run is counted with
+  // the calls it carries (the idle work between rounds is in every process's figure alike).
+  const per = new Map(shapes.map((s) => [s.name, []]));
+  const mark = new Map();
+  const count = (s, now) => {
+    if (mark.has(s.name)) per.get(s.name).push((now - mark.get(s.name)) / calls);
+    mark.set(s.name, now);
+  };
+  for (let r = 0; r < rounds; r++) {
+    if (a.together) {
+      // every process takes its calls at the same time, each from its own connections: the
+      // machine's load, whatever it is, falls on all of them alike within the round
+      await sleep(100);
+      for (const s of shapes) count(s, cpuUs(s.p.pid));
+      await Promise.all(shapes.map((s) => load(s.port, calls)));
+    } else {
+      const order = shapes.map((_, i) => shapes[(i + r) % shapes.length]);
+      for (const s of order) {
+        await sleep(100);
+        count(s, cpuUs(s.p.pid));
+        await load(s.port, calls);
+      }
+    }
+    if (r > 0) console.error(`round ${r}/${rounds}: ${[...per].map(([n, v]) => `${n} ${v.at(-1).toFixed(1)}`).join(", ")}`);
+  }
+  await sleep(6000); // (the default exportInterval, 5 s, and a margin)
+  for (const s of shapes) count(s, cpuUs(s.p.pid));
+  console.error(`round ${rounds}/${rounds}: ${[...per].map(([n, v]) => `${n} ${v.at(-1).toFixed(1)}`).join(", ")}`);
+  // a ratio: the median over rounds of the ratio within a round, and its spread (the rounds'
+  // quartiles and extremes: on a loaded machine the spread is part of the figure)
+  const within = (name, base) => per.get(name).map((v, i) => v / per.get(base)[i]).sort((x, y) => x - y);
+  const q = (s, f) => s[Math.min(s.length - 1, Math.max(0, Math.round(f * (s.length - 1))))];
+  const ratio = (name, base) => {
+    const s = within(name, base);
+    return { median: +median(s).toFixed(3), quartiles: [+q(s, 0.25).toFixed(3), +q(s, 0.75).toFixed(3)], range: [+s[0].toFixed(3), +s.at(-1).toFixed(3)] };
+  };
+  const out = { shape: a.shape, calls, rounds, cpuUsPerCall: Object.fromEntries([...per].map(([n, v]) => [n, +median(v).toFixed(1)])), ratios: {} };
+  for (const [n] of per) if (n !== "off" && !n.startsWith("base")) out.ratios[`${n} / off`] = ratio(n, "off");
+  if (per.has("base off")) out.ratios["off / base off"] = ratio("off", "base off");
+  if (per.has("base on-1")) {
+    out.ratios["base on-1 / base off"] = ratio("base on-1", "base off");
+    out.ratios["base on-0.01 / base off"] = ratio("base on-0.01", "base off");
+  }
+  out.rawUsPerCall = Object.fromEntries([...per].map(([n, v]) => [n, v.map((x) => +x.toFixed(1))]));
+  console.log(JSON.stringify(out, null, 1));
+}

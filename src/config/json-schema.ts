@@ -378,6 +378,11 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     kind: countKind(LIMITS.traceQueue),
     default: DEFAULTS.tracing.maxQueueSize,
   },
+  "tracing.protocol": {
+    description: "The OTLP/HTTP body: http/protobuf (application/x-protobuf) or http/json (application/json); every OpenTelemetry Collector takes both.",
+    kind: enumKind(["http/protobuf", "http/json"]),
+    default: DEFAULTS.tracing.protocol,
+  },
   "tracing.exportInterval": { description: "The longest a span waits before its batch is sent (a batch also goes when 512 spans wait).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportIntervalMs) },
   "tracing.exportTimeout": { description: "How long one export may take before it is given up (its spans are counted as dropped).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportTimeoutMs) },
   failedCalls: {

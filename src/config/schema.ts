@@ -197,6 +197,7 @@ export const CONFIG_SCHEMA: z.ZodType<Config> = document
             maxQueueSize: d.tracing.maxQueueSize,
             exportIntervalMs: d.tracing.exportInterval,
             exportTimeoutMs: d.tracing.exportTimeout,
+            protocol: d.tracing.protocol,
           },
     xds: d.xds,
     failedCalls: d.failedCalls,

@@ -394,7 +394,12 @@ export interface TracingConfig {
   readonly exportIntervalMs: number;
   /** one export may take this long; then it is given up (its spans are lost, counted) */
   readonly exportTimeoutMs: number;
+  /** the OTLP/HTTP body: protobuf (application/x-protobuf) or JSON (application/json) */
+  readonly protocol: TracingProtocol;
 }
+
+/** `tracing.protocol`: OTLP/HTTP's two encodings, named as OTEL_EXPORTER_OTLP_PROTOCOL names them. */
+export type TracingProtocol = "http/protobuf" | "http/json";
 
 export interface Config {
   /** Omitted (or null) → no admin listener. */
@@ -537,6 +542,7 @@ export const DEFAULTS = Object.freeze({
     maxQueueSize: 2048,
     exportIntervalMs: 5000,
     exportTimeoutMs: 10_000,
+    protocol: "http/protobuf" as TracingProtocol,
   }),
 });
 

@@ -320,6 +320,7 @@ export const EFFECTS: Readonly<Record<string, readonly string[]>> = {
     "test/behaviour/tracing-export.test.ts > 400ms: the collector that never answers sees the connection closed after it, and the call's 2 spans count as export_failed; 10s (the control) still holds its export",
   ],
   "tracing.maxQueueSize": ["test/behaviour/tracing.test.ts > collector slow (accepts, never answers): calls go on at full speed; the bounded queue drops and counts (queue_full)"],
+  "tracing.protocol": ["test/behaviour/tracing.test.ts > %s: every export goes as %s, and the backend decodes the call's two spans with their attributes"],
   "tracing.sampleRatio": ["test/behaviour/tracing.test.ts > sampleRatio 0: a new trace is not sampled, the decision goes upstream (flags 00), and nothing is exported"],
   "tracing.serviceName": ["test/behaviour/tracing.test.ts > client span → dojang's SERVER span → one CLIENT span per attempt (a retry's two are siblings) → the upstream's span under each"],
   "watchConfig": [

@@ -245,13 +245,10 @@ const PACKAGES: Record<Layer, { readonly values: readonly string[]; readonly typ
   translate: { values: ["@bufbuild/protobuf", "@bufbuild/protobuf/wkt"] },
   // node:crypto and node:tls: tls-files.ts loads certificates and keys as a start does (--check)
   config: { values: ["zod", "yaml", "node:fs", "node:path", "node:net", "node:v8", "node:crypto", "node:tls"] },
-  // the OpenTelemetry SDK and its OTLP exporter: observe/tracing.ts only (loaded by import() when `tracing` is on)
-  observe: {
-    values: [
-      "pino", "prom-client", "node:fs", "node:os", "node:v8", "node:vm", "node:perf_hooks",
-      "@opentelemetry/api", "@opentelemetry/sdk-trace", "@opentelemetry/core", "@opentelemetry/resources", "@opentelemetry/exporter-trace-otlp-http",
-    ],
-  },
+  // node:crypto (span ids); node:http and node:https (the OTLP/HTTP export, taken with require()
+  // through node:module, never ES-imported: served-imports.test.ts): tracing.ts and otlp-export.ts,
+  // loaded by import() when `tracing` is on
+  observe: { values: ["pino", "prom-client", "node:fs", "node:os", "node:v8", "node:vm", "node:perf_hooks", "node:crypto", "node:module", "node:http", "node:https"] },
   protos: { values: ["@grpc/grpc-js", "@grpc/proto-loader", "protobufjs"] },
   upstream: { values: ["node:http2", "node:dns", "node:fs", "node:tls"], types: ["pino", "prom-client"] },
   call: { values: ["node:http2", "node:stream", "node:crypto"], types: ["pino", "node:net"] },

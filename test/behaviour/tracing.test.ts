@@ -12,6 +12,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { engineBinary } from "../helpers/engines.js";
@@ -332,6 +333,61 @@ describe("tracing: spans in a real backend", () => {
       expect(server.status.code ?? 0).not.toBe(OTLP_ERROR);
       expect(attempt.status.code).toBe(OTLP_ERROR);
       expect(server.attrs["rpc.grpc.status_code"]).toBe(5);
+    },
+    60_000,
+  );
+});
+
+describe("tracing.protocol: the export's wire format, decoded by the backend", () => {
+  it.each([
+    ["(the default)", "application/x-protobuf", undefined],
+    ["http/protobuf", "application/x-protobuf", "http/protobuf"],
+    ["http/json", "application/json", "http/json"],
+  ] as const)(
+    "%s: every export goes as %s, and the backend decodes the call's two spans with their attributes",
+    async (_label, contentType, protocol) => {
+      const sink = await startSink();
+      // in front of the backend: a pass-through that notes each export's content-type and hands
+      // the body on as it came (the backend, the collector's OTLP receiver, decodes it by that type)
+      const seen: string[] = [];
+      const relay = createHttpServer((req, res) => {
+        const parts: Buffer[] = [];
+        req.on("data", (c: Buffer) => parts.push(c));
+        req.on("end", () => {
+          const ct = String(req.headers["content-type"]);
+          seen.push(ct);
+          fetch(sink.otlpHttp, { method: "POST", headers: { "content-type": ct }, body: Buffer.concat(parts) })
+            .then(async (r) => res.writeHead(r.status, { "content-type": r.headers.get("content-type") ?? ct }).end(Buffer.from(await r.arrayBuffer())))
+            .catch(() => res.writeHead(502).end());
+        });
+      });
+      await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
+      cleanups.push(() => new Promise((r) => relay.close(r)));
+      const port = (relay.address() as import("node:net").AddressInfo).port;
+      const up = await startRawUpstream((s) => okWithMessage(s));
+      cleanups.push(() => up.close());
+      let tracing: Record<string, unknown> = { endpoint: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 1, exportInterval: "50ms" };
+      if (protocol !== undefined) tracing = { ...tracing, protocol: protocol };
+      const proxy = await startProxy(up.address, { top: { tracing } });
+      cleanups.push(() => proxy.close(0));
+      const client = echoClient(proxy.address);
+      cleanups.push(async () => client.close());
+      expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+      const traceId = proxy.calls.at(-1)!.trace_id!;
+      const spans = await waitFor("two spans", async () => {
+        const ss = await sink.spans(traceId);
+        return ss.length >= 2 ? ss : undefined;
+      }, 20_000, 50);
+      const server = spans.find((s) => s.kind === OTLP_SERVER)!;
+      const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
+      expect(server.attrs).toMatchObject({ "rpc.system": "grpc", "rpc.service": "test.Echo", "rpc.method": "Unary", "rpc.grpc.status_code": 0, "dojang.decided_by": "upstream", "dojang.attempts": 1 });
+      expect(attempt.parentSpanId).toBe(server.spanId);
+      expect(attempt.attrs).toMatchObject({ "dojang.attempt": 1, "server.address": "127.0.0.1", "rpc.grpc.status_code": 0 });
+      expect(attempt.start).toBeGreaterThanOrEqual(server.start);
+      expect(attempt.end).toBeLessThanOrEqual(server.end);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen)).toEqual(new Set([contentType]));
     },
     60_000,
   );

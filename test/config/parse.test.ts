@@ -753,7 +753,9 @@ describe("parseConfigText(): tracing", () => {
       maxQueueSize: DEFAULTS.tracing.maxQueueSize,
       exportIntervalMs: 1000,
       exportTimeoutMs: DEFAULTS.tracing.exportTimeoutMs,
+      protocol: "http/protobuf",
     });
+    expect(parse(`${MINIMAL}\ntracing:\n  endpoint: http://127.0.0.1:4318/v1/traces\n  protocol: http/json\n`).tracing?.protocol).toBe("http/json");
   });
 
   it.each<[string, string, RegExp]>([
@@ -762,6 +764,7 @@ describe("parseConfigText(): tracing", () => {
     ["credentials in the endpoint", "tracing: { endpoint: \"http://u:p@127.0.0.1:4318/v1/traces\" }", /^tracing\.endpoint: the endpoint must not carry credentials/],
     ["a ratio above 1", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, sampleRatio: 1.5 }", /^tracing\.sampleRatio: expected a number from 0 to 1, got 1\.5/],
     ["an unknown key", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, ratio: 1 }", /^tracing\.ratio: unknown key "ratio"/],
+    ["gRPC as the protocol (OTLP/HTTP only)", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, protocol: grpc }", /^tracing\.protocol: expected "http\/protobuf" or "http\/json"/],
   ])("refuses %s", (_why, block, re) => {
     const got = issues(`${MINIMAL}\n${block}\n`);
     expect(got).toHaveLength(1);

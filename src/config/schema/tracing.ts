@@ -1,5 +1,5 @@
 // The `tracing` block: where spans go (an OTLP/HTTP traces URL), the service name, the sampling
-// ratio for new traces, and the export queue's bounds.
+// ratio for new traces, the export queue's bounds, and the wire format (OTLP/HTTP protobuf or JSON).
 
 import { z } from "zod";
 import { describeValue } from "../issues.js";
@@ -44,6 +44,7 @@ export const tracing = z.strictObject(
     maxQueueSize: count(LIMITS.traceQueue).default(DEFAULTS.tracing.maxQueueSize),
     exportInterval: durationMs(1).default(DEFAULTS.tracing.exportIntervalMs),
     exportTimeout: durationMs(1).default(DEFAULTS.tracing.exportTimeoutMs),
+    protocol: z.enum(["http/protobuf", "http/json"], { error: expected('"http/protobuf" or "http/json"') }).default(DEFAULTS.tracing.protocol),
   },
   { error: expected("a mapping like { endpoint: http://127.0.0.1:4318/v1/traces }") },
 );

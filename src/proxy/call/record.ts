@@ -119,7 +119,7 @@ export function recordCall(c: RecordedCall): void {
     if (tapped) ctx.tap.publish(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
-  if (c.trace !== null && c.trace.server !== null) endTrace(c, rec);
+  if (c.trace !== null && c.trace.sampled) endTrace(c, rec);
 }
 
 /**

@@ -7,6 +7,13 @@
 //
 // Usage: otelsink -grpc 127.0.0.1:PORT -http 127.0.0.1:PORT -api 127.0.0.1:PORT
 // Prints "otelsink ready" on stdout once all three listen. Test-only.
+//
+// Or otelsink -decode protobuf|json: reads one OTLP/HTTP export body (ExportTraceServiceRequest)
+// on stdin and prints it as ptrace's JSON, decoded by the collector's own unmarshaler (the one
+// its OTLP receiver runs for that content type). A protobuf body is also decoded by the official
+// Go bindings of opentelemetry-proto (go.opentelemetry.io/proto/otlp, generated from the .proto
+// files) and refused if any message in it holds a field those definitions do not know: a wrong
+// field number or wire type cannot pass unseen. Exit 1 with the reason on stderr otherwise.
 package main
 
 import (
@@ -15,6 +22,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +37,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 type store struct {
@@ -91,7 +102,12 @@ func main() {
 	grpcAddr := flag.String("grpc", "127.0.0.1:4317", "OTLP/gRPC address")
 	httpAddr := flag.String("http", "127.0.0.1:4318", "OTLP/HTTP address")
 	apiAddr := flag.String("api", "127.0.0.1:16686", "query API address")
+	decode := flag.String("decode", "", "decode one export body from stdin: protobuf or json")
 	flag.Parse()
+	if *decode != "" {
+		decodeStdin(*decode)
+		return
+	}
 
 	s := &store{}
 	factory := otlpreceiver.NewFactory()
@@ -145,6 +161,63 @@ func main() {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
 	_ = r.Shutdown(ctx)
+}
+
+func decodeStdin(format string) {
+	body, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail(err)
+	}
+	var td ptrace.Traces
+	switch format {
+	case "protobuf":
+		var req coltracepb.ExportTraceServiceRequest
+		if err := (proto.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(body, &req); err != nil {
+			fail(fmt.Errorf("official bindings: %w", err))
+		}
+		if where := unknownFields(req.ProtoReflect(), "ExportTraceServiceRequest"); where != "" {
+			fail(fmt.Errorf("official bindings: unknown fields in %s", where))
+		}
+		td, err = (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(body)
+	case "json":
+		td, err = (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(body)
+	default:
+		err = fmt.Errorf("-decode %q: protobuf or json", format)
+	}
+	if err != nil {
+		fail(fmt.Errorf("collector: %w", err))
+	}
+	out, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		fail(err)
+	}
+	_, _ = os.Stdout.Write(out)
+}
+
+// unknownFields names the first message (by path) holding bytes its definition does not know.
+func unknownFields(m protoreflect.Message, path string) string {
+	if len(m.GetUnknown()) > 0 {
+		return path
+	}
+	where := ""
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil {
+			return true
+		}
+		p := path + "." + string(fd.Name())
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && where == ""; i++ {
+				where = unknownFields(l.Get(i).Message(), fmt.Sprintf("%s[%d]", p, i))
+			}
+		case fd.IsMap():
+		default:
+			where = unknownFields(v.Message(), p)
+		}
+		return where == ""
+	})
+	return where
 }
 
 func fail(err error) {

@@ -22,9 +22,11 @@ const RESETS = 1000;
 const PROBES = 20;
 const PROBE_EVERY_MS = 50;
 /**
- * Each new connection's SETTINGS must come within this, from its connect() call. Measured on
- * this machine (2 CPUs, load average 4 to 8 from other work) in the same run shape: see the
- * figures in the describe's comment below.
+ * Each new connection's SETTINGS must come within this, from its connect() call. Measured on a
+ * 2-CPU machine shared with other work: before issue 32 item 4, 19 of 20 probes over 2.5 s in
+ * each run (2.5 to 4.9 s, load average 14; bench/new-conn-under-attack.mjs: medians 5.9 and
+ * 6.3 s at load 27); since, the slowest probe 0.74 to 0.89 s at load 27 to 33. So 2 s fails
+ * every run before and holds with twice the worst figure since.
  */
 const SETTINGS_BOUND_MS = 2000;
 const ENHANCE_YOUR_CALM = 0xb;

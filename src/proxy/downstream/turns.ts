@@ -1,0 +1,210 @@
+// Bounded work per loop turn per client connection: how many new streams one connection may have
+// served in one turn of the event loop, where the others wait (parked), which connections stop
+// being read after a flood and for how many turns (held), so that the listening socket and new
+// connections' handshakes get turns of their own. The state is each connection's ConnState
+// (connection.ts); the listener (listener.ts) asks withinTurn() for each stream it takes and
+// parks what is over.
+import type { IncomingHttpHeaders } from "node:http2";
+import http2 from "node:http2";
+import { ignoreError } from "./guards.js";
+import type { ConnState, ConnStream } from "./connection.js";
+
+/*
+ * Why (issue 32 item 4: a new connection timed out before dojang's SETTINGS while ten others sent
+ * rapid resets). Three facts of node, measured on Node 24:
+ *
+ * 1. libuv accepts ONE connection per loop turn (since libuv 1.45, "unix: don't accept()
+ *    connections in a loop", libuv PR 3696): while turns are long, connections wait in the
+ *    listen queue one turn each.
+ * 2. A turn reads every ready socket: 64 KiB per read and up to 32 reads per socket while it has
+ *    more (uv__read), and nghttp2 takes each read in one call, node making a stream object and
+ *    emitting 'stream' for every HEADERS in it: ~650 streams per read of a rapid-reset client
+ *    (HEADERS + RST_STREAM, ~100 bytes each). Ten clients whose floods arrive together make one
+ *    turn of ten such reads, seconds long on a loaded 2-CPU machine.
+ * 3. A new connection's SETTINGS are written in the turn that accepted it, so its wait is the
+ *    turns before its accept.
+ *
+ * Measured (test/process/attack-new-connections.test.ts: 10 connections x 1,000 reset streams
+ * written at once, a new connection every 50 ms; a 2-CPU machine at load average 14 to 30):
+ * before this, new connections' SETTINGS after 2.5 to 4.9 s. With the read stop and parking but
+ * no holds, no better (3.0 to 3.6 s: the cost is node's own, per stream of each read). With the
+ * read stop and holds but every stream served inline, at most 0.36 to 0.78 s (a reset stream
+ * served in the read that brought it still makes an upstream call). With all three, at most
+ * 0.74 to 0.89 s at load 27 to 33 (an earlier form that served parked streams 16 per turn: 0.22
+ * to 0.33 s at load 14, but it delayed a many-stream client's calls by turns).
+ *
+ * What dojang does, per turn:
+ * - A connection gets at most TURN_STREAMS new streams served inline. Past that its socket stops
+ *   being read for the rest of the turn (libuv stops before its next 64 KiB; what the client
+ *   sent waits in the kernel, flow-controlled by TCP) and its further streams of that read are
+ *   parked, in arrival order, until the end of the turn (its check phase). By then nghttp2 has
+ *   taken the whole read: a parked stream the client has already reset (a rapid-reset client's
+ *   all are: its RST_STREAM came in the same read) is dropped, no call, no upstream stream; the
+ *   others are served, in order, nothing refused.
+ * - If that connection is unproven (see unproven()), it is held: not read for the next
+ *   YIELD_TURNS turns. The first such connection in a turn makes it heavy: every other unproven
+ *   connection is held too (libuv drops the read events it already has for them), and so are
+ *   the connections accepted in the next YIELD_TURNS turns. Those turns are light: the listening
+ *   socket accepts one connection each, new connections get their SETTINGS, proven connections
+ *   are read as always. Then the held connections are read again, one more per turn, in the
+ *   order they were held; a flood among them makes one heavy turn and holds the others again.
+ *   So a heavy turn reads one flood, and YIELD_TURNS accepting turns follow it.
+ * - A proven connection over its budget is read again in the next turn.
+ * - A connection cut for abuse (guards.ts cutCalm) is never held: it is read, its streams refused,
+ *   until it is destroyed, so that its client reads the GOAWAY before the close (a socket closed
+ *   with unread bytes sends a TCP reset, and the client loses what it had not read).
+ *
+ * Known limit: a connection that has had one call answered is proven, so its floods hold no other
+ * connection; its own reads are still bounded to one per turn and its resets still cut it
+ * (guards.ts).
+ *
+ * Cost on the hot path: per stream, a comparison and an increment (withinTurn); per loop turn in
+ * which a stream arrived, one setImmediate shared by all connections (the turn's end). A
+ * connection that brings more than TURN_STREAMS streams in one turn also pays a read stop and
+ * start (two epoll_ctl calls) and a parked entry per stream past the budget.
+ */
+export const TURN_STREAMS = 16;
+/** turns the unproven connections are held for after a heavy turn: the accepts it allows */
+export const YIELD_TURNS = 32;
+
+/** the loop turn: advanced at the end (check phase) of each turn the clock runs in (tick) */
+let turn = 0;
+let clockArmed = false;
+
+/** Runs the clock this turn: tick() in its check phase (one setImmediate per turn, shared). */
+function armClock(): void {
+  if (clockArmed) return;
+  clockArmed = true;
+  setImmediate(tick);
+}
+
+/**
+ * A stream arrived on `c` (counted by countStream). True: serve it now. False: the connection is
+ * over its budget for this turn: the caller parks the stream (or refuses it).
+ */
+export function withinTurn(c: ConnState): boolean {
+  if (c.turn !== turn) {
+    c.turn = turn;
+    c.turnStreams = 0;
+    armClock();
+  }
+  if (++c.turnStreams <= TURN_STREAMS) return true;
+  if (!c.readStopped) overBudget(c);
+  return false;
+}
+
+/** Every client connection open now (what a heavy turn may hold). */
+const live = new Set<ConnState>();
+export function track(c: ConnState): void {
+  live.add(c);
+  // accepted within a heavy turn's YIELD_TURNS: its SETTINGS go out as always, its reads wait
+  // with the other unproven connections' (a flood's first read would make the next turn heavy)
+  if (turn < holdUntil) hold(c);
+}
+export function untrack(c: ConnState): void {
+  live.delete(c);
+}
+
+/** the last heavy turn */
+let heavyTurn = -1;
+/** the turn until which unproven connections are held */
+let holdUntil = 0;
+/** held connections, in the order they were held (heldFrom: the first still held) */
+const held: ConnState[] = [];
+let heldFrom = 0;
+/** connections that went over their budget in this turn: read again at its end unless held */
+const stopped: ConnState[] = [];
+/** connections with parked streams in this turn */
+const parkedConns: ConnState[] = [];
+
+/**
+ * Unproven: none of its streams has ended but by the client's own premature reset (guards.ts
+ * counts them): a new connection, or one that has done nothing but reset streams.
+ */
+function unproven(c: ConnState): boolean {
+  return c.closed === c.premature;
+}
+
+/**
+ * `c` brought more than TURN_STREAMS streams in this turn: its socket is read no more in it. If
+ * it is unproven, it is held, and if it is the first in this turn, the turn is heavy: every other
+ * unproven connection is held too, and those accepted in the next YIELD_TURNS turns.
+ */
+function overBudget(c: ConnState): void {
+  c.stopReading();
+  if (!c.readStopped) return; // no handle, or gone
+  stopped.push(c);
+  if (!unproven(c) || c.limit === 0) return;
+  hold(c);
+  if (heavyTurn === turn) return;
+  heavyTurn = turn;
+  holdUntil = turn + YIELD_TURNS;
+  for (const o of live) if (o !== c && unproven(o)) hold(o);
+}
+
+function hold(c: ConnState): void {
+  // held already (keeps its place), or cut (read until it is destroyed: guards.ts cutCalm)
+  if (c.held || c.limit === 0) return;
+  c.stopReading();
+  if (!c.readStopped) return; // no handle, or gone
+  c.held = true;
+  held.push(c);
+  armClock();
+}
+
+/** Parks a stream over its connection's budget: served at the end of this turn, in arrival order. */
+export function park(c: ConnState, stream: ConnStream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void {
+  // node reports a reset it sends as the stream's 'error'; one may come while the stream waits
+  stream.on("error", ignoreError);
+  const q = c.parked;
+  if (q === null) {
+    c.parked = [stream, headers, flags, raw];
+    parkedConns.push(c);
+  } else q.push(stream, headers, flags, raw);
+}
+
+const { NGHTTP2_REFUSED_STREAM } = http2.constants;
+
+/**
+ * The check phase of a turn the clock runs in: its parked streams are served, the connections
+ * over their budget in it are read again (unless held), one held connection is let go once
+ * YIELD_TURNS have passed since the last heavy turn, and the next turn begins.
+ */
+function tick(): void {
+  clockArmed = false;
+  turn++;
+  for (let i = 0; i < parkedConns.length; i++) serveParked(parkedConns[i]!);
+  parkedConns.length = 0;
+  for (let i = 0; i < stopped.length; i++) {
+    const c = stopped[i]!;
+    if (!c.held) c.startReading();
+  }
+  stopped.length = 0;
+  // the held connections are read again one per turn, in the order they were held; a flood
+  // among them makes one heavy turn and holds the others again
+  if (heldFrom < held.length && turn >= holdUntil) {
+    const c = held[heldFrom]!;
+    held[heldFrom++] = undefined as unknown as ConnState;
+    c.held = false;
+    c.startReading();
+  }
+  if (heldFrom === held.length) held.length = heldFrom = 0;
+  else armClock();
+}
+
+/** A connection's parked streams served, but those reset (or cut) while they waited. */
+function serveParked(c: ConnState): void {
+  const q = c.parked!;
+  c.parked = null;
+  for (let i = 0; i < q.length; i += 4) {
+    const stream = q[i] as ConnStream;
+    // reset (or its connection gone) while it waited: nothing to serve, no call made
+    if (stream.destroyed || stream.closed) continue;
+    if (c.limit === 0 || c.session.destroyed) {
+      // the connection was cut while the stream waited: refused, never processed (safe to retry)
+      stream.close(NGHTTP2_REFUSED_STREAM);
+      continue;
+    }
+    c.server.serveStream(stream, q[i + 1] as IncomingHttpHeaders, q[i + 2] as number, q[i + 3] as string[]);
+  }
+}

@@ -41,15 +41,14 @@ import type { ConnState, ConnStream } from "./connection.js";
  *   taken the whole read: a parked stream the client has already reset (a rapid-reset client's
  *   all are: its RST_STREAM came in the same read) is dropped, no call, no upstream stream; the
  *   others are served, in order, nothing refused.
- * - If that connection is unproven (see unproven()), it is held: not read for the next
- *   YIELD_TURNS turns. The first such connection in a turn makes it heavy: every other unproven
- *   connection is held too (libuv drops the read events it already has for them), and so are
- *   the connections accepted in the next YIELD_TURNS turns. Those turns are light: the listening
- *   socket accepts one connection each, new connections get their SETTINGS, proven connections
- *   are read as always. Then the held connections are read again, one more per turn, in the
- *   order they were held; a flood among them makes one heavy turn and holds the others again.
- *   So a heavy turn reads one flood, and YIELD_TURNS accepting turns follow it.
- * - A proven connection over its budget is read again in the next turn.
+ * - It is read again in the next turn. If it is unproven (see unproven()) and the first in
+ *   its turn to go over, the turn is heavy: every other unproven connection is held, not read
+ *   in this turn (libuv drops the read events it already has for them) nor in the next
+ *   YIELD_TURNS, and so are the connections accepted in those turns. In each of those turns the
+ *   listening socket accepts one connection, new connections get their SETTINGS, proven
+ *   connections are read as always, and of the flooding connection one read at most. Then the
+ *   held connections are read again, one more per turn, in the order they were held; a flood
+ *   among them holds the others again. So no turn reads more than one flood.
  * - A connection cut for abuse (guards.ts cutCalm) is never held: it is read, its streams refused,
  *   until it is destroyed, so that its client reads the GOAWAY before the close (a socket closed
  *   with unread bytes sends a TCP reset, and the client loses what it had not read).
@@ -126,17 +125,15 @@ function unproven(c: ConnState): boolean {
 }
 
 /**
- * `c` brought more than TURN_STREAMS streams in this turn: its socket is read no more in it. If
- * it is unproven, it is held, and if it is the first in this turn, the turn is heavy: every other
- * unproven connection is held too, and those accepted in the next YIELD_TURNS turns.
+ * `c` brought more than TURN_STREAMS streams in this turn: its socket is read no more in it (and
+ * again in the next). If it is unproven and the first in this turn, the turn is heavy: every
+ * other unproven connection is held, and those accepted in the next YIELD_TURNS turns.
  */
 function overBudget(c: ConnState): void {
   c.stopReading();
   if (!c.readStopped) return; // no handle, or gone
   stopped.push(c);
-  if (!unproven(c) || c.limit === 0) return;
-  hold(c);
-  if (heavyTurn === turn) return;
+  if (heavyTurn === turn || !unproven(c) || c.limit === 0) return;
   heavyTurn = turn;
   holdUntil = turn + YIELD_TURNS;
   for (const o of live) if (o !== c && unproven(o)) hold(o);

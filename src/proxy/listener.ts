@@ -244,7 +244,7 @@ export class Listener implements StreamServer {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
         const overLimit = countStream(conn, stream);
-        const inTurn = withinTurn(conn);
+        const inTurn = withinTurn(conn, stream);
         heapPressure.onStream();
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.

@@ -53,6 +53,8 @@ export class ConnState {
   /** bounded work per turn (turns.ts): the loop turn its streams were last counted in, and how many came in it */
   turn = -1;
   turnStreams = 0;
+  /** the turn's stream before RESET_FLOOD_STREAMS-th, until that arrives (turns.ts: was it reset already?) */
+  lastInTurn: ServerHttp2Stream | undefined = undefined;
   /** streams over a turn's budget, waiting (turns.ts): stream, headers, flags, raw headers, four entries each; null = none */
   parked: unknown[] | null = null;
   /** its socket is not being read (the turn's budget spent, held, or the connection cut) */
@@ -86,7 +88,12 @@ export class ConnState {
   startReading(): void {
     if (!this.readStopped) return;
     this.readStopped = false;
-    if (this.handle !== undefined && !this.session.destroyed) this.handle.readStart();
+    if (this.handle === undefined || this.session.destroyed) return;
+    try {
+      this.handle.readStart();
+    } catch {
+      /* the handle closed under the session: nothing left to read */
+    }
   }
 
   /** Clears every timer of the connection (on its close). */

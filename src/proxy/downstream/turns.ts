@@ -41,8 +41,9 @@ import type { ConnState, ConnStream } from "./connection.js";
  *   taken the whole read: a parked stream the client has already reset (a rapid-reset client's
  *   all are: its RST_STREAM came in the same read) is dropped, no call, no upstream stream; the
  *   others are served, in order, nothing refused.
- * - It is read again in the next turn. If it is unproven (see unproven()) and the first in
- *   its turn to go over, the turn is heavy: every other unproven connection is held, not read
+ * - It is read again in the next turn. If its streams are a flood (RESET_FLOOD_STREAMS in the
+ *   turn, the one before the last already reset by the client; or FLOOD_STREAMS), it is unproven (see unproven())
+ *   and the first in its turn, the turn is heavy: every other unproven connection is held, not read
  *   in this turn (libuv drops the read events it already has for them) nor in the next
  *   YIELD_TURNS, and so are the connections accepted in those turns. In each of those turns the
  *   listening socket accepts one connection, new connections get their SETTINGS, proven
@@ -63,8 +64,21 @@ import type { ConnState, ConnStream } from "./connection.js";
  * start (two epoll_ctl calls) and a parked entry per stream past the budget.
  */
 export const TURN_STREAMS = 16;
+/**
+ * streams in one turn that make a flood when the one before the last was reset by the client
+ * already (in the same read): a rapid-reset client's read brings up to ~650
+ */
+export const RESET_FLOOD_STREAMS = 64;
+/**
+ * streams in one turn that make a flood even when none is reset by then: a rapid-reset client's
+ * read brings up to ~650; a zero-window stall's or a client's own burst of calls (100 at once)
+ * fewer, and holds no one
+ */
+export const FLOOD_STREAMS = 256;
 /** turns the unproven connections are held for after a heavy turn: the accepts it allows */
 export const YIELD_TURNS = 32;
+
+const { NGHTTP2_REFUSED_STREAM, NGHTTP2_INTERNAL_ERROR, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
 /** the loop turn: advanced at the end (check phase) of each turn the clock runs in (tick) */
 let turn = 0;
@@ -81,14 +95,23 @@ function armClock(): void {
  * A stream arrived on `c` (counted by countStream). True: serve it now. False: the connection is
  * over its budget for this turn: the caller parks the stream (or refuses it).
  */
-export function withinTurn(c: ConnState): boolean {
+export function withinTurn(c: ConnState, stream: ConnStream): boolean {
   if (c.turn !== turn) {
     c.turn = turn;
     c.turnStreams = 0;
     armClock();
   }
-  if (++c.turnStreams <= TURN_STREAMS) return true;
-  if (!c.readStopped) overBudget(c);
+  const n = ++c.turnStreams;
+  if (n <= TURN_STREAMS) return true;
+  if (n === TURN_STREAMS + 1) overBudget(c);
+  else if (n === RESET_FLOOD_STREAMS - 1) c.lastInTurn = stream;
+  else if (n === RESET_FLOOD_STREAMS) {
+    // the stream before was reset by the client already, in the same read: a rapid-reset flood
+    // (not one dojang refused itself: REFUSED_STREAM, INTERNAL_ERROR, ENHANCE_YOUR_CALM)
+    const code = c.lastInTurn!.rstCode;
+    if (code !== undefined && code !== NGHTTP2_REFUSED_STREAM && code !== NGHTTP2_INTERNAL_ERROR && code !== NGHTTP2_ENHANCE_YOUR_CALM) flood(c);
+    c.lastInTurn = undefined;
+  } else if (n === FLOOD_STREAMS) flood(c);
   return false;
 }
 
@@ -124,15 +147,20 @@ function unproven(c: ConnState): boolean {
   return c.closed === c.premature;
 }
 
-/**
- * `c` brought more than TURN_STREAMS streams in this turn: its socket is read no more in it (and
- * again in the next). If it is unproven and the first in this turn, the turn is heavy: every
- * other unproven connection is held, and those accepted in the next YIELD_TURNS turns.
- */
+/** `c` brought more than TURN_STREAMS streams in this turn: its socket is read no more in it (again in the next). */
 function overBudget(c: ConnState): void {
+  if (c.readStopped) return; // held, or stopped already
   c.stopReading();
-  if (!c.readStopped) return; // no handle, or gone
-  stopped.push(c);
+  if (c.readStopped) stopped.push(c);
+}
+
+/**
+ * `c` brings a flood: RESET_FLOOD_STREAMS streams in this turn of which the one before the last
+ * was reset already (the client's RST_STREAM came in the same read), or FLOOD_STREAMS streams.
+ * If it is unproven and the first in this turn, the turn is heavy: every other unproven connection is
+ * held, and those accepted in the next YIELD_TURNS turns.
+ */
+function flood(c: ConnState): void {
   if (heavyTurn === turn || !unproven(c) || c.limit === 0) return;
   heavyTurn = turn;
   holdUntil = turn + YIELD_TURNS;
@@ -160,7 +188,7 @@ export function park(c: ConnState, stream: ConnStream, headers: IncomingHttpHead
   } else q.push(stream, headers, flags, raw);
 }
 
-const { NGHTTP2_REFUSED_STREAM } = http2.constants;
+
 
 /**
  * The check phase of a turn the clock runs in: its parked streams are served, the connections
@@ -170,13 +198,15 @@ const { NGHTTP2_REFUSED_STREAM } = http2.constants;
 function tick(): void {
   clockArmed = false;
   turn++;
-  for (let i = 0; i < parkedConns.length; i++) serveParked(parkedConns[i]!);
-  parkedConns.length = 0;
-  for (let i = 0; i < stopped.length; i++) {
-    const c = stopped[i]!;
-    if (!c.held) c.startReading();
+  // taken off their lists first: a throw below must not leave them to the next turn
+  if (parkedConns.length > 0) {
+    const conns = parkedConns.splice(0);
+    for (let i = 0; i < conns.length; i++) serveParked(conns[i]!);
   }
-  stopped.length = 0;
+  if (stopped.length > 0) {
+    const conns = stopped.splice(0);
+    for (let i = 0; i < conns.length; i++) if (!conns[i]!.held) conns[i]!.startReading();
+  }
   // the held connections are read again one per turn, in the order they were held; a flood
   // among them makes one heavy turn and holds the others again
   if (heldFrom < held.length && turn >= holdUntil) {
@@ -186,22 +216,28 @@ function tick(): void {
     c.startReading();
   }
   if (heldFrom === held.length) held.length = heldFrom = 0;
-  else armClock();
+  // the clock runs until YIELD_TURNS have passed, held connections or not: else an idle process
+  // would stay short of holdUntil and hold every connection it accepts after the flood
+  if (heldFrom < held.length || turn < holdUntil) armClock();
 }
 
 /** A connection's parked streams served, but those reset (or cut) while they waited. */
 function serveParked(c: ConnState): void {
-  const q = c.parked!;
+  const q = c.parked;
+  if (q === null) return;
   c.parked = null;
   for (let i = 0; i < q.length; i += 4) {
     const stream = q[i] as ConnStream;
     // reset (or its connection gone) while it waited: nothing to serve, no call made
     if (stream.destroyed || stream.closed) continue;
-    if (c.limit === 0 || c.session.destroyed) {
-      // the connection was cut while the stream waited: refused, never processed (safe to retry)
-      stream.close(NGHTTP2_REFUSED_STREAM);
-      continue;
+    try {
+      // the connection was cut (or is closing) while the stream waited: refused, never processed
+      // (safe to retry)
+      if (c.limit === 0 || c.session.destroyed || c.session.closed) stream.close(NGHTTP2_REFUSED_STREAM);
+      else c.server.serveStream(stream, q[i + 1] as IncomingHttpHeaders, q[i + 2] as number, q[i + 3] as string[]);
+    } catch {
+      // whatever a stream's serving throws ends that stream, not the turn's other work
+      stream.destroy();
     }
-    c.server.serveStream(stream, q[i + 1] as IncomingHttpHeaders, q[i + 2] as number, q[i + 3] as string[]);
   }
 }

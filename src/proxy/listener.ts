@@ -17,10 +17,9 @@ import { handleWebHttp1, handleWebHttp2, refuseWebHttp1 } from "./downstream/grp
 import type { JsonTranscoding } from "./downstream/transcode.js";
 import { classifyConnect, handleConnectHttp1, handleConnectHttp2, refuseConnectHttp1 } from "./downstream/connect.js";
 import { compileCors, preflightCors, responseCors, type CorsPolicy } from "./downstream/cors.js";
-import { ConnState, kConn, type ConnSession, type ConnStream, type StreamServer } from "./downstream/connection.js";
+import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, onClientSettings, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
-import { park, track, untrack, withinTurn } from "./downstream/turns.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import { parseWebContentType } from "../translate/grpc-web.js";
 import { parseConnectContentType } from "../translate/connect.js";
@@ -59,7 +58,7 @@ export interface ListenerOwner {
 
 type MutableContext = { -readonly [K in keyof CallContext]: CallContext[K] };
 
-export class Listener implements StreamServer {
+export class Listener {
   /** h2c, or TLS (ALPN h2) when the listener has `tls` */
   readonly server: Http2Server | Http2SecureServer;
   /** the listener's certificates (SNI, client certificates, reload on file change); null = h2c */
@@ -90,8 +89,6 @@ export class Listener implements StreamServer {
   private jsonLoading: Promise<void> | null = null;
   /** HTTP/1.1 connections on a TLS listener (gRPC-Web; tlsAllowsHttp1) */
   private readonly tlsHttp1Sockets = new Set<Socket>();
-  /** serves a stream once taken (StreamServer; the parked ones too, downstream/turns.ts) */
-  readonly serveStream: StreamServer["serveStream"];
 
   constructor(
     public cfg: ListenerConfig,
@@ -204,9 +201,8 @@ export class Listener implements StreamServer {
       guardDestroy(s);
       // A reload changes these for connections made after it (this.cfg is the current config).
       const lc = this.cfg;
-      const conn = new ConnState(s, lc.maxConcurrentStreams, this);
+      const conn = new ConnState(s, lc.maxConcurrentStreams);
       s[kConn] = conn;
-      track(conn);
       s.on("remoteSettings", onClientSettings);
       // who the client is (the access record's client_address, tls_*): once per connection
       (s as unknown as PeerSession)[kPeer] = clientPeer(s.socket);
@@ -225,7 +221,6 @@ export class Listener implements StreamServer {
       startLifetime(this, conn, lc, Math.random);
       s.on("close", () => {
         conn.clearTimers();
-        untrack(conn);
         if (this.sessions.delete(s)) live.downstreamSessions--;
       });
       s.on("error", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
@@ -238,13 +233,12 @@ export class Listener implements StreamServer {
       });
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
-    // next), refused over the connection's limit or the process's budget, parked past the
-    // connection's budget for this loop turn (downstream/turns.ts), then served (serveStream).
+    // next), refused over the connection's limit or the process's budget, then gRPC-Web, the
+    // health service, and only then a call.
     server.on("stream", (stream: ConnStream, headers, flags, rawHeaders) => {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
         const overLimit = countStream(conn, stream);
-        const inTurn = withinTurn(conn, stream);
         heapPressure.onStream();
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.
@@ -258,13 +252,7 @@ export class Listener implements StreamServer {
           stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
           return;
         }
-        if (!inTurn) return park(conn, stream, headers, flags, rawHeaders as unknown as string[]);
       }
-      this.serveStream(stream, headers, flags, rawHeaders as unknown as string[]);
-    });
-    // A stream taken (counted, not refused, within its connection's turn or parked until a later
-    // one): JSON, gRPC-Web, Connect, the health service, or a call.
-    this.serveStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]): void => {
       // JSON transcoding (a request that is not gRPC's and matches a rule): one field test when off.
       // On a listener that also takes Connect, a request no rule matches goes on to Connect when it
       // is a Connect call (unknownPaths: notFound answers only what neither takes).
@@ -280,7 +268,7 @@ export class Listener implements StreamServer {
         if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.health.serve(stream, headers, p === HEALTH_WATCH_PATH);
       }
       handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]);
-    };
+    });
     server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
   }
 

@@ -85,7 +85,9 @@ describe('item 10: "one stream over SETTINGS_MAX_CONCURRENT_STREAMS closes the w
   });
 
   it("advertises room above the limit, so that only a client ignoring even that loses its own connection", async () => {
-    const { raw } = await openStreams(false, 0);
+    const { raw, bystander } = await openStreams(false, 0);
     expect(raw.peerSettings?.get(3)).toBe(110); // SETTINGS_MAX_CONCURRENT_STREAMS: 10 + max(10, 100)
+    // awaited before the fixtures close its client (else its calls after the close reject unhandled)
+    expect((await bystander).failures).toEqual([]);
   });
 });

@@ -66,6 +66,24 @@ export async function resetFlood(c: RawH2Client, n: number, code = CANCEL, until
   return sent;
 }
 
+/**
+ * Rapid reset written at once: HEADERS then RST_STREAM(code) on `n` streams (ids from `first`), in
+ * one write, so that they arrive together and the server's reads are as large as the socket
+ * allows (resetFlood lets the server's replies in between bursts of 50). What an attacker
+ * that does not wait for the GOAWAY sends.
+ */
+export function resetBurst(c: RawH2Client, n: number, code = CANCEL, first = 1): void {
+  const block = encodeHeaderBlock(grpcRequestFields("/test.Stream/Reset"));
+  const rst = Buffer.alloc(4);
+  rst.writeUInt32BE(code);
+  const frames: Buffer[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = first + 2 * i;
+    frames.push(encodeFrame(FRAME.HEADERS, FLAG_END_HEADERS, id, block), encodeFrame(FRAME.RST_STREAM, 0, id, rst));
+  }
+  c.write(Buffer.concat(frames));
+}
+
 /** The floods nghttp2 stops (20,000 frames each, one write). */
 export const NGHTTP2_FLOODS: readonly { readonly name: string; readonly bytes: () => Buffer }[] = [
   { name: "PING", bytes: () => manyFrames(encodeFrame(FRAME.PING, 0, 0, Buffer.alloc(8)), 20_000) },

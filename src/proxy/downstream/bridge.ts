@@ -92,10 +92,10 @@ export class BridgeHead {
   /** set by a FieldRule: the request is refused with this (no call is made) */
   error: string | null = null;
 
-  constructor(path: string, authority: string | undefined, contentType: string) {
-    this.headers = { ":method": "POST", ":path": path, ":scheme": "http", "content-type": contentType };
+  constructor(path: string, authority: string | undefined, contentType: string, method: string) {
+    this.headers = { ":method": method, ":path": path, ":scheme": "http", "content-type": contentType };
     if (authority !== undefined) this.headers[":authority"] = authority;
-    this.raw = [":method", "POST", ":path", path, "content-type", contentType];
+    this.raw = [":method", method, ":path", path, "content-type", contentType];
   }
 
   /** A field for the call (a repeated one joined with ", " in `headers`, as node does; single-value fields keep the first). */
@@ -112,11 +112,13 @@ export class BridgeHead {
  * method a protocol names (a JSON rule's); with `url` (Connect) it is a URL, normalised here into
  * the method name as Envoy normalises a path before any rule reads it (translate/grpc-path.ts
  * methodPathFromUrl); a target that names no method is kept as it came, and the Call refuses it.
- * `rule` and `r`: the protocol's own field handling (null: none).
+ * `rule` and `r`: the protocol's own field handling (null: none). `method`: the :method the Call
+ * checks (it refuses anything but POST with 405, in the protocol's form): the client's own where
+ * the protocol's request is a POST as gRPC's is (gRPC-Web on HTTP/2), else POST.
  */
-export function bridgeHead<R>(target: string, url: boolean, authority: string | undefined, contentType: string, raw: readonly string[], rule: FieldRule<R> | null, r: R): BridgeHead {
+export function bridgeHead<R>(target: string, url: boolean, authority: string | undefined, contentType: string, raw: readonly string[], rule: FieldRule<R> | null, r: R, method = "POST"): BridgeHead {
   const path = url ? (methodPathFromUrl(target) ?? target) : target;
-  const h = new BridgeHead(path, authority, contentType);
+  const h = new BridgeHead(path, authority, contentType, method);
   // HTTP/1.1's Connection header names more hop-by-hop fields (RFC 9110 §7.6.1); HTTP/2 has none
   let nominated: string[] | null = null;
   for (let i = 0; i + 1 < raw.length; i += 2) {

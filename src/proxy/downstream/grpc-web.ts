@@ -187,8 +187,8 @@ function webField(_h: BridgeHead, name: string): boolean {
   return name === "x-grpc-web";
 }
 
-function head(web: WebContentType, target: string, authority: string | undefined, raw: readonly string[]): BridgeHead {
-  return bridgeHead(target, false, authority, upstreamContentType(web), raw, webField, undefined);
+function head(web: WebContentType, method: string, target: string, authority: string | undefined, raw: readonly string[]): BridgeHead {
+  return bridgeHead(target, false, authority, upstreamContentType(web), raw, webField, undefined, method);
 }
 
 function contentTypeOf(v: string | string[] | undefined): string | undefined {
@@ -203,13 +203,14 @@ export const GRPC_WEB_BRIDGE: Bridge<WebContentType> = {
     const w = new WebDownstream(web, stream, undefined, stream, responseCors(l.cors, typeof origin === "string" ? origin : undefined));
     const p = h[":path"];
     const a = h[":authority"] ?? h["host"];
-    startCall(l.ctx, w, head(web, typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, raw));
+    // (the client's :method: the Call answers one that is not POST with 405, in gRPC-Web's form)
+    startCall(l.ctx, w, head(web, String(h[":method"] ?? ""), typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, raw));
   },
   // HTTP/1.1: POST only (another method with a gRPC-Web content type is the listener's 405)
   classifyH1: (_l, req) => (req.method === "POST" ? parseWebContentType(req.headers["content-type"]) : null),
   serveH1(l, web, req, res) {
     const w = new WebDownstream(web, req, res, undefined, responseCors(l.cors, req.headers.origin));
-    startCall(l.ctx, w, head(web, req.url ?? "", req.headers.host, req.rawHeaders));
+    startCall(l.ctx, w, head(web, "POST", req.url ?? "", req.headers.host, req.rawHeaders));
   },
   /**
    * A Trailers-Only gRPC-Web response (HTTP 200, the status in the headers and again as the

@@ -11,7 +11,7 @@
 // No registry: each loader hands its module to whoever awaits it, and the code that parses fault
 // rules at run time (the /faults API, FaultSet.update, header faults) takes the FaultParsers as an
 // argument. So a path that never loaded them does not type-check, whatever else was imported
-// first (src/proxy/dojang.ts holds them: given by the library entry, or loaded by start(), a
+// first (src/proxy/filters/fault/control.ts holds them: given by the library entry, or loaded by start(), a
 // reload or the API's first use).
 import type { formatFaultRule, parseFaultAction, parseFaultRule, parsePercentage } from "./faults/parse.js";
 

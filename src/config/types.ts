@@ -603,8 +603,8 @@ export const RULE_FORBIDDEN: ReadonlySet<string> = new Set(["content-type", "te"
 
 /**
  * A cluster with dojang's defaults and no endpoints, DNS, health check, outlier detection,
- * keepalive or TLS: what an xDS cluster starts from (xds/map.ts) and what xds/compose.ts fills a
- * missing cluster with. It lives beside DEFAULTS, not in xds/, so that map.ts and compose.ts do
+ * keepalive or TLS: what an xDS cluster starts from (xds/map/cluster.ts) and what xds/compose.ts fills a
+ * missing cluster with. It lives beside DEFAULTS, not in xds/, so that map/ and compose.ts do
  * not import each other (house review 3, §3); not in default.ts, which parses YAML and stays out
  * of the served process's start-up imports.
  */

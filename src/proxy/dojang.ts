@@ -1,16 +1,16 @@
 // Assembles one dojang instance from a Config: clusters, listeners, admin, metrics, logger;
-// owns start-up, the whole-config reload (reload(): a new snapshot swapped in, listeners added,
-// removed and re-addressed, clusters kept by name) and the graceful drain.
+// owns start-up, the snapshot swap and the graceful drain. The whole-config reload (reload(): a
+// new snapshot swapped in, listeners added, removed and re-addressed, clusters kept by name) is
+// the transaction in reload.ts, run on this instance's state; the fault rules, their parsers and
+// the /faults API are filters/fault/control.ts.
 import { readFileSync } from "node:fs";
 import type { AddressInfo, Server as NetServer } from "node:net";
 import type { Logger } from "pino";
 import type { Config, ListenerConfig } from "../config/schema.js";
 import { formatHostPort } from "../config/units.js";
-import { loadConfigParsers, loadFaultParsers, type FaultParsers } from "../config/parsers.js";
-import { reloadReport } from "../config/reload.js";
-import { configAsApplied, planReload } from "../config/reload-plan.js";
-import { ConfigError, DojangError, type ConfigIssue } from "../errors.js";
-import { AdminServer, type AdminReply } from "./admin/admin.js";
+import { loadConfigParsers, type FaultParsers } from "../config/parsers.js";
+import { DojangError } from "../errors.js";
+import { AdminServer } from "./admin/admin.js";
 import type { CallContext } from "./call/context.js";
 import type { Tracing } from "./observe/tracing.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
@@ -20,8 +20,9 @@ import type { AppliedMemoryPlan } from "./observe/heap.js";
 import { memoryLine } from "./observe/heap-tuning.js";
 import { Cluster } from "./upstream/cluster.js";
 import { SideClusters } from "./upstream/side-clusters.js";
-import { FaultSet, type FaultRuleStatus } from "./filters/fault/select.js";
-import { handleFaultsApi, type FaultsApiResponse } from "./filters/fault/admin-api.js";
+import type { FaultRuleStatus, FaultSet } from "./filters/fault/select.js";
+import type { FaultsApiResponse } from "./filters/fault/admin-api.js";
+import { FaultControl } from "./filters/fault/control.js";
 import type { FaultRule } from "../config/faults/model.js";
 import type { FaultCounter } from "./filters/fault/filter.js";
 import { buildSnapshot, type Snapshot, type SnapshotDeps } from "./snapshot.js";
@@ -31,12 +32,13 @@ import { TapHub } from "./observe/tap.js";
 import { Stats } from "./observe/windows.js";
 import { responseBuffers } from "./observe/overload.js";
 import type { CallsQuery } from "./admin/admin.js";
-import { compose, type XdsState } from "../xds/compose.js";
-import type { ApplyResult, EndpointUpdate, RefusedResources, XdsClient } from "../xds/client.js";
-import { applyEndpointDelta } from "../translate/endpoint-set.js";
+import type { XdsState } from "../xds/compose.js";
+import type { ApplyResult, EndpointUpdate, XdsClient } from "../xds/client.js";
+import { applyEndpointUpdates, applyReload, formatAddress, needsConfigParsers, redactedFields, reloadReply, xdsResult, type ReloadHost, type ReloadOptions, type ReloadResult } from "./reload.js";
 import { boundOf, closeHandle, handleOf, type InheritedSockets, type ListenOn, type SocketRecord } from "./upgrade-sockets.js";
 
-// moved out of this file (issue 19); the CLI and the cluster primary import them from here
+// moved out of this file (issue 19, issue 30); the CLI and the cluster primary import them from here
+export { reloadReply, xdsResult, type ReloadOptions, type ReloadResult } from "./reload.js";
 
 export interface DojangOptions {
   /** a logger to use instead of the one built from config.logLevel (also for the access log) */
@@ -69,49 +71,6 @@ export interface DojangOptions {
   readonly inherited?: InheritedSockets;
 }
 
-/**
- * Whether `config` parses fault rules at run time (config rules, header faults, the fault API):
- * then start() and a reload load the fault parsers (src/config/parsers.ts) unless the instance has
- * them (DojangOptions.faultParsers; the CLI's served process, handed its config by the launcher,
- * has not).
- */
-function needsConfigParsers(config: Config): boolean {
-  if (config.admin !== null && config.admin.mutations) return true;
-  return config.listeners.some((l) => l.faultHeaders || l.faults.length > 0 || l.routes.some((r) => r.faults.length > 0));
-}
-
-/** What a reload did (the admin's /reload answers with it; the log line carries it). */
-export interface ReloadResult {
-  readonly ok: boolean;
-  /** the snapshot serving new calls afterwards (unchanged when !ok) */
-  readonly version: number;
-  /** key paths that changed and took effect (reloadReport) */
-  readonly applied: readonly string[];
-  /** key paths that changed and need a restart */
-  readonly notApplied: readonly string[];
-  readonly message: string;
-  /** why the new config was refused, each with its key path (only when !ok) */
-  readonly issues?: readonly ConfigIssue[];
-  /**
-   * the listeners and clusters (by name) the refusal is about, when it is about some (a new
-   * listener that cannot bind, an xDS resource whose name a static one has): the xDS client
-   * refuses those resources alone and applies the rest (gRFC A46)
-   */
-  readonly refused?: RefusedResources;
-}
-
-/** The reload's answer on the admin listener: 200 with the result, or 400 with the issues. */
-export function reloadReply(r: ReloadResult): AdminReply {
-  return { status: r.ok ? 200 : 400, body: { result: r.ok ? "ok" : "error", ...r } };
-}
-
-export interface ReloadOptions {
-  readonly file?: string;
-  readonly quiet?: boolean;
-  /** the xDS resources to serve with the static config (Dojang.applyXds); absent: the ones last applied */
-  readonly xds?: XdsState;
-}
-
 /** GET /stats?state=1's `state` (Dojang.viewState). */
 export interface ViewState {
   readonly active_calls: number;
@@ -123,23 +82,8 @@ export interface ViewState {
   readonly xds: unknown;
 }
 
-/** A reload's result as the xDS client takes it: applied, or the issues and the resources they are about. */
-export function xdsResult(r: ReloadResult): ApplyResult {
-  if (r.ok) return { ok: true };
-  return { ok: false, issues: r.issues ?? [], ...(r.refused === undefined ? {} : { refused: r.refused }) };
-}
-
 /** How often a cluster a reload dropped is checked for its last call (then closed). */
 const RETIRE_POLL_MS = 250;
-
-/** config accessLogRedact as the calls read it: null when it names nothing (one test per record). */
-function redactedFields(cfg: Config): Config["accessLogRedact"] | null {
-  return cfg.accessLogRedact.length === 0 ? null : cfg.accessLogRedact;
-}
-
-function formatAddress(a: AddressInfo): string {
-  return a.family === "IPv6" ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
-}
 
 export class Dojang {
   private cfg: Config;
@@ -154,6 +98,8 @@ export class Dojang {
   readonly admin: AdminServer | undefined;
   /** every fault rule (config, API), one set for all listeners (rules carry their scope) */
   readonly faults: FaultSet;
+  /** the fault set's owner: config rules, the fault parsers, the /faults API (filters/fault/control.ts) */
+  private readonly faultControl: FaultControl;
   readonly journal: Journal;
   /** the last failed calls (`failedCalls`, GET /calls?failed; a reload resizes it) */
   readonly failed: Journal;
@@ -167,8 +113,6 @@ export class Dojang {
   private current: Snapshot;
   /** what every snapshot is built with (its faultParsers set once they are loaded) */
   private snapshotDeps: SnapshotDeps;
-  /** the config's fault parsers: given, or loaded on first need (useFaultParsers); null until then */
-  private faultParsers: FaultParsers | null;
   /** clusters of earlier snapshots that the current one dropped (calls in flight may still use them) */
   private readonly retired = new Set<Cluster>();
   private draining = false;
@@ -184,6 +128,11 @@ export class Dojang {
    * so the next reload compares with what is really in use).
    */
   private readonly clusterConfigs = new WeakMap<Cluster, Config["clusters"][number]>();
+  /**
+   * What the reload transaction (src/proxy/reload.ts) reads and, in its swap, writes: this
+   * instance's own state, by reference.
+   */
+  private readonly reloadHost: ReloadHost;
   /** reloads run one at a time, in the order they were asked for */
   private reloadChain: Promise<unknown> = Promise.resolve();
   private retireTimer: NodeJS.Timeout | undefined = undefined;
@@ -207,15 +156,42 @@ export class Dojang {
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
     const now = performance.now.bind(performance);
     this.now = now;
-    this.faults = new FaultSet(config.faultInjection);
+    this.faultControl = new FaultControl(config, opts.faultParsers ?? null, (p) => {
+      this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
+    });
+    this.faults = this.faultControl.set;
     this.journal = new Journal(config.journal);
     this.failed = new Journal(config.failedCalls);
     this.stats = config.stats === null ? null : new Stats(config.stats.maxRows, now);
-    this.loadConfigFaults(config);
-    this.faultParsers = opts.faultParsers ?? null;
-    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultParsers, side: new SideClusters(this.metrics, this.log) };
+    this.snapshotDeps = { metrics: this.metrics, log: this.log, faults: this.faults, faultCounter: this.faultCounter, now, faultParsers: this.faultControl.parsers, side: new SideClusters(this.metrics, this.log) };
     this.current = buildSnapshot(config, this.snapshotDeps, 1);
     for (const l of config.listeners) this.listeners.push(this.newListener(l, this.current));
+    this.reloadHost = {
+      metrics: this.metrics,
+      log: this.log,
+      access: this.access,
+      failed: this.failed,
+      clusterConfigs: this.clusterConfigs,
+      retiringListeners: this.retiringListeners,
+      draining: () => this.draining,
+      started: () => this.started,
+      reloadLogLevel: () => opts.reloadLogLevel ?? opts.logger === undefined,
+      current: () => this.current,
+      snapshotDeps: () => this.snapshotDeps,
+      config: () => this.cfg,
+      staticConfig: () => this.staticCfg,
+      xdsState: () => this.xdsState,
+      listeners: () => this.listeners,
+      setConfig: (c) => (this.cfg = c),
+      setStaticConfig: (c) => (this.staticCfg = c),
+      setXdsState: (s) => (this.xdsState = s),
+      setListeners: (l) => (this.listeners = l),
+      newListener: (l, snap) => this.newListener(l, snap),
+      swapSnapshot: (next) => this.swapSnapshot(next),
+      loadConfigFaults: (c) => this.loadConfigFaults(c),
+      useFaultParsers: () => this.faultControl.load(),
+      addressOf: (l) => this.addressOf(l),
+    };
     if (config.admin !== null) {
       const file = opts.configFile;
       this.admin = new AdminServer(config.admin, {
@@ -468,7 +444,7 @@ export class Dojang {
    * Logged once (unless `quiet`), counted in dojang_config_reloads_total{result}.
    */
   reload(next: Config | (() => Config), trigger = "reload", o: ReloadOptions = {}): Promise<ReloadResult> {
-    const run = this.reloadChain.then(() => this.applyReload(next, trigger, o));
+    const run = this.reloadChain.then(() => applyReload(this.reloadHost, next, trigger, o));
     this.reloadChain = run.catch(() => undefined);
     return run;
   }
@@ -491,234 +467,28 @@ export class Dojang {
    * client applies the whole state).
    */
   applyXdsEndpoints(updates: readonly EndpointUpdate[]): Promise<ApplyResult | "reload"> {
-    const run = this.reloadChain.then(() => this.applyEndpointUpdates(updates));
+    const run = this.reloadChain.then(() => applyEndpointUpdates(this.reloadHost, updates));
     this.reloadChain = run.catch(() => undefined);
     return run;
   }
 
-  private applyEndpointUpdates(updates: readonly EndpointUpdate[]): ApplyResult | "reload" {
-    if (this.draining) return { ok: false, issues: [{ path: "", message: "dojang is draining" }] };
-    const st = this.xdsState;
-    if (st === null) return "reload";
-    const staticNames = new Set(this.staticCfg.clusters.map((c) => c.name));
-    // decided before anything changes: every cluster each delta feeds, running and from xDS
-    const plan: { name: string; list: ReturnType<typeof applyEndpointDelta>; clusters: Cluster[]; update: EndpointUpdate }[] = [];
-    for (const u of updates) {
-      const held = st.endpoints.get(u.name);
-      if (held === undefined) return "reload";
-      const clusters: Cluster[] = [];
-      for (const [name, { cluster }] of st.clusters) {
-        if (cluster.eds !== u.name) continue;
-        const c = this.current.clusters.get(name);
-        if (c === undefined || staticNames.has(name)) return "reload";
-        clusters.push(c);
-      }
-      plan.push({ name: u.name, list: applyEndpointDelta(held.endpoints, held.weights, u.delta), clusters, update: u });
-    }
-    const endpoints = new Map(st.endpoints);
-    const entries = new Map<string, Config["clusters"][number]>();
-    for (const p of plan) {
-      endpoints.set(p.name, { name: p.name, endpoints: p.list.endpoints, weights: p.list.weights });
-      for (const c of p.clusters) {
-        c.applyEndpointDelta(p.update.delta);
-        const running = this.clusterConfigs.get(c) ?? c.cfg;
-        const cfg = { ...running, endpoints: p.list.endpoints, endpointWeights: p.list.weights };
-        this.clusterConfigs.set(c, cfg);
-        entries.set(c.name, cfg);
-      }
-    }
-    this.xdsState = { ...st, endpoints };
-    if (entries.size > 0) this.cfg = { ...this.cfg, clusters: this.cfg.clusters.map((c) => entries.get(c.name) ?? c) };
-    return { ok: true };
-  }
-
-  private async applyReload(load: Config | (() => Config), trigger: string, o: ReloadOptions): Promise<ReloadResult> {
-    const fields = { trigger, ...(o.file === undefined ? {} : { file: o.file }) };
-    const refuse = (issues: readonly ConfigIssue[], refused?: RefusedResources): ReloadResult => {
-      const r: ReloadResult = { ok: false, version: this.current.version, applied: [], notApplied: [], message: "reload failed; nothing changed", issues, ...(refused === undefined ? {} : { refused }) };
-      // an xDS update has its own count (dojang_xds_updates_total, by the client)
-      if (o.xds === undefined) this.metrics.configReloads.error.inc();
-      if (o.quiet !== true) this.log.error({ ...fields, issues, err: issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ") }, r.message);
-      return r;
-    };
-    if (this.draining) return refuse([{ path: "", message: "dojang is draining" }]);
-    let next: Config;
-    let staticNext: Config;
-    try {
-      staticNext = typeof load === "function" ? load() : load;
-    } catch (err) {
-      if (err instanceof ConfigError) return refuse(err.issues);
-      return refuse([{ path: "", message: (err as Error).message }]);
-    }
-    // with xDS, what a reload serves is the static config and the control plane's resources
-    const xdsState = o.xds ?? this.xdsState;
-    if (xdsState === null) next = staticNext;
-    else {
-      const c = compose(staticNext, xdsState);
-      if (c.conflicts.length > 0) return refuse(c.conflicts, c.conflicting);
-      next = c.config;
-    }
-    // header faults and fault rules in the new config are read with the fault parsers
-    if (needsConfigParsers(next)) await this.useFaultParsers();
-    const report = reloadReport(this.cfg, next);
-    const applied = configAsApplied(this.cfg, next);
-
-    // The plan (src/config/reload-plan.ts), decided before anything changes: clusters kept by
-    // name where only the endpoints changed, listeners kept by name (or renamed) on their address.
-    const prev = this.current;
-    const runningClusters = new Map([...prev.clusters].map(([name, c]) => [name, this.clusterConfigs.get(c) ?? c.cfg]));
-    const decided = planReload(this.listeners.map((l) => l.cfg), runningClusters, applied);
-    const moved: [Cluster, Config["clusters"][number]][] = [];
-    const created: Cluster[] = [];
-    const snap = buildSnapshot(applied, this.snapshotDeps, prev.version + 1, (cfg) => {
-      const old = prev.clusters.get(cfg.name);
-      const step = decided.clusters.get(cfg.name);
-      if (old !== undefined && step !== "new") {
-        if (step === "move") moved.push([old, cfg]);
-        return old;
-      }
-      const c = new Cluster(cfg, this.metrics, this.log);
-      created.push(c);
-      return c;
-    });
-
-    // Listeners: what is new is bound before anything changes.
-    const plan = decided.listeners.map((p) => {
-      const keep = p.keep === undefined ? undefined : this.listeners[p.keep];
-      return { cfg: p.cfg, keep, fresh: keep === undefined ? this.newListener(p.cfg, snap) : undefined };
-    });
-    const retiring = decided.retiring.map((i) => this.listeners[i]!);
-    if (this.started) {
-      const bound: Listener[] = [];
-      for (const p of plan) {
-        const f = p.fresh;
-        if (f === undefined) continue;
-        try {
-          await f.listen();
-          bound.push(f);
-        } catch (err) {
-          for (const b of bound) await b.retire(0);
-          for (const c of created) {
-            c.stop();
-            c.close(true);
-          }
-          const e = err as Error & { cause?: Error };
-          const at = next.listeners.findIndex((x) => x.name === f.cfg.name);
-          return refuse([{ path: `listeners[${at}].address`, message: `${e.message}${e.cause ? ": " + e.cause.message : ""}` }], { listeners: [f.cfg.name], clusters: [] });
-        }
-      }
-    }
-
-    if (this.draining) {
-      // close() began while the new listeners were binding: nothing is swapped in.
-      for (const p of plan) if (p.fresh !== undefined) await p.fresh.retire(0);
-      for (const c of created) {
-        c.stop();
-        c.close(true);
-      }
-      return refuse([{ path: "", message: "dojang is draining" }]);
-    }
-
-    // The swap: from here on nothing can fail.
-    for (const [c, cfg] of moved) {
-      c.setEndpoints(cfg.endpoints, cfg.endpointWeights);
-      this.clusterConfigs.set(c, cfg);
-    }
-    this.cfg = applied;
-    this.staticCfg = staticNext;
-    if (o.xds !== undefined) this.xdsState = o.xds;
-    const listeners: Listener[] = [];
-    for (const p of plan) {
-      if (p.keep !== undefined) {
-        const l = p.keep;
-        if (l.cfg.name !== p.cfg.name) (l.ctx as { listener: string }).listener = p.cfg.name;
-        l.reconfigure(p.cfg, applied.accessLog, redactedFields(applied));
-        listeners.push(l);
-      } else listeners.push(p.fresh!);
-    }
-    this.listeners = listeners;
-    this.swapSnapshot(snap);
-    this.loadConfigFaults(applied);
-    this.failed.resize(applied.failedCalls);
-    if (this.opts.reloadLogLevel ?? this.opts.logger === undefined) {
-      if (this.log.level !== applied.logLevel) this.log.level = applied.logLevel;
-      if (this.access !== this.log && this.access.level !== applied.logLevel) this.access.level = applied.logLevel;
-    }
-    // where each new listener is bound, and which ones go, whatever asked (a file reload, xDS,
-    // the library): the start line lists the first ones; an xDS update says nothing else
-    for (const l of retiring) {
-      this.log.info({ trigger, listener: l.cfg.name, address: this.addressOf(l), drainTimeoutMs: applied.drainTimeoutMs }, "listener retiring");
-      this.retiringListeners.add(l);
-      void l.retire(applied.drainTimeoutMs).then(() => this.retiringListeners.delete(l));
-    }
-    for (const p of plan) {
-      const f = p.fresh;
-      if (f === undefined || !this.started) continue;
-      this.log.info(
-        { trigger, listener: f.cfg.name, address: this.addressOf(f), sockets: f.sockets().map((k) => ({ address: formatAddress(k.address), protocols: k.protocols, tls: k.tls })) },
-        "listener bound",
-      );
-    }
-    if (o.xds === undefined) this.metrics.configReloads.ok.inc();
-    const r: ReloadResult = { ok: true, version: snap.version, applied: report.applied, notApplied: report.notApplied, message: report.message };
-    if (o.quiet !== true) {
-      const line = { ...fields, version: r.version, applied: r.applied, notApplied: r.notApplied };
-      if (r.notApplied.length > 0) this.log.warn(line, r.message);
-      else this.log.info(line, r.message);
-    }
-    return r;
-  }
-
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
   loadConfigFaults(config: Config): void {
-    this.faults.removeConfigRules();
-    const now = performance.now();
-    for (const l of config.listeners) {
-      for (const r of l.faults) this.faults.add(r, now);
-      for (const rt of l.routes) for (const r of rt.faults) this.faults.add(r, now);
-    }
+    this.faultControl.loadConfigRules(config);
   }
 
-  /**
-   * The fault parsers, loaded on the first call (a dynamic import) unless given or loaded already;
-   * from then on every snapshot is built with them (header faults).
-   */
-  private async useFaultParsers(): Promise<FaultParsers> {
-    if (this.faultParsers === null) {
-      const p = await loadFaultParsers();
-      this.faultParsers = p;
-      this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
-    }
-    return this.faultParsers;
-  }
-
-  /**
-   * The /faults admin API; null for a path not under /faults. Answered at once when the fault
-   * parsers are there (a cluster worker replays the primary's changes in order, synchronously);
-   * the first use without them loads them.
-   */
+  /** The /faults admin API (FaultControl.api); null for a path not under /faults. */
   faultsApi(method: string, path: string, body: string): FaultsApiResponse | null | Promise<FaultsApiResponse | null> {
-    const p = this.faultParsers;
-    if (p !== null) return handleFaultsApi(method, path, body, this.faults, performance.now(), p);
-    return this.useFaultParsers().then((q) => handleFaultsApi(method, path, body, this.faults, performance.now(), q));
+    return this.faultControl.api(method, path, body);
   }
 
-  /**
-   * Library: add a rule given in the config/API shape; throws with the reasons when invalid, or
-   * when the instance has no fault parsers (the library entry gives them; else start() with a
-   * config that uses faults, or any /faults request, loads them).
-   */
+  /** Library: add a rule given in the config/API shape (FaultControl.add: throws with the reasons). */
   addFault(value: unknown): FaultRule {
-    if (this.faultParsers === null) throw new DojangError("DOJANG_ERR_FAULT", "the fault parsers are not loaded: construct Dojang with options.faultParsers (startDojang does)");
-    const r = this.faultParsers.parseFaultRule(value, "fault", { source: "api" });
-    if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
-    const a = this.faults.add(r.rule, performance.now());
-    if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
-    return a.rule;
+    return this.faultControl.add(value);
   }
 
   listFaults(): FaultRuleStatus[] {
-    return this.faults.list();
+    return this.faultControl.list();
   }
 
   async start(): Promise<void> {
@@ -729,8 +499,8 @@ export class Dojang {
       // (before any listener listens: no call has started)
       for (const l of this.listeners) (l.ctx as { tracing: Tracing | null }).tracing = t;
     }
-    if (this.faultParsers === null && needsConfigParsers(this.cfg)) {
-      await this.useFaultParsers();
+    if (this.faultControl.parsers === null && needsConfigParsers(this.cfg)) {
+      await this.faultControl.load();
       // the snapshot the constructor built could not read header faults: the same config again,
       // the same clusters and version, with the parsers (no call has started yet)
       const built = this.current;
@@ -780,7 +550,7 @@ export class Dojang {
         admin: this.adminAddress,
         ...(this.memoryPlan === undefined ? {} : { memory: memoryLine(this.memoryPlan) }),
         // "on first use": the config came from the launcher and nothing needs the parsers yet
-        config_parsers: this.faultParsers !== null ? "loaded" : "on first use",
+        config_parsers: this.faultControl.parsers !== null ? "loaded" : "on first use",
       },
       "dojang started",
     );

@@ -4,7 +4,7 @@
 // problem is reported with its path in the file. Pure but for reading the file (readBootstrap).
 import { readFileSync } from "node:fs";
 import { parse } from "yaml";
-import { arr, obj, type Issue } from "./map.js";
+import { arr, obj, type Issue } from "./map/index.js";
 
 export interface Bootstrap {
   readonly node: { readonly id: string; readonly cluster: string; readonly metadata: Readonly<Record<string, unknown>> };

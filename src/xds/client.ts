@@ -1,7 +1,7 @@
 // The xDS client: one ADS stream on @grpc/grpc-js to the control plane the bootstrap names, state
 // of the world (api_type GRPC) or incremental (DELTA_GRPC: per-resource versions, subscribe and
 // unsubscribe, removed_resources, initial_resource_versions on a new stream). CDS and LDS are asked for by wildcard; EDS and RDS by the names the accepted
-// clusters and listeners refer to. Each response is decoded, mapped (map.ts) and, when every
+// clusters and listeners refer to. Each response is decoded, mapped (map/) and, when every
 // resource in it maps, applied through the host (Dojang: the whole-config reload, so calls in
 // flight keep the snapshot they started with); then ACKed with its version and nonce. A response
 // with a resource dojang cannot serve, or one the reload refuses, is NACKed with error_detail
@@ -49,7 +49,7 @@ import {
   type XdsEndpoints,
   type XdsListener,
   type XdsRouteTable,
-} from "./map.js";
+} from "./map/index.js";
 
 /** Resources a refusal is about, by name (the host could serve the rest: gRFC A46). */
 export interface RefusedResources {
@@ -203,7 +203,7 @@ export class XdsClient {
   private readonly mappedByDigest = new Map<TypeUrl, Map<string, Mapped1>>();
   /** the state the host last applied (null before any): the next one is compared with it */
   private served: XdsState | null = null;
-  /** per ClusterLoadAssignment, what its last mapping without an issue left for the next (map.ts mapClusterLoadAssignmentBytes) */
+  /** per ClusterLoadAssignment, what its last mapping without an issue left for the next (map/endpoint.ts mapClusterLoadAssignmentBytes) */
   private readonly claMemos = new Map<string, ClaMemo>();
   private readonly endpointsInPlace: boolean;
 
@@ -812,7 +812,7 @@ export class XdsClient {
   private mapOne(type: TypeUrl, any: Msg, i: number): ({ ok: true; name: string; label: string; value: Resource; notes: readonly string[] }) | { ok: false; issues: Issue[]; name?: string } {
     const kind = type.slice(type.lastIndexOf(".") + 1);
     if (String(any["type_url"] ?? "") !== type) return { ok: false, issues: [{ path: `resources[${i}]`, message: `type ${String(any["type_url"])} in a ${kind} response` }] };
-    // a ClusterLoadAssignment: its endpoints seen before are not decoded again (map.ts)
+    // a ClusterLoadAssignment: its endpoints seen before are not decoded again (map/endpoint.ts)
     const bytes = any["value"];
     const fast = type === TYPE.endpoint && bytes instanceof Uint8Array && this.endpointsInPlace ? mapClusterLoadAssignmentBytes(bytes, decode, (n) => this.claMemos.get(n)) : undefined;
     let msg: Msg = {};

@@ -7,7 +7,7 @@
 // an EDS cluster once its ClusterLoadAssignment arrived or was marked missing (then with no
 // endpoints: calls to it end 14 UNAVAILABLE, as Envoy's "no healthy upstream").
 import { DEFAULTS, LIMITS, type ClusterConfig, type ClusterTlsConfig, type Config, type ListenerConfig, type RouteConfig } from "../config/types.js";
-import type { Issue, XdsCluster, XdsEndpoints, XdsListener, XdsRoute, XdsRouteTable } from "./map.js";
+import type { Issue, XdsCluster, XdsEndpoints, XdsListener, XdsRoute, XdsRouteTable } from "./map/index.js";
 import { defaultCluster } from "../config/types.js";
 
 export interface XdsState {

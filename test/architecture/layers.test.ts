@@ -42,6 +42,8 @@ const RULES: readonly [prefix: string, layer: Layer][] = [
   // config to reload, so it sits below dojang and knows nothing of the snapshot
   ["xds/", "xds"],
   ["proxy/dojang.ts", "dojang"],
+  // the whole-config reload transaction, run by Dojang on its own state (a ReloadHost)
+  ["proxy/reload.ts", "dojang"],
   // workers run Dojang instances in a cluster of processes
   ["proxy/workers.ts", "dojang"],
   ["main.ts", "main"],

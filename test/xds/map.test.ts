@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { decodeAny, lookupType } from "../../src/protos/load.js";
 import { parseBootstrap, protoDurationMs } from "../../src/xds/bootstrap.js";
 import { compose, weightedName, type XdsState } from "../../src/xds/compose.js";
-import { mapCluster, mapClusterLoadAssignment, mapClusterLoadAssignmentBytes, mapListener, mapRouteConfiguration, type ClaMemo, type Msg } from "../../src/xds/map.js";
+import { mapCluster, mapClusterLoadAssignment, mapClusterLoadAssignmentBytes, mapListener, mapRouteConfiguration, type ClaMemo, type Msg } from "../../src/xds/map/index.js";
 import { DEFAULT_CONFIG } from "../../src/config/default.js";
 
 const decode = (a: Msg) => decodeAny(a as { type_url?: string; value?: Uint8Array });

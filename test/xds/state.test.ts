@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { decodeAny, lookupType } from "../../src/protos/load.js";
 import { endpointChanges } from "../../src/xds/client.js";
 import { stateFromJson, stateToJson, type XdsState } from "../../src/xds/compose.js";
-import { mapCluster, mapClusterLoadAssignment, mapListener, type Msg } from "../../src/xds/map.js";
+import { mapCluster, mapClusterLoadAssignment, mapListener, type Msg } from "../../src/xds/map/index.js";
 
 const decode = (a: Msg) => decodeAny(a as { type_url?: string; value?: Uint8Array });
 

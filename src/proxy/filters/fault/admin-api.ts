@@ -1,6 +1,6 @@
 // The /faults admin REST API (Toxiproxy-style) as a pure request → response function, so it is
 // tested without sockets; the admin server passes method, path, body text, the clock and the
-// config's fault parsers in (src/proxy/dojang.ts loads them on the API's first use).
+// config's fault parsers in (control.ts loads them on the API's first use).
 //
 //   GET    /faults          200 { faults: [rule + source, matched, fired], seed, maxActiveFaults, overflowed }
 //   POST   /faults          201 rule (id assigned if absent) | 400 invalid | 409 duplicate id

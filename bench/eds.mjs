@@ -122,7 +122,9 @@ async function main() {
   writeFile();
   const cp = startProcess("control-plane", bin, ["-file", file, "-addr", "127.0.0.1:0", "-log", "json"], { logDir: dir });
   let cpSeen = 0;
-  const cpLines = () => readFileSync(cp.stderrFile, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  // (whole lines only: the last one may be still being written)
+  const lines = (file) => readFileSync(file, "utf8").split("\n").slice(0, -1);
+  const cpLines = () => lines(cp.stderrFile).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
   const waitLog = async (what, pick, ms = 120_000) => {
     const t0 = performance.now();
     for (;;) {
@@ -161,8 +163,9 @@ async function main() {
   /** the ACK line of EDS `v` in a peer's own log */
   const ackLine = async (peer, v) => {
     for (let i = 0; i < 60_000; i++) {
-      const lines = readFileSync(peer.p.stdoutFile, "utf8").split("\n").filter((l) => l.startsWith("{"));
-      const hit = lines.map((l) => JSON.parse(l)).find((e) => e.msg === "xds: update accepted (ACK)" && e.type === "eds" && e.version === v);
+      const hit = lines(peer.p.stdoutFile)
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l)).find((e) => e.msg === "xds: update accepted (ACK)" && e.type === "eds" && e.version === v);
       if (hit) return hit;
       await sleep(2);
     }

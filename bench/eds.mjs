@@ -32,7 +32,9 @@ import { freePort } from "./lib/peers.mjs";
 import { sleep, startProcess, stopProcess } from "./lib/proc.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const { values: args } = parseArgs({ options: { sizes: { type: "string", default: "1000,10000" }, rounds: { type: "string", default: "9" } } });
+const { values: args } = parseArgs({ options: { sizes: { type: "string", default: "1000,10000" }, rounds: { type: "string", default: "9" }, baseline: { type: "string" } } });
+// --baseline DIR: a third process, in place, running DIR/cli.js (another build's dist, with a
+// node_modules beside it), measured in the same rounds: a before/after in one run
 const SIZES = args.sizes.split(",").map(Number);
 const ROUNDS = Number(args.rounds);
 const T = {
@@ -120,7 +122,9 @@ async function main() {
   writeFile();
   const cp = startProcess("control-plane", bin, ["-file", file, "-addr", "127.0.0.1:0", "-log", "json"], { logDir: dir });
   let cpSeen = 0;
-  const cpLines = () => readFileSync(cp.stderrFile, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  // (whole lines only: the last one may be still being written)
+  const lines = (file) => readFileSync(file, "utf8").split("\n").slice(0, -1);
+  const cpLines = () => lines(cp.stderrFile).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
   const waitLog = async (what, pick, ms = 120_000) => {
     const t0 = performance.now();
     for (;;) {
@@ -138,9 +142,10 @@ async function main() {
 
   // two dojang processes: in place (the default) and the whole reload (before 0.7)
   const peers = [];
-  for (const [name, inPlace] of [
-    ["in-place", true],
-    ["reload", false],
+  for (const [name, inPlace, dist] of [
+    ["in-place", true, join(ROOT, "dist")],
+    ...(args.baseline === undefined ? [] : [["baseline-in-place", true, args.baseline]]),
+    ["reload", false, join(ROOT, "dist")],
   ]) {
     const node = `bench-${name}`;
     const port = await freePort();
@@ -152,14 +157,15 @@ async function main() {
     const cfg = join(dir, `${name}.yaml`);
     writeFileSync(cfg, `admin: { address: 127.0.0.1:${await freePort()} }\nlogLevel: info\naccessLog: false\nxds: { bootstrap: ${boot} }\nlisteners: []\nclusters: []\n`);
     const env = { ...process.env, ...(inPlace ? {} : { DOJANG_XDS_ENDPOINTS_IN_PLACE: "0" }) };
-    const p = startProcess(`dojang-${name}`, process.execPath, [join(ROOT, "dist", "cli.js"), "--config", cfg], { logDir: dir, env });
+    const p = startProcess(`dojang-${name}`, process.execPath, [join(dist, "cli.js"), "--config", cfg], { logDir: dir, env });
     peers.push({ name, node, port, p });
   }
   /** the ACK line of EDS `v` in a peer's own log */
   const ackLine = async (peer, v) => {
     for (let i = 0; i < 60_000; i++) {
-      const lines = readFileSync(peer.p.stdoutFile, "utf8").split("\n").filter((l) => l.startsWith("{"));
-      const hit = lines.map((l) => JSON.parse(l)).find((e) => e.msg === "xds: update accepted (ACK)" && e.type === "eds" && e.version === v);
+      const hit = lines(peer.p.stdoutFile)
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l)).find((e) => e.msg === "xds: update accepted (ACK)" && e.type === "eds" && e.version === v);
       if (hit) return hit;
       await sleep(2);
     }
@@ -263,6 +269,9 @@ async function main() {
   console.log("| N | path | applied as | apply CPU (event loop thread), ms | EDS response CPU, ms | process CPU, push → ACK + 200 ms, ms | push → first call routed, ms |");
   console.log("|---:|---|---|---:|---:|---:|---:|");
   for (const r of rows) console.log(`| ${r.n} | ${r.name} | ${[...r.how].join(", ")} | ${f(med(r.apply), 3)} | ${f(med(r.response))} | ${f(med(r.process))} | ${f(med(r.routed), 0)} |`);
+  // the spread of the apply CPU (the machine may be shared): every round's figure, sorted
+  console.log("\napply CPU, every round sorted (ms):");
+  for (const r of rows) console.log(`  ${r.n} ${r.name}: ${[...r.apply].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")}`);
   console.log("\n| N | reload ÷ in place: apply CPU | EDS response CPU | process CPU | push → routed |");
   console.log("|---:|---:|---:|---:|---:|");
   for (const n of SIZES) {

@@ -10,8 +10,9 @@
 // or smaller one is 1), as the picker takes them.
 //
 // Cost, for one endpoint changed in 10,000 (bench/eds.mjs): the common prefix and suffix are
-// compared field by field, without a key or a closure per endpoint; a list is changed by copying
-// it and patching the few places that change.
+// compared field by field, without a key or a closure per endpoint; where a delta lands is found
+// in an index kept beside the list (made once, then handed from list to list); a list is changed
+// by copying it (a native copy) and patching the few places that change.
 
 export interface Address {
   readonly host: string;
@@ -62,7 +63,10 @@ export function diffEndpoints(old: readonly (Address & { readonly weight?: numbe
   while (p < max) {
     const a = old[p]!;
     const b = next[p]!;
-    if (a.port !== b.port || a.host !== b.host || weightAt(old, oldWeights, p) !== weightAt(next, nextWeights, p)) break;
+    // (the raw weights first: equal ones need no normalWeight; the same address object needs no field compared)
+    const wa = oldWeights === null ? a.weight : oldWeights[p];
+    const wb = nextWeights === null ? b.weight : nextWeights[p];
+    if ((a !== b && (a.port !== b.port || a.host !== b.host)) || (wa !== wb && normalWeight(wa) !== normalWeight(wb))) break;
     p++;
   }
   let s = 0;
@@ -71,7 +75,9 @@ export function diffEndpoints(old: readonly (Address & { readonly weight?: numbe
     const j = next.length - 1 - s;
     const a = old[i]!;
     const b = next[j]!;
-    if (a.port !== b.port || a.host !== b.host || weightAt(old, oldWeights, i) !== weightAt(next, nextWeights, j)) break;
+    const wa = oldWeights === null ? a.weight : oldWeights[i];
+    const wb = nextWeights === null ? b.weight : nextWeights[j];
+    if ((a !== b && (a.port !== b.port || a.host !== b.host)) || (wa !== wb && normalWeight(wa) !== normalWeight(wb))) break;
     s++;
   }
   const oldEnd = old.length - s;
@@ -109,24 +115,39 @@ export function isEmptyDelta(d: EndpointDelta): boolean {
   return d.remove.length === 0 && d.upsert.length === 0;
 }
 
+// Each list's index (address label → first place), kept beside the list rather than in it: made
+// on the first delta the list takes and handed on to the list that delta makes (patched where the
+// delta lands), so a change of one endpoint in 10,000 costs a few map operations, not a pass. The
+// lists are snapshots (never changed once made); a place found is checked against the list all
+// the same, and a list whose index does not hold gets a new one.
+const indexes = new WeakMap<readonly Address[], Map<string, number>>();
+
+function indexOf(list: readonly Address[]): Map<string, number> {
+  let m = indexes.get(list);
+  if (m === undefined) {
+    m = new Map();
+    // from the end, so that the first of duplicates is the place kept
+    for (let i = list.length - 1; i >= 0; i--) m.set(addressLabel(list[i]!.host, list[i]!.port), i);
+    indexes.set(list, m);
+  }
+  return m;
+}
+
 /**
  * Where a delta lands in `list`: the indices of the addresses it removes (ascending; one it does
  * not have is skipped), the kept ones it reweights, and the addresses it adds.
  */
 export function placeDelta(list: readonly Address[], delta: EndpointDelta): { readonly removed: number[]; readonly reweighted: [number, number][]; readonly added: WeightedAddress[] } {
-  const n = list.length;
-  // a small delta is looked for by a scan that builds no key; a large one through a map of the list
-  let index: Map<string, number> | undefined;
+  let index = indexOf(list);
   const find = (a: Address): number => {
-    if (delta.remove.length + delta.upsert.length <= 16) {
-      for (let i = 0; i < n; i++) if (list[i]!.port === a.port && list[i]!.host === a.host) return i;
-      return -1;
+    let i = index.get(addressLabel(a.host, a.port));
+    if (i !== undefined && (list[i]?.port !== a.port || list[i]!.host !== a.host)) {
+      // (a list changed after it was indexed: indexed again)
+      indexes.delete(list);
+      index = indexOf(list);
+      i = index.get(addressLabel(a.host, a.port));
     }
-    if (index === undefined) {
-      index = new Map();
-      for (let i = n - 1; i >= 0; i--) index.set(addressLabel(list[i]!.host, list[i]!.port), i);
-    }
-    return index.get(addressLabel(a.host, a.port)) ?? -1;
+    return i ?? -1;
   };
   const out = new Set<number>();
   for (const r of delta.remove) {
@@ -142,6 +163,24 @@ export function placeDelta(list: readonly Address[], delta: EndpointDelta): { re
     else added.push({ host: u.host, port: u.port, weight: normalWeight(u.weight) });
   }
   return { removed, reweighted, added };
+}
+
+/**
+ * Hands `list`'s index on to `next` (patchList(list, removed, added)): the removed addresses
+ * out, the added ones in at their places, the places after a removed one left over shifted. Not
+ * when either list has an address twice (the index keeps the first; `next` indexes itself if
+ * asked).
+ */
+function passIndex(list: readonly Address[], next: readonly Address[], removed: readonly number[], added: readonly Address[]): void {
+  const m = indexes.get(list);
+  if (m === undefined || m.size !== list.length) return;
+  indexes.delete(list);
+  for (const i of removed) m.delete(addressLabel(list[i]!.host, list[i]!.port));
+  const k = Math.min(removed.length, added.length);
+  for (let j = 0; j < k; j++) m.set(addressLabel(added[j]!.host, added[j]!.port), removed[j]!);
+  const from = removed.length > k ? removed[k]! : next.length - (added.length - k);
+  for (let i = from; i < next.length; i++) m.set(addressLabel(next[i]!.host, next[i]!.port), i);
+  if (m.size === next.length) indexes.set(next, m);
 }
 
 /**
@@ -166,8 +205,8 @@ export function applyEndpointDelta(list: readonly Address[], weights: readonly n
   const { removed, reweighted, added } = placeDelta(list, delta);
   const ws: number[] = weights.length === list.length ? [...weights] : Array.from({ length: list.length }, (_, i) => normalWeight(weights[i]));
   for (const [i, w] of reweighted) ws[i] = w;
-  return {
-    endpoints: patchList(list, removed, added.map((a) => ({ host: a.host, port: a.port }))),
-    weights: patchList(ws, removed, added.map((a) => a.weight)),
-  };
+  const fresh = added.map((a) => ({ host: a.host, port: a.port }));
+  const endpoints = patchList(list, removed, fresh);
+  passIndex(list, endpoints, removed, fresh);
+  return { endpoints, weights: patchList(ws, removed, added.map((a) => a.weight)) };
 }

@@ -5,6 +5,8 @@
 // the active-call counts, a cursor. The cluster rebuilds the picker when endpoints, weights,
 // health or ejections change, never per call.
 
+import { patchList } from "./endpoint-set.js";
+
 export const LB_POLICIES = ["round_robin", "least_request", "random"] as const;
 export type LbPolicy = (typeof LB_POLICIES)[number];
 
@@ -15,6 +17,106 @@ export function eligible(usable: readonly boolean[]): { readonly indices: readon
   for (let i = 0; i < usable.length; i++) if (usable[i] === true) out.push(i);
   if (out.length > 0 || usable.length === 0) return { indices: out, panic: false };
   return { indices: usable.map((_, i) => i), panic: true };
+}
+
+/**
+ * What a picker is built from, kept with the endpoint list: per endpoint whether it is usable
+ * (healthy, not ejected) and its weight, the eligible indices (eligible()), and two counts that
+ * let a change skip the passes over the whole list: how many are not usable (none: the eligible
+ * indices are 0 … n-1) and how many weigh 2 or more (none: round robin is the eligible indices
+ * themselves). patchRotation() gives the same result as rotation() over the patched lists, with
+ * work in proportion to the change (test/translate/pick.test.ts checks it on random changes).
+ */
+export interface Rotation {
+  readonly usable: readonly boolean[];
+  readonly weights: readonly number[];
+  readonly indices: readonly number[];
+  readonly panic: boolean;
+  /** endpoints not usable */
+  readonly unusable: number;
+  /** endpoints of weight ≥ 2 */
+  readonly heavy: number;
+}
+
+/** The rotation over `usable` and `weights` (whole numbers ≥ 1, by position), from scratch. */
+export function rotation(usable: readonly boolean[], weights: readonly number[]): Rotation {
+  let unusable = 0;
+  let heavy = 0;
+  for (let i = 0; i < usable.length; i++) {
+    if (usable[i] !== true) unusable++;
+    if ((weights[i] ?? 1) >= 2) heavy++;
+  }
+  const { indices, panic } = eligible(usable);
+  return { usable: [...usable], weights: Array.from({ length: usable.length }, (_, i) => weights[i] ?? 1), indices, panic, unusable, heavy };
+}
+
+/**
+ * A change to a rotation, in patchList's terms (src/translate/endpoint-set.ts): the indices of
+ * the old list removed (ascending), the items added (each takes a removed place, in order; the
+ * rest go at the end), then `set`: indices of the new list whose usability or weight is now this.
+ */
+export interface RotationChange {
+  readonly removed: readonly number[];
+  readonly added: readonly { readonly usable: boolean; readonly weight: number }[];
+  readonly set: readonly { readonly index: number; readonly usable: boolean; readonly weight: number }[];
+}
+
+/** `r` with `c` applied: the lists are copied (native copies) and patched; the eligible indices are reused, extended or cut when usability did not change inside the list, else found again. */
+export function patchRotation(r: Rotation, c: RotationChange): Rotation {
+  const n0 = r.usable.length;
+  let unusable = r.unusable;
+  let heavy = r.heavy;
+  // whether an index that stays in place (below the end of the old list) changed usability
+  let moved = c.removed.length > c.added.length;
+  for (const i of c.removed) {
+    if (r.usable[i] !== true) unusable--;
+    if (r.weights[i]! >= 2) heavy--;
+  }
+  for (let k = 0; k < c.added.length; k++) {
+    const a = c.added[k]!;
+    if (!a.usable) unusable++;
+    if (a.weight >= 2) heavy++;
+    if (k < c.removed.length && a.usable !== (r.usable[c.removed[k]!] === true)) moved = true;
+    if (k >= c.removed.length && !a.usable) moved = true;
+  }
+  const usable = patchList(r.usable, c.removed, c.added.map((a) => a.usable));
+  const weights = patchList(r.weights, c.removed, c.added.map((a) => a.weight));
+  for (const s of c.set) {
+    if (usable[s.index] !== s.usable) {
+      unusable += s.usable ? -1 : 1;
+      moved = true;
+    }
+    heavy += (s.weight >= 2 ? 1 : 0) - (weights[s.index]! >= 2 ? 1 : 0);
+    usable[s.index] = s.usable;
+    weights[s.index] = s.weight;
+  }
+  const n = usable.length;
+  let indices: readonly number[];
+  let panic = false;
+  if (unusable === 0 && r.unusable === 0 && !r.panic) indices = sequence(r.indices, n);
+  else if (!moved && !r.panic && unusable < n) indices = r.indices.length === 0 && n > 0 ? eligible(usable).indices : extend(r.indices, n0, n);
+  else ({ indices, panic } = eligible(usable));
+  return { usable, weights, indices, panic, unusable, heavy };
+}
+
+/** 0 … n-1, from `prev` (0 … prev.length-1, itself when long enough): nothing rebuilt for a list of the same length. */
+function sequence(prev: readonly number[], n: number): readonly number[] {
+  if (prev.length === n) return prev;
+  if (prev.length > n) return prev.slice(0, n);
+  const out = [...prev];
+  for (let i = prev.length; i < n; i++) out.push(i);
+  return out;
+}
+
+/** The eligible indices of a list that went from n0 to n items with no change of usability among those that stayed in place: those below n, and the (usable) ones appended. */
+function extend(prev: readonly number[], n0: number, n: number): readonly number[] {
+  if (n === n0) return prev;
+  if (n > n0) {
+    const out = [...prev];
+    for (let i = n0; i < n; i++) out.push(i);
+    return out;
+  }
+  return prev.filter((i) => i < n);
 }
 
 function gcd(a: number, b: number): number {

@@ -79,7 +79,7 @@ describe("applyEndpointDelta()", () => {
     expect(applyEndpointDelta([A(1)], [], { remove: [A(9)], upsert: [] })).toEqual({ endpoints: [A(1)], weights: [1] });
   });
 
-  it("places a large delta (through a map of the list) as it places a small one (by a scan)", () => {
+  it("places a large delta as it places a small one", () => {
     const old = Array.from({ length: 50 }, (_, i) => A(i));
     const remove = old.filter((_, i) => i % 3 === 0);
     const upsert = [...Array.from({ length: 20 }, (_, i) => ({ ...A(100 + i), weight: 2 })), { ...A(1), weight: 5 }];
@@ -137,6 +137,40 @@ describe("diff and apply together (properties)", () => {
       fc.property(fc.uniqueArray(address, { selector: (a) => addressLabel(a.host, a.port), maxLength: 30 }), fc.integer(), (l, seed) => {
         const shuffled = [...l].sort((x, y) => ((addressLabel(x.host, x.port).length * 31 + x.port * seed) % 7) - ((addressLabel(y.host, y.port).length * 31 + y.port * seed) % 7));
         expect(isEmptyDelta(diffEndpoints(l, [], shuffled, []))).toBe(true);
+      }),
+    );
+  });
+
+  // The index placeDelta keeps beside a list is handed from list to list; the places it finds
+  // must be the ones a scan of the list finds (the first of an address), whatever came before.
+  it("places each delta of a random sequence where a scan of the list places it (the index handed on matches)", () => {
+    const scanPlace = (list: readonly Address[], d: { remove: readonly Address[]; upsert: readonly (Address & { weight: number })[] }) => {
+      const find = (a: Address) => list.findIndex((b) => b.host === a.host && b.port === a.port);
+      const out = new Set<number>();
+      for (const r of d.remove) if (find(r) >= 0) out.add(find(r));
+      const reweighted: [number, number][] = [];
+      const added: (Address & { weight: number })[] = [];
+      for (const u of d.upsert) {
+        const i = find(u);
+        const w = u.weight >= 1 ? Math.floor(u.weight) : 1;
+        if (i >= 0 && !out.has(i)) reweighted.push([i, w]);
+        else added.push({ host: u.host, port: u.port, weight: w });
+      }
+      return { removed: [...out].sort((x, y) => x - y), reweighted, added };
+    };
+    const delta = fc.record({ remove: fc.array(address, { maxLength: 4 }), upsert: fc.array(fc.record({ host: address.map((a) => a.host), port: fc.integer({ min: 1, max: 12 }), weight: fc.integer({ min: 0, max: 3 }) }), { maxLength: 4 }) });
+    fc.assert(
+      fc.property(fc.array(address, { maxLength: 20 }), fc.array(delta, { maxLength: 12 }), (start, deltas) => {
+        let list: readonly Address[] = start;
+        let weights: readonly number[] = start.map(() => 1);
+        for (const d of deltas) {
+          expect(placeDelta(list, d)).toEqual(scanPlace(list, d));
+          const p = scanPlace(list, d);
+          const r = applyEndpointDelta(list, weights, d);
+          expect(r.endpoints).toEqual(patchList(list, p.removed, p.added.map((a) => ({ host: a.host, port: a.port }))));
+          list = r.endpoints;
+          weights = r.weights;
+        }
       }),
     );
   });

@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { cumulativeWeights, eligible, pickLeastRequest, pickRandom, roundRobinSchedule, MAX_SCHEDULE } from "../../src/translate/pick.js";
+import { describe, expect, it } from "vitest";
+import { patchList } from "../../src/translate/endpoint-set.js";
+import { cumulativeWeights, eligible, patchRotation, pickLeastRequest, pickRandom, rotation, roundRobinSchedule, MAX_SCHEDULE } from "../../src/translate/pick.js";
 
 const count = (xs: readonly number[]): Map<number, number> => {
   const m = new Map<number, number>();
@@ -104,5 +105,52 @@ describe("pickLeastRequest()", () => {
     const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const picks = Array.from({ length: 1000 }, () => pickLeastRequest(idx, cum, w, (i) => active[i]!, rnd(), rnd()));
     expect(count(picks).get(0) ?? 0).toBe(0);
+  });
+});
+
+// The rotation a cluster keeps across changes (patchRotation) against the one computed from
+// scratch over the same lists (rotation): equal after every change of a random sequence.
+describe("patchRotation() (property)", () => {
+  it("equals rotation() over the patched lists after each change of a random sequence", () => {
+    const item = fc.record({ usable: fc.boolean(), weight: fc.integer({ min: 1, max: 3 }) });
+    const change = fc.record({ removed: fc.array(fc.nat(), { maxLength: 3 }), added: fc.array(item, { maxLength: 3 }), set: fc.array(fc.record({ index: fc.nat(), usable: fc.boolean(), weight: fc.integer({ min: 1, max: 3 }) }), { maxLength: 3 }) });
+    fc.assert(
+      fc.property(fc.array(item, { maxLength: 12 }), fc.array(change, { maxLength: 15 }), (start, changes) => {
+        let r = rotation(
+          start.map((x) => x.usable),
+          start.map((x) => x.weight),
+        );
+        let usable = start.map((x) => x.usable);
+        let weights = start.map((x) => x.weight);
+        for (const c0 of changes) {
+          // (indices that exist: the removed ones in the old list, ascending and distinct; the set ones in the new)
+          const removed = [...new Set(c0.removed.filter((i) => i < usable.length))].sort((x, y) => x - y);
+          const n = usable.length - removed.length + c0.added.length;
+          const set = n === 0 ? [] : c0.set.map((s) => ({ ...s, index: s.index % n }));
+          const c = { removed, added: c0.added, set };
+          r = patchRotation(r, c);
+          usable = patchList(usable, removed, c.added.map((a) => a.usable));
+          weights = patchList(weights, removed, c.added.map((a) => a.weight));
+          for (const s of set) {
+            usable[s.index] = s.usable;
+            weights[s.index] = s.weight;
+          }
+          const whole = rotation(usable, weights);
+          expect({ ...r, indices: [...r.indices] }).toEqual({ ...whole, indices: [...whole.indices] });
+          expect(r.unusable).toBe(usable.filter((u) => !u).length);
+          expect(r.heavy).toBe(weights.filter((w) => w >= 2).length);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("keeps the eligible indices (the same array) when one usable endpoint replaces another", () => {
+    const r = rotation([true, false, true, true], [1, 1, 2, 1]);
+    const p = patchRotation(r, { removed: [2], added: [{ usable: true, weight: 1 }], set: [] });
+    expect(p.indices).toBe(r.indices);
+    expect(p.indices).toEqual([0, 2, 3]);
+    expect(p.heavy).toBe(0);
+    expect(patchRotation(p, { removed: [], added: [], set: [{ index: 1, usable: true, weight: 1 }] }).indices).toEqual([0, 1, 2, 3]);
   });
 });

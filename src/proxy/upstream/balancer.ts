@@ -11,6 +11,7 @@ import {
   pickRandom,
   roundRobinSchedule,
   type LbPolicy,
+  type Rotation,
 } from "../../translate/pick.js";
 
 export interface Picker<E extends object> {
@@ -38,6 +39,12 @@ export interface PickerInput<E extends object> {
   readonly active: (e: E) => number;
   /** a draw in [0, 1) */
   readonly rand: () => number;
+  /**
+   * usable and weights with what is derived from them, kept by the cluster across changes
+   * (patchRotation); when given, `usable` and `weights` are not read and nothing is recomputed
+   * over the whole list
+   */
+  readonly rotation?: Rotation;
 }
 
 /** Round robin, in list order, every endpoint eligible (the simple picker of a cluster without policies). */
@@ -48,16 +55,21 @@ export function roundRobinPicker<E extends object>(endpoints: readonly E[]): Pic
 export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> {
   // (a frozen list is the caller's own snapshot: the cluster's, rebuilt on each change; not copied again)
   const eps = Object.isFrozen(input.endpoints) ? input.endpoints : Object.freeze([...input.endpoints]);
-  const { indices, panic } = eligible(input.usable);
-  const weights = input.weights;
-  const elig = Object.freeze(indices.length === eps.length ? eps : indices.map((i) => eps[i]!));
+  const rot = input.rotation;
+  const { indices, panic } = rot ?? eligible(input.usable);
+  const weights = rot?.weights ?? input.weights;
+  // the eligible endpoints as a list: made when first asked for (/clusters, a retry's last resort),
+  // not on each change
+  let elig: readonly E[] | undefined = indices.length === eps.length ? eps : undefined;
+  const eligibleList = (): readonly E[] => (elig ??= Object.freeze(indices.map((i) => eps[i]!)));
   const n = indices.length;
   const rand = input.rand;
   let pickIndex: () => number;
   if (n === 0) {
     pickIndex = () => -1;
   } else if (input.policy === "round_robin") {
-    const schedule = roundRobinSchedule(indices, weights);
+    // (no endpoint weighs 2 or more: the schedule is the eligible indices, without a pass to find that out)
+    const schedule = rot !== undefined && rot.heavy === 0 ? indices : roundRobinSchedule(indices, weights);
     // Start at a random place in the schedule, so that many dojang processes (workers, replicas)
     // rebuilt at the same moment do not all send their next call to the same endpoint.
     let next = Math.floor(rand() * schedule.length) % schedule.length;
@@ -77,7 +89,9 @@ export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> 
   }
   return {
     endpoints: eps,
-    eligible: elig,
+    get eligible(): readonly E[] {
+      return eligibleList();
+    },
     panic,
     pick(avoid?: E): E | undefined {
       const i = pickIndex();
@@ -90,8 +104,8 @@ export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> 
         const j = pickIndex();
         if (eps[j] !== avoid) return eps[j];
       }
-      const pos = elig.indexOf(avoid);
-      return elig[(pos + 1) % n];
+      const list = eligibleList();
+      return list[(list.indexOf(avoid) + 1) % n];
     },
   };
 }

@@ -11,6 +11,7 @@ import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
 import { addressLabel, diffEndpoints, isEmptyDelta, normalWeight, patchList, type EndpointDelta } from "../../translate/endpoint-set.js";
 import { buildPicker, type Picker } from "./balancer.js";
+import { patchRotation, rotation, type Rotation } from "../../translate/pick.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
 import { Endpoint, type EndpointHost } from "./endpoint.js";
 import { upstreamTlsOptions } from "./tls.js";
@@ -37,11 +38,10 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
   readonly name: string;
   /** the endpoints now (a new array on each change: setEndpoints, applyEndpointDelta) */
   endpoints: readonly Endpoint[] = [];
-  /** the same endpoints by label (their address): where a delta lands */
-  private readonly byLabel = new Map<string, Endpoint>();
-  /** per endpoint, in the same order: in rotation (healthy, not ejected), weight; what the picker is built from */
-  private usable: boolean[] = [];
-  private weights: number[] = [];
+  /** each endpoint's place in `endpoints`, by label (its address): where a delta lands */
+  private readonly slots = new Map<string, number>();
+  /** per endpoint, in the same order: in rotation (healthy, not ejected), weight, and what is derived; what the picker is built from, patched by each change */
+  private rotation: Rotation = rotation([], []);
   picker: Picker<Endpoint>;
   readonly resolver: Resolver;
   readonly dns: DnsResolver | undefined;
@@ -85,7 +85,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
       timeout: metrics.upstreamConnects.labels(cfg.name, "timeout"),
     };
     this.breaker = new Breaker(cfg.name, cfg.circuitBreaker, this.open, metrics);
-    this.picker = buildPicker<Endpoint>({ policy: cfg.lb, endpoints: [], usable: [], weights: [], active: activeOf, rand: this.rand });
+    this.picker = buildPicker<Endpoint>({ policy: cfg.lb, endpoints: [], usable: [], weights: [], rotation: this.rotation, active: activeOf, rand: this.rand });
     this.setEndpoints(this.resolver.resolve(), cfg.endpointWeights);
     metrics.clusterSources.add(this);
     if (cfg.dns !== null) {
@@ -126,48 +126,54 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
    * and connect when first picked; each takes the place of a removed one in the list (patchList),
    * the rest go at the end. Removed ones are retired: no new attempt picks them, the attempts
    * queued at one end 14 (a transparent retry goes elsewhere), the streams on their sessions
-   * finish and the sessions close (GOAWAY). The picker is rebuilt once, over the new list (a few
-   * passes over the endpoints, no allocation per endpoint); the listeners, routes and filters
-   * are not touched. Returns whether anything changed.
+   * finish and the sessions close (GOAWAY). The picker is rebuilt once, over the new list, from
+   * the rotation patched where the delta lands (patchRotation: no pass over the endpoints; the
+   * places come from the index kept by address, the lists are native copies); the listeners,
+   * routes and filters are not touched. Returns whether anything changed.
    */
   applyEndpointDelta(delta: EndpointDelta): boolean {
     if (isEmptyDelta(delta)) return false;
     const eps = this.endpoints;
-    // where the delta lands: by label, then the index (a native scan); nothing per kept endpoint
+    // where the delta lands: each address's place from the index kept with the list (one map
+    // lookup each); nothing per kept endpoint
     const out = new Set<number>();
     for (const r of delta.remove) {
-      const e = this.byLabel.get(addressLabel(r.host, r.port));
-      const i = e === undefined ? -1 : eps.indexOf(e);
-      if (i >= 0) out.add(i);
+      const i = this.slots.get(addressLabel(r.host, r.port));
+      if (i !== undefined) out.add(i);
     }
     const removed = [...out].sort((x, y) => x - y);
-    const weights = [...this.weights];
     const fresh: Endpoint[] = [];
-    let reweighted = false;
+    const reweighted: { index: number; usable: boolean; weight: number }[] = [];
     const freshLabels = new Set<string>();
     for (const u of delta.upsert) {
       const w = normalWeight(u.weight);
       const label = addressLabel(u.host, u.port);
-      const e = this.byLabel.get(label);
-      const i = e === undefined ? -1 : eps.indexOf(e);
-      if (i >= 0 && !out.has(i)) {
-        if (e!.weight !== w) {
-          e!.weight = w;
-          weights[i] = w;
-          reweighted = true;
+      const i = this.slots.get(label);
+      if (i !== undefined && !out.has(i)) {
+        const e = eps[i]!;
+        if (e.weight !== w) {
+          e.weight = w;
+          reweighted.push({ index: i, usable: this.rotation.usable[i] === true, weight: w });
         }
       } else if (!freshLabels.has(label)) {
         freshLabels.add(label);
         fresh.push(new Endpoint(this, u.host, u.port, w));
       }
     }
-    if (removed.length === 0 && fresh.length === 0 && !reweighted) return false;
+    if (removed.length === 0 && fresh.length === 0 && reweighted.length === 0) return false;
     const gone = removed.map((i) => eps[i]!);
-    for (const e of gone) this.byLabel.delete(e.label);
-    for (const e of fresh) this.byLabel.set(e.label, e);
-    this.endpoints = Object.freeze(patchList(eps, removed, fresh));
-    this.usable = patchList(this.usable, removed, fresh.map(() => true));
-    this.weights = patchList(weights, removed, fresh.map((e) => e.weight));
+    const next = patchList(eps, removed, fresh);
+    // the index follows patchList: a fresh endpoint takes a removed one's place, the rest go at
+    // the end; removed places left over shift what follows them (only then is part of it redone)
+    for (const e of gone) this.slots.delete(e.label);
+    const k = Math.min(removed.length, fresh.length);
+    for (let j = 0; j < k; j++) this.slots.set(fresh[j]!.label, removed[j]!);
+    const shiftFrom = removed.length > k ? removed[k]! : next.length - (fresh.length - k);
+    for (let i = shiftFrom; i < next.length; i++) this.slots.set(next[i]!.label, i);
+    // (kept endpoints' reweighted indices are of the old list; they only move when places were taken out)
+    const set = removed.length > k ? reweighted.map((r) => ({ ...r, index: this.slots.get(eps[r.index]!.label)! })) : reweighted;
+    this.endpoints = Object.freeze(next);
+    this.rotation = patchRotation(this.rotation, { removed, added: fresh.map((e) => ({ usable: true, weight: e.weight })), set });
     for (const e of fresh) this.startHealthCheck(e);
     this.buildPicker();
     // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
@@ -192,25 +198,18 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     return this.endpoints.some((e) => e.healthy && !e.ejected);
   }
 
-  /** Builds the picker over what is known now (health or an ejection changed). */
-  private rebuild(): void {
-    const eps = this.endpoints;
-    const n = eps.length;
-    const usable = new Array<boolean>(n);
-    const weights = new Array<number>(n);
-    for (let i = 0; i < n; i++) {
-      const e = eps[i]!;
-      usable[i] = e.healthy && !e.ejected;
-      weights[i] = e.weight;
-    }
-    this.usable = usable;
-    this.weights = weights;
+  /** Builds the picker over what is known now of `e` (its health or ejection changed). */
+  private rebuild(e: Endpoint): void {
+    const i = this.slots.get(e.label);
+    if (i === undefined || this.endpoints[i] !== e) return;
+    this.rotation = patchRotation(this.rotation, { removed: [], added: [], set: [{ index: i, usable: e.healthy && !e.ejected, weight: e.weight }] });
     this.buildPicker();
   }
 
-  /** The picker over the endpoints, from `usable` and `weights` as they are (an endpoint update patched them). */
+  /** The picker over the endpoints, from the rotation as it is (an endpoint update patched it). */
   private buildPicker(): void {
-    this.picker = buildPicker({ policy: this.cfg.lb, endpoints: this.endpoints, usable: this.usable, weights: this.weights, active: activeOf, rand: this.rand });
+    const r = this.rotation;
+    this.picker = buildPicker({ policy: this.cfg.lb, endpoints: this.endpoints, usable: r.usable, weights: r.weights, rotation: r, active: activeOf, rand: this.rand });
   }
 
   private startHealthCheck(e: Endpoint): void {
@@ -220,7 +219,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
       if (e.retired) return;
       e.healthy = healthy;
       this.log.warn({ cluster: this.name, endpoint: e.label, healthy, why: r.why }, healthy ? "upstream endpoint healthy again" : "upstream endpoint unhealthy");
-      this.rebuild();
+      this.rebuild(e);
       if (this.picker.panic) this.log.warn({ cluster: this.name }, "no endpoint is healthy and in rotation: every endpoint gets calls (panic)");
     });
     e.checker = checker;
@@ -266,7 +265,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     const ms = e.outlier.ejectedUntil - now;
     this.metrics.upstreamEjections.labels(this.name, e.label).inc();
     this.log.warn({ cluster: this.name, endpoint: e.label, consecutiveFailures: e.consecutiveFailures, ejectionMs: Math.round(ms), timesEjected: e.outlier.timesEjected }, "upstream endpoint ejected");
-    this.rebuild();
+    this.rebuild(e);
     const t = setTimeout(() => this.unEject(e), Math.max(1, ms));
     t.unref();
     this.ejectionTimers.set(e, t);
@@ -278,7 +277,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     e.ejected = false;
     e.outlier.consecutive = 0;
     this.log.info({ cluster: this.name, endpoint: e.label }, "upstream endpoint back from ejection");
-    this.rebuild();
+    this.rebuild(e);
   }
 
   // === circuit breakers (breaker.ts) ===

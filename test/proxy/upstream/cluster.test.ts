@@ -3,7 +3,9 @@
 // retire the rest; outlier ejection by the injected clock, capped by
 // maxEjectionPercent, and the return when the time is up; stop() takes the cluster off the
 // metrics. Attempt results are fed as Endpoint.attemptEnded would be called.
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { applyEndpointDelta, type Address } from "../../../src/translate/endpoint-set.js";
 import { createLogger } from "../../../src/proxy/observe/log.js";
 import { Metrics } from "../../../src/proxy/observe/metrics.js";
 import { Cluster } from "../../../src/proxy/upstream/cluster.js";
@@ -91,6 +93,52 @@ describe("Cluster.applyEndpointDelta()", () => {
     expect(c.endpoints[0]).toBe(a);
     expect(a!.weight).toBe(5);
     expect(c.picker).not.toBe(picker);
+  });
+});
+
+// The cluster keeps each endpoint's place (an index by address) and the picker's rotation across
+// changes, patching them rather than rebuilding them; after every step of a random sequence of
+// deltas and ejections, they must be what a whole recomputation gives: the list as the pure
+// applyEndpointDelta makes it, the eligible endpoints as the cluster's state says.
+describe("Cluster: the endpoint index and the picker kept across changes (property)", () => {
+  it("matches a whole recomputation after each delta or ejection of a random sequence", () => {
+    const addr = fc.integer({ min: 1001, max: 1012 }).map(hp);
+    // (an address once per delta's upsert, as diffEndpoints makes them)
+    const step = fc.oneof(
+      fc.record({ remove: fc.array(addr, { maxLength: 3 }), upsert: fc.uniqueArray(fc.record({ host: fc.constant("127.0.0.1"), port: fc.integer({ min: 1001, max: 1012 }), weight: fc.integer({ min: 1, max: 3 }) }), { maxLength: 3, selector: (u) => u.port }) }),
+      fc.nat().map((k) => ({ eject: k })),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 20 }), (steps) => {
+        const { c } = make('endpoints: ["127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.1:1003"]\noutlierDetection: { consecutiveFailures: 1, baseEjection: 600s, maxEjectionPercent: 100 }', () => 1000);
+        let list: readonly Address[] = c.endpoints.map((e) => ({ host: e.host, port: e.port }));
+        let weights: readonly number[] = list.map(() => 1);
+        for (const s of steps) {
+          if ("eject" in s) {
+            if (c.endpoints.length === 0) continue;
+            const e = c.endpoints[s.eject % c.endpoints.length]!;
+            e.attemptStarted();
+            e.attemptEnded("reset");
+          } else {
+            c.applyEndpointDelta(s);
+            ({ endpoints: list, weights } = applyEndpointDelta(list, weights, s));
+          }
+          expect(c.endpoints.map((e) => e.label)).toEqual(list.map((a) => `${a.host}:${a.port}`));
+          expect(c.endpoints.map((e) => e.weight)).toEqual(weights);
+          const usable = c.endpoints.filter((e) => e.healthy && !e.ejected);
+          const panic = usable.length === 0 && c.endpoints.length > 0;
+          expect(c.picker.panic).toBe(panic);
+          expect([...c.picker.eligible]).toEqual(panic ? [...c.endpoints] : usable);
+          for (let k = 0; k < 4; k++) {
+            const e = c.pick();
+            if (c.endpoints.length === 0) expect(e).toBeUndefined();
+            else expect(c.picker.eligible).toContain(e);
+          }
+        }
+        c.close(true);
+      }),
+      { numRuns: 150 },
+    );
   });
 });
 

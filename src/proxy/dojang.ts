@@ -156,9 +156,14 @@ export class Dojang {
     this.access = opts.accessLogger ?? opts.logger ?? createAccessLogger({ level: config.logLevel });
     const now = performance.now.bind(performance);
     this.now = now;
-    this.faultControl = new FaultControl(config, opts.faultParsers ?? null, (p) => {
-      this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
-    });
+    this.faultControl = new FaultControl(
+      config,
+      opts.faultParsers ?? null,
+      (p) => {
+        this.snapshotDeps = { ...this.snapshotDeps, faultParsers: p };
+      },
+      now,
+    );
     this.faults = this.faultControl.set;
     this.journal = new Journal(config.journal);
     this.failed = new Journal(config.failedCalls);

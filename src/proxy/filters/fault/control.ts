@@ -15,11 +15,16 @@ export class FaultControl {
   /** the config's fault parsers: given, or loaded on first need (load()); null until then */
   private loaded: FaultParsers | null;
 
-  /** `onLoad`: told once the parsers are loaded (the owner builds every later snapshot with them). */
+  /**
+   * `onLoad`: told once the parsers are loaded (the owner builds every later snapshot with them);
+   * `now`: the owner's monotonic clock in milliseconds (this file reads none itself: the fault
+   * folder's rule side stays pure, test/proxy/filters/fault/actions.test.ts).
+   */
   constructor(
     config: Config,
     parsers: FaultParsers | null,
     private readonly onLoad: (p: FaultParsers) => void,
+    private readonly now: () => number,
   ) {
     this.set = new FaultSet(config.faultInjection);
     this.loadConfigRules(config);
@@ -34,7 +39,7 @@ export class FaultControl {
   /** Config rules (listener and route lists) into the set; a reload replaces only these. */
   loadConfigRules(config: Config): void {
     this.set.removeConfigRules();
-    const now = performance.now();
+    const now = this.now();
     for (const l of config.listeners) {
       for (const r of l.faults) this.set.add(r, now);
       for (const rt of l.routes) for (const r of rt.faults) this.set.add(r, now);
@@ -61,8 +66,8 @@ export class FaultControl {
    */
   api(method: string, path: string, body: string): FaultsApiResponse | null | Promise<FaultsApiResponse | null> {
     const p = this.loaded;
-    if (p !== null) return handleFaultsApi(method, path, body, this.set, performance.now(), p);
-    return this.load().then((q) => handleFaultsApi(method, path, body, this.set, performance.now(), q));
+    if (p !== null) return handleFaultsApi(method, path, body, this.set, this.now(), p);
+    return this.load().then((q) => handleFaultsApi(method, path, body, this.set, this.now(), q));
   }
 
   /**
@@ -74,7 +79,7 @@ export class FaultControl {
     if (this.loaded === null) throw new DojangError("DOJANG_ERR_FAULT", "the fault parsers are not loaded: construct Dojang with options.faultParsers (startDojang does)");
     const r = this.loaded.parseFaultRule(value, "fault", { source: "api" });
     if (!r.ok) throw new DojangError("DOJANG_ERR_FAULT", r.issues.map((i) => `${i.path}: ${i.message}`).join("; "));
-    const a = this.set.add(r.rule, performance.now());
+    const a = this.set.add(r.rule, this.now());
     if (!a.ok) throw new DojangError("DOJANG_ERR_FAULT", a.message);
     return a.rule;
   }

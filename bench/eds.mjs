@@ -8,15 +8,14 @@
 // upstream, A or B); cluster "big" (EDS: N endpoints on 127.0.x.y, never called). Each round pushes
 // one snapshot that changes one endpoint of "big" and moves "probe" from A to B (or back): both
 // ClusterLoadAssignments come in the one EDS response and are applied together.
-//   apply            dojang's own figures for applying it: the ACK line's applyMs (the wall time
-//                    of the apply, in which an endpoint update holds the event loop: its CPU is at
-//                    most this) and applyCpuMs (the event loop thread's CPU by
-//                    process.threadCpuUsage(), around the cluster update, or around the reload).
-//                    On Linux that clock (getrusage RUSAGE_THREAD) moves in scheduler ticks (4 ms
-//                    steps here: a 0.3 ms piece of work reads 0 or 4), so below a few ms its
-//                    median says little; applyMs is the figure to read there
+//   apply            dojang's own figures for applying it: the ACK line's applyCpuMs (the
+//                    process's CPU, process.cpuUsage(), around the cluster update, or around the
+//                    reload; exact: not process.threadCpuUsage(), whose clock, getrusage
+//                    RUSAGE_THREAD, moves in 4 ms scheduler ticks on Linux) and applyMs (its wall
+//                    time, in which an endpoint update holds the event loop; more than the CPU
+//                    when the machine is busy)
 //   response CPU     dojang's figure for the whole EDS response (cpuMs: decoding, mapping, diffing,
-//                    applying; every thread, by the same coarse clock), and the main thread's CPU
+//                    applying; every thread), and the main thread's CPU
 //                    from the push to the ACK + 200 ms read from outside, exact (schedstat while
 //                    the thread sleeps: receiving, decoding, mapping, applying, the ACK, the log)
 //   process CPU      the process's CPU from the push to 200 ms after its ACK, every thread
@@ -280,28 +279,28 @@ async function main() {
     B.server.close();
   }
   console.log(`eds bench: one endpoint changed per round in a cluster of N (plus the probe cluster moved), ${ROUNDS} rounds, medians; node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"})`);
-  console.log("| N | path | applied as | apply, wall (event loop held), ms | apply CPU (thread clock, 4 ms steps), ms | EDS response CPU (cpuMs), ms | main thread CPU, push → ACK + 200 ms, ms | process CPU, push → ACK + 200 ms, ms | push → first call routed, ms |");
+  console.log("| N | path | applied as | apply CPU, ms | apply, wall (event loop held), ms | EDS response CPU (cpuMs), ms | main thread CPU, push → ACK + 200 ms, ms | process CPU, push → ACK + 200 ms, ms | push → first call routed, ms |");
   console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|");
-  for (const r of rows) console.log(`| ${r.n} | ${r.name} | ${[...r.how].join(", ")} | ${f(med(r.applyWall), 3)} | ${f(med(r.apply), 3)} | ${f(med(r.response))} | ${f(med(r.main))} | ${f(med(r.process))} | ${f(med(r.routed), 0)} |`);
+  for (const r of rows) console.log(`| ${r.n} | ${r.name} | ${[...r.how].join(", ")} | ${f(med(r.apply), 3)} | ${f(med(r.applyWall), 3)} | ${f(med(r.response))} | ${f(med(r.main))} | ${f(med(r.process))} | ${f(med(r.routed), 0)} |`);
   // the spread (the machine may be shared): every round's figure, sorted
-  console.log("\napply wall / apply CPU, every round sorted (ms):");
-  for (const r of rows) console.log(`  ${r.n} ${r.name}: ${[...r.applyWall].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")} / ${[...r.apply].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")}`);
-  console.log("\n| N | reload ÷ in place: apply wall | apply CPU | EDS response CPU | main thread CPU | process CPU | push → routed |");
+  console.log("\napply CPU / apply wall, every round sorted (ms):");
+  for (const r of rows) console.log(`  ${r.n} ${r.name}: ${[...r.apply].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")} / ${[...r.applyWall].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")}`);
+  console.log("\n| N | reload ÷ in place: apply CPU | apply wall | EDS response CPU | main thread CPU | process CPU | push → routed |");
   console.log("|---:|---:|---:|---:|---:|---:|---:|");
   for (const n of SIZES) {
     const a = rows.find((r) => r.n === n && r.name === "in-place");
     const b = rows.find((r) => r.n === n && r.name === "reload");
     const ratio = (k) => f(med(b[k]) / med(a[k]), 1);
-    console.log(`| ${n} | ${ratio("applyWall")}× | ${ratio("apply")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
+    console.log(`| ${n} | ${ratio("apply")}× | ${ratio("applyWall")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
   }
   if (args.baseline !== undefined) {
-    console.log("\n| N | baseline ÷ in place: apply wall | apply CPU | EDS response CPU | main thread CPU | process CPU | push → routed |");
+    console.log("\n| N | baseline ÷ in place: apply CPU | apply wall | EDS response CPU | main thread CPU | process CPU | push → routed |");
     console.log("|---:|---:|---:|---:|---:|---:|---:|");
     for (const n of SIZES) {
       const a = rows.find((r) => r.n === n && r.name === "in-place");
       const b = rows.find((r) => r.n === n && r.name === "baseline-in-place");
       const ratio = (k) => f(med(b[k]) / med(a[k]), 1);
-      console.log(`| ${n} | ${ratio("applyWall")}× | ${ratio("apply")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
+      console.log(`| ${n} | ${ratio("apply")}× | ${ratio("applyWall")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
     }
   }
   rmSync(dir, { recursive: true, force: true });

@@ -383,15 +383,16 @@ export class XdsClient {
    * way, without touching listeners or routes); one that differs in nothing is not applied again.
    */
   private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow; readonly applyCpuMs?: number; readonly applyMs?: number }> {
-    // applyCpuMs: the event loop thread's CPU (the work that holds calls back), without the GC
-    // and libuv threads running beside it (the response's cpuMs counts every thread). Its clock
-    // (getrusage's RUSAGE_THREAD) moves in scheduler ticks on Linux (4 ms steps: a 0.3 ms piece
-    // of work reads 0 or 4), so applyMs, the wall time from the start of the apply to its end,
-    // is given beside it: an endpoint update does no I/O, so the event loop is held throughout
-    // and its CPU is at most this (more only when the OS preempts the thread).
-    const cpu0 = process.threadCpuUsage();
+    // applyCpuMs: the process's CPU while it applies (the event loop thread's work, and what GC
+    // helper threads do beside it), by process.cpuUsage(): getrusage's RUSAGE_SELF brings the
+    // running thread's time up to date before it sums, where RUSAGE_THREAD
+    // (process.threadCpuUsage) reads what was last accounted and so moves in scheduler ticks on
+    // Linux (4 ms steps: a 0.3 ms piece of work reads 0 or 4). applyMs: the wall time from the
+    // start of the apply to its end (an endpoint update does no I/O, so the event loop is held
+    // throughout; more than the CPU when the OS runs something else meanwhile).
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    const took = (): { applyCpuMs: number; applyMs: number } => ({ applyCpuMs: threadCpuMsSince(cpu0), applyMs: Math.round((performance.now() - t0) * 1000) / 1000 });
+    const took = (): { applyCpuMs: number; applyMs: number } => ({ applyCpuMs: cpuMsSince(cpu0), applyMs: Math.round((performance.now() - t0) * 1000) / 1000 });
     const st = this.state();
     const prev = this.served;
     if (prev !== null && this.endpointsInPlace) {
@@ -775,7 +776,7 @@ export class XdsClient {
     this.updates.labels(SHORT[type], "accepted").inc();
     // how: "endpoints" (applied to the clusters in place), "reload" (the whole-config reload),
     // "none" (nothing changed); cpuMs: this process's CPU for the response, decoding included;
-    // applyCpuMs: the event loop thread's CPU for applying it (with workers: the primary's part);
+    // applyCpuMs: the process's CPU for applying it (with workers: the primary's part);
     // applyMs: its wall time (apply() says why both)
     this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs, applyCpuMs, applyMs }, "xds: update accepted (ACK)");
     this.send(type);
@@ -949,12 +950,7 @@ function refusedIn(type: TypeUrl, r: RefusedResources | undefined): readonly str
   return type === TYPE.listener ? r.listeners : type === TYPE.cluster ? r.clusters : [];
 }
 
-/** This process's CPU (user + system) since `from`, in ms (µs precision). */
-function threadCpuMsSince(from: NodeJS.CpuUsage): number {
-  const d = process.threadCpuUsage(from);
-  return Math.round(d.user + d.system) / 1000;
-}
-
+/** This process's CPU (user + system, every thread) since `from`, in ms (µs precision). */
 function cpuMsSince(from: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(from);
   return Math.round(d.user + d.system) / 1000;

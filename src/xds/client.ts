@@ -36,6 +36,7 @@ import {
   mapCluster,
   mapClusterLoadAssignment,
   mapClusterLoadAssignmentBytes,
+  endpointsChange,
   mapListener,
   mapRouteConfiguration,
   type AnyDecoder,
@@ -65,6 +66,12 @@ export interface EndpointUpdate {
   /** the ClusterLoadAssignment's name (a cluster's eds service name) */
   readonly name: string;
   readonly delta: EndpointDelta;
+  /**
+   * the assignment as the client now holds it (its endpoints are the held ones with `delta`
+   * applied, as a set, in the resource's order): the host keeps it as it is instead of patching
+   * a copy of its own list. Only within the process (a worker is sent name and delta).
+   */
+  readonly value?: XdsEndpoints;
 }
 
 /** What the client needs of the running proxy. */
@@ -977,8 +984,11 @@ export function endpointChanges(prev: XdsState, next: XdsState): EndpointUpdate[
     const after = next.endpoints.get(name);
     if (after === undefined) return null;
     if (after === before) continue;
-    const delta = diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
-    if (!isEmptyDelta(delta)) out.push({ name, delta });
+    // the mapping's own change when `after` was mapped from `before` (map/endpoint.ts: found
+    // from the LbEndpoints that differ, nothing per kept endpoint); else the lists compared
+    const known = endpointsChange(after);
+    const delta = known !== undefined && known.from === before ? known.delta : diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
+    if (!isEmptyDelta(delta)) out.push({ name, delta, value: after });
   }
   return out;
 }

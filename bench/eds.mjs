@@ -8,11 +8,16 @@
 // upstream, A or B); cluster "big" (EDS: N endpoints on 127.0.x.y, never called). Each round pushes
 // one snapshot that changes one endpoint of "big" and moves "probe" from A to B (or back): both
 // ClusterLoadAssignments come in the one EDS response and are applied together.
-//   apply CPU        dojang's own figure for applying it (the ACK line's applyCpuMs: the event
-//                    loop thread's CPU, process.threadCpuUsage(), around the cluster update, or
-//                    around the reload)
+//   apply            dojang's own figures for applying it: the ACK line's applyCpuMs (the
+//                    process's CPU, process.cpuUsage(), around the cluster update, or around the
+//                    reload; exact: not process.threadCpuUsage(), whose clock, getrusage
+//                    RUSAGE_THREAD, moves in 4 ms scheduler ticks on Linux) and applyMs (its wall
+//                    time, in which an endpoint update holds the event loop; more than the CPU
+//                    when the machine is busy)
 //   response CPU     dojang's figure for the whole EDS response (cpuMs: decoding, mapping, diffing,
-//                    applying)
+//                    applying; every thread), and the main thread's CPU
+//                    from the push to the ACK + 200 ms read from outside, exact (schedstat while
+//                    the thread sleeps: receiving, decoding, mapping, applying, the ACK, the log)
 //   process CPU      the process's CPU from the push to 200 ms after its ACK, every thread
 //                    (/proc/<pid>/task/*/schedstat, ns), no calls meanwhile
 //   push → routed    in another round, with calls back to back on one connection: from the
@@ -70,6 +75,11 @@ function call(session) {
     req.on("error", () => resolve(""));
     req.end(Buffer.from([0, 0, 0, 0, 0]));
   });
+}
+
+/** CPU of `pid`'s main thread, ns (exact while it sleeps: the kernel adds a thread's run time when it stops running). */
+function mainCpuNs(pid) {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]);
 }
 
 /** CPU of every thread of `pid`, ns (schedstat's first field: time on a CPU). */
@@ -212,7 +222,7 @@ async function main() {
   const rows = [];
   try {
     for (const n of SIZES) {
-      const results = new Map(peers.map((p) => [p.name, { apply: [], response: [], process: [], routed: [], how: new Set() }]));
+      const results = new Map(peers.map((p) => [p.name, { apply: [], applyWall: [], response: [], main: [], process: [], routed: [], how: new Set() }]));
       const probeOf = new Map();
       const big = new Map(peers.map((p) => [p.name, bigAddrs(n)]));
       for (const peer of peers) {
@@ -227,13 +237,16 @@ async function main() {
           let probe = probeOf.get(peer.name) === A ? B : A;
           probeOf.set(peer.name, probe);
           const c0 = cpuNs(peer.p.pid);
+          const m0 = mainCpuNs(peer.p.pid);
           let pushed = await push(peer, probe, changeOne(big.get(peer.name)));
           await acked(peer, pushed.v);
           const line = await ackLine(peer, pushed.v);
           await sleep(200);
           const res = results.get(peer.name);
           res.process.push((cpuNs(peer.p.pid) - c0) / 1e6);
+          res.main.push((mainCpuNs(peer.p.pid) - m0) / 1e6);
           res.apply.push(line.applyCpuMs);
+          if (line.applyMs !== undefined) res.applyWall.push(line.applyMs);
           res.response.push(line.cpuMs);
           res.how.add(line.how);
           await sleep(200);
@@ -266,19 +279,29 @@ async function main() {
     B.server.close();
   }
   console.log(`eds bench: one endpoint changed per round in a cluster of N (plus the probe cluster moved), ${ROUNDS} rounds, medians; node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "?"})`);
-  console.log("| N | path | applied as | apply CPU (event loop thread), ms | EDS response CPU, ms | process CPU, push → ACK + 200 ms, ms | push → first call routed, ms |");
-  console.log("|---:|---|---|---:|---:|---:|---:|");
-  for (const r of rows) console.log(`| ${r.n} | ${r.name} | ${[...r.how].join(", ")} | ${f(med(r.apply), 3)} | ${f(med(r.response))} | ${f(med(r.process))} | ${f(med(r.routed), 0)} |`);
-  // the spread of the apply CPU (the machine may be shared): every round's figure, sorted
-  console.log("\napply CPU, every round sorted (ms):");
-  for (const r of rows) console.log(`  ${r.n} ${r.name}: ${[...r.apply].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")}`);
-  console.log("\n| N | reload ÷ in place: apply CPU | EDS response CPU | process CPU | push → routed |");
-  console.log("|---:|---:|---:|---:|---:|");
+  console.log("| N | path | applied as | apply CPU, ms | apply, wall (event loop held), ms | EDS response CPU (cpuMs), ms | main thread CPU, push → ACK + 200 ms, ms | process CPU, push → ACK + 200 ms, ms | push → first call routed, ms |");
+  console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|");
+  for (const r of rows) console.log(`| ${r.n} | ${r.name} | ${[...r.how].join(", ")} | ${f(med(r.apply), 3)} | ${f(med(r.applyWall), 3)} | ${f(med(r.response))} | ${f(med(r.main))} | ${f(med(r.process))} | ${f(med(r.routed), 0)} |`);
+  // the spread (the machine may be shared): every round's figure, sorted
+  console.log("\napply CPU / apply wall, every round sorted (ms):");
+  for (const r of rows) console.log(`  ${r.n} ${r.name}: ${[...r.apply].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")} / ${[...r.applyWall].sort((x, y) => x - y).map((x) => f(x, 3)).join(" ")}`);
+  console.log("\n| N | reload ÷ in place: apply CPU | apply wall | EDS response CPU | main thread CPU | process CPU | push → routed |");
+  console.log("|---:|---:|---:|---:|---:|---:|---:|");
   for (const n of SIZES) {
     const a = rows.find((r) => r.n === n && r.name === "in-place");
     const b = rows.find((r) => r.n === n && r.name === "reload");
     const ratio = (k) => f(med(b[k]) / med(a[k]), 1);
-    console.log(`| ${n} | ${ratio("apply")}× | ${ratio("response")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
+    console.log(`| ${n} | ${ratio("apply")}× | ${ratio("applyWall")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
+  }
+  if (args.baseline !== undefined) {
+    console.log("\n| N | baseline ÷ in place: apply CPU | apply wall | EDS response CPU | main thread CPU | process CPU | push → routed |");
+    console.log("|---:|---:|---:|---:|---:|---:|---:|");
+    for (const n of SIZES) {
+      const a = rows.find((r) => r.n === n && r.name === "in-place");
+      const b = rows.find((r) => r.n === n && r.name === "baseline-in-place");
+      const ratio = (k) => f(med(b[k]) / med(a[k]), 1);
+      console.log(`| ${n} | ${ratio("apply")}× | ${ratio("applyWall")}× | ${ratio("response")}× | ${ratio("main")}× | ${ratio("process")}× | ${ratio("routed")}× |`);
+    }
   }
   rmSync(dir, { recursive: true, force: true });
 }

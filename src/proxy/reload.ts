@@ -4,7 +4,7 @@
 // instance it works on is a ReloadHost (src/proxy/dojang.ts builds it over its own state).
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
-import type { Config, ListenerConfig } from "../config/schema.js";
+import type { Config, HostPort, ListenerConfig } from "../config/schema.js";
 import { reloadReport } from "../config/reload.js";
 import { configAsApplied, planReload } from "../config/reload-plan.js";
 import { ConfigError, type ConfigIssue } from "../errors.js";
@@ -121,7 +121,7 @@ export function applyEndpointUpdates(h: ReloadHost, updates: readonly EndpointUp
   if (st === null) return "reload";
   const staticNames = new Set(h.staticConfig().clusters.map((c) => c.name));
   // decided before anything changes: every cluster each delta feeds, running and from xDS
-  const plan: { name: string; list: ReturnType<typeof applyEndpointDelta>; clusters: Cluster[]; update: EndpointUpdate }[] = [];
+  const plan: { name: string; list: { readonly endpoints: readonly HostPort[]; readonly weights: readonly number[] }; clusters: Cluster[]; update: EndpointUpdate }[] = [];
   for (const u of updates) {
     const held = st.endpoints.get(u.name);
     if (held === undefined) return "reload";
@@ -132,12 +132,14 @@ export function applyEndpointUpdates(h: ReloadHost, updates: readonly EndpointUp
       if (c === undefined || staticNames.has(name)) return "reload";
       clusters.push(c);
     }
-    plan.push({ name: u.name, list: applyEndpointDelta(held.endpoints, held.weights, u.delta), clusters, update: u });
+    // the client's own assignment when it came with the update (no copy of 10,000 endpoints to
+    // patch); a worker's update is the delta alone, applied to a copy of the list it holds
+    plan.push({ name: u.name, list: u.value ?? applyEndpointDelta(held.endpoints, held.weights, u.delta), clusters, update: u });
   }
   const endpoints = new Map(st.endpoints);
   const entries = new Map<string, Config["clusters"][number]>();
   for (const p of plan) {
-    endpoints.set(p.name, { name: p.name, endpoints: p.list.endpoints, weights: p.list.weights });
+    endpoints.set(p.name, p.update.value ?? { name: p.name, endpoints: p.list.endpoints, weights: p.list.weights });
     for (const c of p.clusters) {
       c.applyEndpointDelta(p.update.delta);
       const running = h.clusterConfigs.get(c) ?? c.cfg;

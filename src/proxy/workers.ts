@@ -425,7 +425,8 @@ export async function runPrimary(
     applyEndpoints: (state, updates) =>
       inXdsTurn(async () => {
         if (xdsServed === null) return "reload" as const;
-        const { replies, missing } = await fanout.ask(serving(), { op: "endpoints", updates }, XDS_OP_TIMEOUT_MS);
+        // (each set's change only: a worker patches its own lists)
+        const { replies, missing } = await fanout.ask(serving(), { op: "endpoints", updates: updates.map(({ name, delta }) => ({ name, delta })) }, XDS_OP_TIMEOUT_MS);
         // a worker that cannot apply it in place: every worker gets the whole state instead
         if (missing.length === 0 && replies.some((r) => r.status === 409)) return "reload" as const;
         const r = xdsReply(replies, missing, log);

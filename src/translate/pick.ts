@@ -5,7 +5,7 @@
 // the active-call counts, a cursor. The cluster rebuilds the picker when endpoints, weights,
 // health or ejections change, never per call.
 
-import { patchList } from "./endpoint-set.js";
+import { patchList, patchListInPlace } from "./endpoint-set.js";
 
 export const LB_POLICIES = ["round_robin", "least_request", "random"] as const;
 export type LbPolicy = (typeof LB_POLICIES)[number];
@@ -61,8 +61,13 @@ export interface RotationChange {
   readonly set: readonly { readonly index: number; readonly usable: boolean; readonly weight: number }[];
 }
 
-/** `r` with `c` applied: the lists are copied (native copies) and patched; the eligible indices are reused, extended or cut when usability did not change inside the list, else found again. */
-export function patchRotation(r: Rotation, c: RotationChange): Rotation {
+/**
+ * `r` with `c` applied: the lists are copied (native copies) and patched, or with `own` (the
+ * caller owns `r` and drops it for the result: the cluster's) patched where they are; the
+ * eligible indices are reused, extended or cut when usability did not change inside the list,
+ * else found again.
+ */
+export function patchRotation(r: Rotation, c: RotationChange, own = false): Rotation {
   const n0 = r.usable.length;
   let unusable = r.unusable;
   let heavy = r.heavy;
@@ -79,8 +84,9 @@ export function patchRotation(r: Rotation, c: RotationChange): Rotation {
     if (k < c.removed.length && a.usable !== (r.usable[c.removed[k]!] === true)) moved = true;
     if (k >= c.removed.length && !a.usable) moved = true;
   }
-  const usable = patchList(r.usable, c.removed, c.added.map((a) => a.usable));
-  const weights = patchList(r.weights, c.removed, c.added.map((a) => a.weight));
+  const patch = own ? <T>(l: readonly T[], rm: readonly number[], add: readonly T[]): T[] => patchListInPlace(l as T[], rm, add) : patchList;
+  const usable = patch(r.usable, c.removed, c.added.map((a) => a.usable));
+  const weights = patch(r.weights, c.removed, c.added.map((a) => a.weight));
   for (const s of c.set) {
     if (usable[s.index] !== s.usable) {
       unusable += s.usable ? -1 : 1;
@@ -170,10 +176,15 @@ export function cumulativeWeights(indices: readonly number[], weights: readonly 
   return out;
 }
 
-/** Weighted random: the index whose cumulative weight range holds `draw` × total. */
-export function pickRandom(indices: readonly number[], cumulative: readonly number[], draw: number): number {
+/**
+ * Weighted random: the index whose cumulative weight range holds `draw` × total. `cumulative`
+ * null: every weight is 1 (cumulative would be 1, 2 … n), so the place is ⌊draw × n⌋, the one
+ * the search would find, and no list of n sums is made when the endpoints change.
+ */
+export function pickRandom(indices: readonly number[], cumulative: readonly number[] | null, draw: number): number {
   const n = indices.length;
   if (n === 0) return -1;
+  if (cumulative === null) return indices[Math.floor(Math.min(Math.max(draw, 0), 0.999999999) * n)]!;
   const total = cumulative[n - 1]!;
   const x = Math.min(Math.max(draw, 0), 0.999999999) * total;
   let lo = 0;
@@ -192,7 +203,7 @@ export function pickRandom(indices: readonly number[], cumulative: readonly numb
  */
 export function pickLeastRequest(
   indices: readonly number[],
-  cumulative: readonly number[],
+  cumulative: readonly number[] | null,
   weights: readonly number[],
   active: (index: number) => number,
   draw1: number,

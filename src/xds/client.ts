@@ -36,6 +36,7 @@ import {
   mapCluster,
   mapClusterLoadAssignment,
   mapClusterLoadAssignmentBytes,
+  endpointsChange,
   mapListener,
   mapRouteConfiguration,
   type AnyDecoder,
@@ -65,6 +66,12 @@ export interface EndpointUpdate {
   /** the ClusterLoadAssignment's name (a cluster's eds service name) */
   readonly name: string;
   readonly delta: EndpointDelta;
+  /**
+   * the assignment as the client now holds it (its endpoints are the held ones with `delta`
+   * applied, as a set, in the resource's order): the host keeps it as it is instead of patching
+   * a copy of its own list. Only within the process (a worker is sent name and delta).
+   */
+  readonly value?: XdsEndpoints;
 }
 
 /** What the client needs of the running proxy. */
@@ -382,23 +389,30 @@ export class XdsClient {
    * clusters in place (host.applyEndpoints: no reload; Envoy's EDS changes endpoints the same
    * way, without touching listeners or routes); one that differs in nothing is not applied again.
    */
-  private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow; readonly applyCpuMs?: number }> {
-    // applyCpuMs: the event loop thread's CPU (the work that holds calls back), without the GC
-    // and libuv threads running beside it (the response's cpuMs counts every thread)
-    const cpu0 = process.threadCpuUsage();
+  private async apply(): Promise<ApplyResult & { readonly how?: AppliedHow; readonly applyCpuMs?: number; readonly applyMs?: number }> {
+    // applyCpuMs: the process's CPU while it applies (the event loop thread's work, and what GC
+    // helper threads do beside it), by process.cpuUsage(): getrusage's RUSAGE_SELF brings the
+    // running thread's time up to date before it sums, where RUSAGE_THREAD
+    // (process.threadCpuUsage) reads what was last accounted and so moves in scheduler ticks on
+    // Linux (4 ms steps: a 0.3 ms piece of work reads 0 or 4). applyMs: the wall time from the
+    // start of the apply to its end (an endpoint update does no I/O, so the event loop is held
+    // throughout; more than the CPU when the OS runs something else meanwhile).
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const took = (): { applyCpuMs: number; applyMs: number } => ({ applyCpuMs: cpuMsSince(cpu0), applyMs: Math.round((performance.now() - t0) * 1000) / 1000 });
     const st = this.state();
     const prev = this.served;
     if (prev !== null && this.endpointsInPlace) {
       const only = endpointChanges(prev, st);
       if (only !== null && only.length === 0) {
         this.served = st;
-        return { ok: true, how: "none", applyCpuMs: threadCpuMsSince(cpu0) };
+        return { ok: true, how: "none", ...took() };
       }
       if (only !== null && !inWeightedSplit(st, only)) {
         const r = await this.host.applyEndpoints(st, only);
         if (r !== "reload") {
           if (r.ok) this.served = st;
-          return r.ok ? { ok: true, how: "endpoints", applyCpuMs: threadCpuMsSince(cpu0) } : r;
+          return r.ok ? { ok: true, how: "endpoints", ...took() } : r;
         }
       }
     }
@@ -408,7 +422,7 @@ export class XdsClient {
       this.servedRoutes = st.routes;
       this.servedListeners = st.listeners;
       this.served = st;
-      return { ok: true, how: "reload", applyCpuMs: threadCpuMsSince(cpu0) };
+      return { ok: true, how: "reload", ...took() };
     }
     return r;
   }
@@ -730,6 +744,7 @@ export class XdsClient {
     const cpuMs = cpuMsSince(cpu0);
     const how = applied.ok ? (applied.how ?? "none") : "none";
     const applyCpuMs = applied.ok ? (applied.applyCpuMs ?? 0) : 0;
+    const applyMs = applied.ok ? (applied.applyMs ?? 0) : 0;
     if (applied.ok) for (const n of new Set(notes)) this.host.log.info({ type: SHORT[type], version }, `xds: ${n}`);
 
     if (issues.length > 0) {
@@ -742,7 +757,7 @@ export class XdsClient {
       if (applied.ok) this.followReferences(type);
       if (!again) {
         sub.rejectStreak = 0;
-        const fields = { type: SHORT[type], version, nonce, error, refused: [...bad].sort(), applied: [...good.keys()].sort(), how, cpuMs, applyCpuMs };
+        const fields = { type: SHORT[type], version, nonce, error, refused: [...bad].sort(), applied: [...good.keys()].sort(), how, cpuMs, applyCpuMs, applyMs };
         if (good.size > 0 || removed.size > 0) this.host.log.error(fields, "xds: update applied but for the resources refused (NACK): those keep their last accepted version (gRFC A46)");
         else this.host.log.error(fields, "xds: update rejected (NACK); the last accepted config keeps serving");
         this.send(type, error);
@@ -768,8 +783,9 @@ export class XdsClient {
     this.updates.labels(SHORT[type], "accepted").inc();
     // how: "endpoints" (applied to the clusters in place), "reload" (the whole-config reload),
     // "none" (nothing changed); cpuMs: this process's CPU for the response, decoding included;
-    // applyCpuMs: the event loop thread's CPU for applying it (with workers: the primary's part)
-    this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs, applyCpuMs }, "xds: update accepted (ACK)");
+    // applyCpuMs: the process's CPU for applying it (with workers: the primary's part);
+    // applyMs: its wall time (apply() says why both)
+    this.host.log.info({ type: SHORT[type], version, resources: good.size, how, cpuMs, applyCpuMs, applyMs }, "xds: update accepted (ACK)");
     this.send(type);
     this.followReferences(type);
     this.checkInitialFetch();
@@ -941,12 +957,7 @@ function refusedIn(type: TypeUrl, r: RefusedResources | undefined): readonly str
   return type === TYPE.listener ? r.listeners : type === TYPE.cluster ? r.clusters : [];
 }
 
-/** This process's CPU (user + system) since `from`, in ms (µs precision). */
-function threadCpuMsSince(from: NodeJS.CpuUsage): number {
-  const d = process.threadCpuUsage(from);
-  return Math.round(d.user + d.system) / 1000;
-}
-
+/** This process's CPU (user + system, every thread) since `from`, in ms (µs precision). */
 function cpuMsSince(from: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(from);
   return Math.round(d.user + d.system) / 1000;
@@ -973,8 +984,11 @@ export function endpointChanges(prev: XdsState, next: XdsState): EndpointUpdate[
     const after = next.endpoints.get(name);
     if (after === undefined) return null;
     if (after === before) continue;
-    const delta = diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
-    if (!isEmptyDelta(delta)) out.push({ name, delta });
+    // the mapping's own change when `after` was mapped from `before` (map/endpoint.ts: found
+    // from the LbEndpoints that differ, nothing per kept endpoint); else the lists compared
+    const known = endpointsChange(after);
+    const delta = known !== undefined && known.from === before ? known.delta : diffEndpoints(before.endpoints, before.weights, after.endpoints, after.weights);
+    if (!isEmptyDelta(delta)) out.push({ name, delta, value: after });
   }
   return out;
 }

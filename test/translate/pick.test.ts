@@ -64,6 +64,19 @@ describe("pickRandom()", () => {
       }),
     );
   });
+
+  it("without sums (null: every weight 1) picks what the search over 1, 2 … n picks, and so does least request (property)", () => {
+    const draw = fc.oneof(fc.double({ min: -1, max: 2, noNaN: true }), fc.constantFrom(0, 0.5, 0.999999999, 0.9999999999, 1));
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.nat({ max: 50 }), { minLength: 1, maxLength: 40 }), draw, draw, fc.array(fc.nat({ max: 5 }), { minLength: 51, maxLength: 51 }), (idx, d1, d2, active) => {
+        const ones = Array.from({ length: 51 }, () => 1);
+        const cum = cumulativeWeights(idx, ones);
+        expect(pickRandom(idx, null, d1)).toBe(pickRandom(idx, cum, d1));
+        expect(pickLeastRequest(idx, null, ones, (i) => active[i]!, d1, d2)).toBe(pickLeastRequest(idx, cum, ones, (i) => active[i]!, d1, d2));
+      }),
+      { numRuns: 500 },
+    );
+  });
 });
 
 describe("pickLeastRequest()", () => {
@@ -111,7 +124,10 @@ describe("pickLeastRequest()", () => {
 // The rotation a cluster keeps across changes (patchRotation) against the one computed from
 // scratch over the same lists (rotation): equal after every change of a random sequence.
 describe("patchRotation() (property)", () => {
-  it("equals rotation() over the patched lists after each change of a random sequence", () => {
+  it.each([
+    ["copies", false],
+    ["patched in place (own: the cluster's)", true],
+  ])("equals rotation() over the patched lists after each change of a random sequence: lists %s", (_, own) => {
     const item = fc.record({ usable: fc.boolean(), weight: fc.integer({ min: 1, max: 3 }) });
     const change = fc.record({ removed: fc.array(fc.nat(), { maxLength: 3 }), added: fc.array(item, { maxLength: 3 }), set: fc.array(fc.record({ index: fc.nat(), usable: fc.boolean(), weight: fc.integer({ min: 1, max: 3 }) }), { maxLength: 3 }) });
     fc.assert(
@@ -128,7 +144,15 @@ describe("patchRotation() (property)", () => {
           const n = usable.length - removed.length + c0.added.length;
           const set = n === 0 ? [] : c0.set.map((s) => ({ ...s, index: s.index % n }));
           const c = { removed, added: c0.added, set };
-          r = patchRotation(r, c);
+          const before = { usable: [...r.usable], weights: [...r.weights] };
+          const held = r;
+          r = patchRotation(r, c, own);
+          // copies leave the rotation given as it was; in place, its lists are the result's
+          if (!own) expect({ usable: held.usable, weights: held.weights }).toEqual(before);
+          else {
+            expect(r.usable).toBe(held.usable);
+            expect(r.weights).toBe(held.weights);
+          }
           usable = patchList(usable, removed, c.added.map((a) => a.usable));
           weights = patchList(weights, removed, c.added.map((a) => a.weight));
           for (const s of set) {

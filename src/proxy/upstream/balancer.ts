@@ -45,6 +45,11 @@ export interface PickerInput<E extends object> {
    * over the whole list
    */
   readonly rotation?: Rotation;
+  /**
+   * `endpoints` (and the rotation's lists) are the caller's own, patched in place by a change
+   * after which it builds a new picker at once (the cluster's): taken as they are, not copied
+   */
+  readonly live?: boolean;
 }
 
 /** Round robin, in list order, every endpoint eligible (the simple picker of a cluster without policies). */
@@ -53,8 +58,8 @@ export function roundRobinPicker<E extends object>(endpoints: readonly E[]): Pic
 }
 
 export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> {
-  // (a frozen list is the caller's own snapshot: the cluster's, rebuilt on each change; not copied again)
-  const eps = Object.isFrozen(input.endpoints) ? input.endpoints : Object.freeze([...input.endpoints]);
+  // (a frozen list is the caller's own snapshot, a live one the cluster's own list: neither is copied again)
+  const eps = input.live === true || Object.isFrozen(input.endpoints) ? input.endpoints : Object.freeze([...input.endpoints]);
   const rot = input.rotation;
   const { indices, panic } = rot ?? eligible(input.usable);
   const weights = rot?.weights ?? input.weights;
@@ -79,7 +84,8 @@ export function buildPicker<E extends object>(input: PickerInput<E>): Picker<E> 
       return i;
     };
   } else {
-    const cumulative = cumulativeWeights(indices, weights);
+    // (no endpoint weighs 2 or more: no sums to make, pickRandom draws the place directly)
+    const cumulative = rot !== undefined && rot.heavy === 0 ? null : cumulativeWeights(indices, weights);
     if (input.policy === "random") pickIndex = () => pickRandom(indices, cumulative, rand());
     else {
       const active = input.active;

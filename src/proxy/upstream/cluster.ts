@@ -9,7 +9,7 @@ import type { ClusterConfig, HostPort } from "../../config/schema.js";
 import { formatHostPort } from "../../config/units.js";
 import type { Metrics, ClusterMetricsSource } from "../observe/metrics.js";
 import { forgive, recordResult, type OutlierConfig } from "../../translate/outlier.js";
-import { addressLabel, diffEndpoints, isEmptyDelta, normalWeight, patchList, type EndpointDelta } from "../../translate/endpoint-set.js";
+import { addressLabel, diffEndpoints, isEmptyDelta, normalWeight, patchListInPlace, type EndpointDelta } from "../../translate/endpoint-set.js";
 import { buildPicker, type Picker } from "./balancer.js";
 import { patchRotation, rotation, type Rotation } from "../../translate/pick.js";
 import { DnsResolver, defaultDnsResolver, type DnsResolverOptions } from "./dns.js";
@@ -36,8 +36,8 @@ export interface ClusterOptions {
 
 export class Cluster implements ClusterMetricsSource, EndpointHost {
   readonly name: string;
-  /** the endpoints now (a new array on each change: setEndpoints, applyEndpointDelta) */
-  endpoints: readonly Endpoint[] = [];
+  /** the endpoints now, in the cluster's own list: patched in place by each change (setEndpoints, applyEndpointDelta), so a change of one endpoint in 10,000 is one store, not a copy */
+  private readonly list: Endpoint[] = [];
   /** each endpoint's place in `endpoints`, by label (its address): where a delta lands */
   private readonly slots = new Map<string, number>();
   /** per endpoint, in the same order: in rotation (healthy, not ejected), weight, and what is derived; what the picker is built from, patched by each change */
@@ -105,6 +105,11 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
    * endpoint a retried attempt just failed on) is skipped when another endpoint can be had.
    * Eligible: healthy and not ejected; all endpoints when none is (panic).
    */
+  /** the endpoints now (the cluster's own list: read it, do not keep it across a change) */
+  get endpoints(): readonly Endpoint[] {
+    return this.list;
+  }
+
   pick(avoid?: Endpoint): Endpoint | undefined {
     return this.picker.pick(avoid);
   }
@@ -128,12 +133,13 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
    * queued at one end 14 (a transparent retry goes elsewhere), the streams on their sessions
    * finish and the sessions close (GOAWAY). The picker is rebuilt once, over the new list, from
    * the rotation patched where the delta lands (patchRotation: no pass over the endpoints; the
-   * places come from the index kept by address, the lists are native copies); the listeners,
-   * routes and filters are not touched. Returns whether anything changed.
+   * places come from the index kept by address; the endpoint list and the rotation's lists are
+   * the cluster's own, patched where they are); the listeners, routes and filters are not
+   * touched. Returns whether anything changed.
    */
   applyEndpointDelta(delta: EndpointDelta): boolean {
     if (isEmptyDelta(delta)) return false;
-    const eps = this.endpoints;
+    const eps = this.list;
     // where the delta lands: each address's place from the index kept with the list (one map
     // lookup each); nothing per kept endpoint
     const out = new Set<number>();
@@ -143,7 +149,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     }
     const removed = [...out].sort((x, y) => x - y);
     const fresh: Endpoint[] = [];
-    const reweighted: { index: number; usable: boolean; weight: number }[] = [];
+    const reweighted: { index: number; usable: boolean; weight: number; e: Endpoint }[] = [];
     const freshLabels = new Set<string>();
     for (const u of delta.upsert) {
       const w = normalWeight(u.weight);
@@ -153,7 +159,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
         const e = eps[i]!;
         if (e.weight !== w) {
           e.weight = w;
-          reweighted.push({ index: i, usable: this.rotation.usable[i] === true, weight: w });
+          reweighted.push({ index: i, usable: this.rotation.usable[i] === true, weight: w, e });
         }
       } else if (!freshLabels.has(label)) {
         freshLabels.add(label);
@@ -162,7 +168,7 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     }
     if (removed.length === 0 && fresh.length === 0 && reweighted.length === 0) return false;
     const gone = removed.map((i) => eps[i]!);
-    const next = patchList(eps, removed, fresh);
+    const next = patchListInPlace(eps, removed, fresh);
     // the index follows patchList: a fresh endpoint takes a removed one's place, the rest go at
     // the end; removed places left over shift what follows them (only then is part of it redone)
     for (const e of gone) this.slots.delete(e.label);
@@ -171,9 +177,8 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
     const shiftFrom = removed.length > k ? removed[k]! : next.length - (fresh.length - k);
     for (let i = shiftFrom; i < next.length; i++) this.slots.set(next[i]!.label, i);
     // (kept endpoints' reweighted indices are of the old list; they only move when places were taken out)
-    const set = removed.length > k ? reweighted.map((r) => ({ ...r, index: this.slots.get(eps[r.index]!.label)! })) : reweighted;
-    this.endpoints = Object.freeze(next);
-    this.rotation = patchRotation(this.rotation, { removed, added: fresh.map((e) => ({ usable: true, weight: e.weight })), set });
+    const set = removed.length > k ? reweighted.map((r) => ({ ...r, index: this.slots.get(r.e.label)! })) : reweighted;
+    this.rotation = patchRotation(this.rotation, { removed, added: fresh.map((e) => ({ usable: true, weight: e.weight })), set }, true);
     for (const e of fresh) this.startHealthCheck(e);
     this.buildPicker();
     // (after the new picker: attempts queued at a removed endpoint fail, and a retry of theirs
@@ -201,15 +206,16 @@ export class Cluster implements ClusterMetricsSource, EndpointHost {
   /** Builds the picker over what is known now of `e` (its health or ejection changed). */
   private rebuild(e: Endpoint): void {
     const i = this.slots.get(e.label);
-    if (i === undefined || this.endpoints[i] !== e) return;
-    this.rotation = patchRotation(this.rotation, { removed: [], added: [], set: [{ index: i, usable: e.healthy && !e.ejected, weight: e.weight }] });
+    if (i === undefined || this.list[i] !== e) return;
+    this.rotation = patchRotation(this.rotation, { removed: [], added: [], set: [{ index: i, usable: e.healthy && !e.ejected, weight: e.weight }] }, true);
     this.buildPicker();
   }
 
   /** The picker over the endpoints, from the rotation as it is (an endpoint update patched it). */
   private buildPicker(): void {
     const r = this.rotation;
-    this.picker = buildPicker({ policy: this.cfg.lb, endpoints: this.endpoints, usable: r.usable, weights: r.weights, rotation: r, active: activeOf, rand: this.rand });
+    // (live: the cluster's own lists, changed in place only by a change that replaces this picker)
+    this.picker = buildPicker({ policy: this.cfg.lb, endpoints: this.list, usable: r.usable, weights: r.weights, rotation: r, active: activeOf, rand: this.rand, live: true });
   }
 
   private startHealthCheck(e: Endpoint): void {

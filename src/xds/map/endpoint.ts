@@ -2,6 +2,7 @@
 // path that reads the assignment's protobuf bytes and maps again only what changed.
 import { LIMITS } from "../../config/types.js";
 import type { HostPort } from "../../config/units.js";
+import type { EndpointDelta, WeightedAddress } from "../../translate/endpoint-set.js";
 import { Ctx, arr, at, obj, socketAddress, str, u32, type AnyDecoder, type Mapped, type Msg } from "./read.js";
 
 export interface XdsEndpoints {
@@ -155,6 +156,33 @@ export interface ClaMemo {
   readonly entries: readonly LbEndpointMapped[];
   /** the addresses (keys) held: taken over, and changed, by the next mapping */
   readonly keys: Map<string, number>;
+  /** what it mapped to (the endpoints the next one's change is from) */
+  readonly value: XdsEndpoints;
+  /** its one priority (every locality's), or -1 when it has several or none */
+  readonly priority: number;
+  /** how many of its endpoints are usable (health_status) */
+  readonly usable: number;
+}
+
+// Each assignment mapped from the last one's memo, with the change of its chosen endpoints from
+// that one's (endpointsChange): the LbEndpoints between the common prefix and suffix are the only
+// ones that differ, so the change is found from them alone, and the xDS client hands it to the
+// clusters without comparing the lists (xds/client.ts endpointChanges). Only the newest link of a
+// name is kept (a new one drops the one before), so no chain of old lists stays reachable.
+const changes = new WeakMap<XdsEndpoints, { readonly from: XdsEndpoints; readonly delta: EndpointDelta }>();
+
+/** The change from the endpoints `value` was mapped from (by the incremental path) to it; undefined when it was mapped whole or its change was not worked out. */
+export function endpointsChange(value: XdsEndpoints): { readonly from: XdsEndpoints; readonly delta: EndpointDelta } | undefined {
+  return changes.get(value);
+}
+
+/** The one priority of `localities` (-1 for none or several) and how many of `entries` are usable. */
+function shape(localities: readonly Locality[], entries: readonly (LbEndpointMapped | undefined)[]): { priority: number; usable: number } {
+  let priority = localities.length === 0 ? -1 : localities[0]!.priority;
+  for (const l of localities) if (l.priority !== priority) priority = -1;
+  let usable = 0;
+  for (const e of entries) if (e?.usable === true) usable++;
+  return { priority, usable };
 }
 
 const LB_ENDPOINT = "type.googleapis.com/envoy.config.endpoint.v3.LbEndpoint";
@@ -321,7 +349,7 @@ export function mapClusterLoadAssignmentBytes(
   if (broken) return undefined;
   const mapped = c.done(r.value);
   const clean = mapped.ok && r.entries.every((e) => e !== undefined);
-  return { name, mapped, memo: clean ? { bytes: new Uint8Array(bytes), ranges, entries: r.entries as LbEndpointMapped[], keys: r.keys } : undefined };
+  return { name, mapped, memo: clean ? { bytes: new Uint8Array(bytes), ranges, entries: r.entries as LbEndpointMapped[], keys: r.keys, value: r.value, ...shape(localities, r.entries) } : undefined };
 }
 
 /**
@@ -372,6 +400,44 @@ function incremental(
   for (const k of leaving) if (!coming.has(k)) keys.delete(k);
   for (const k of coming) keys.set(k, 0);
   const entries = p === m - s && middle.length === 0 ? memo.entries : [...memo.entries.slice(0, p), ...middle, ...memo.entries.slice(m - s)];
-  const mapped = c.done({ name, ...chooseEndpoints(localities, entries) });
-  return { name, mapped, memo: { bytes: new Uint8Array(bytes), ranges, entries, keys } };
+  const value: XdsEndpoints = { name, ...chooseEndpoints(localities, entries) };
+  const mapped = c.done(value);
+  // the usable count moves by the middle alone; the priority is read from the localities (few)
+  let usable = memo.usable;
+  for (let k = p; k < m - s; k++) if (memo.entries[k]!.usable) usable--;
+  for (const e of middle) if (e.usable) usable++;
+  const priority = shape(localities, []).priority;
+  const delta = middleDelta(memo, priority, usable, memo.entries, p, m - s, middle);
+  changes.delete(memo.value);
+  if (delta !== undefined && mapped.ok) changes.set(value, { from: memo.value, delta });
+  return { name, mapped, memo: { bytes: new Uint8Array(bytes), ranges, entries, keys, value, priority, usable } };
+}
+
+/**
+ * The change of the chosen endpoints (chooseEndpoints) when the LbEndpoints old[from, to) were
+ * replaced by `middle` and nothing else moved; undefined when the choice may have moved as a
+ * whole: localities of several priorities (a locality's priority is outside the LbEndpoint bytes
+ * compared), or a side with no usable endpoint (none is chosen there). With one priority the
+ * chosen endpoints are the usable ones, so the change is the middle's: a usable address that
+ * leaves is removed, one that comes or changes weight is upserted. Work in proportion to the
+ * middle; nothing per kept endpoint.
+ */
+function middleDelta(memo: ClaMemo, priority: number, usable: number, old: readonly LbEndpointMapped[], from: number, to: number, middle: readonly LbEndpointMapped[]): EndpointDelta | undefined {
+  if (priority < 0 || memo.priority !== priority || usable === 0 || memo.usable === 0) return undefined;
+  const weight = (e: LbEndpointMapped): number => Math.min(Math.max(e.weight, 1), LIMITS.weight.max);
+  const before = new Map<string, number>();
+  for (let k = from; k < to; k++) if (old[k]!.usable) before.set(old[k]!.key, weight(old[k]!));
+  const upsert: WeightedAddress[] = [];
+  const after = new Set<string>();
+  for (const e of middle) {
+    if (!e.usable) continue;
+    after.add(e.key);
+    if (before.get(e.key) !== weight(e)) upsert.push({ host: e.hp.host, port: e.hp.port, weight: weight(e) });
+  }
+  const remove: HostPort[] = [];
+  for (let k = from; k < to; k++) {
+    const e = old[k]!;
+    if (e.usable && !after.has(e.key)) remove.push(e.hp);
+  }
+  return { remove, upsert };
 }

@@ -5,4 +5,4 @@ export { TYPE, arr, obj, type AnyDecoder, type Issue, type Mapped, type Msg, typ
 export { mapListener, type XdsListener } from "./listener.js";
 export { mapRouteConfiguration, type XdsRoute, type XdsRouteTable, type XdsVirtualHost } from "./route.js";
 export { mapCluster, type TlsSource, type XdsCluster, type XdsTls } from "./cluster.js";
-export { mapClusterLoadAssignment, mapClusterLoadAssignmentBytes, type ClaMemo, type LbEndpointMapped, type XdsEndpoints } from "./endpoint.js";
+export { endpointsChange, mapClusterLoadAssignment, mapClusterLoadAssignmentBytes, type ClaMemo, type LbEndpointMapped, type XdsEndpoints } from "./endpoint.js";

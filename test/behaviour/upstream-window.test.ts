@@ -97,6 +97,36 @@ describe("the upstream stream window: grown for a client that reads, never for o
     await until("the window back at 64 KiB", () => up.initialWindows.at(-1) === DEFAULT_WINDOW, 5000);
   });
 
+  it("a long stream grows from its start: the upstream is given more than 64 KiB before it has sent 1 MiB", { timeout: 60_000 }, async () => {
+    // (issue 33 item 0: a 64 MiB call read at ~800 MiB/s lasts ~80 ms; a window that waits for a
+    // timer's tick or two before it first grows spends a good part of the call at 64 KiB)
+    proxy = await startProxy(up.address);
+    const r = await readCall(proxy.address);
+    const s = up.streams[0];
+    console.log(`read stream: ${describeStream(s)}, first given more than it opened with after ${s?.sentWhenGrown} bytes; SETTINGS_INITIAL_WINDOW_SIZE seen ${up.initialWindows.join(", ")}`);
+    expect(r).toEqual({ bytes: RESPONSE_BYTES, status: "0" });
+    expect(s!.openedAt).toBe(DEFAULT_WINDOW);
+    expect(s!.sentWhenGrown).toBeGreaterThan(0);
+    expect(s!.sentWhenGrown).toBeLessThanOrEqual(1024 * 1024);
+  });
+
+  it("the first round-trip sample is taken once the stream's first window came in, not on a timer: an upstream that sends 80 KiB and then waits for a PING is not left waiting", { timeout: 60_000 }, async () => {
+    const held = await startWindowUpstream(RESPONSE_BYTES, { holdUntilPing: 80 * 1024 });
+    try {
+      proxy = await startProxy(held.address);
+      const call = openCall(proxy.address);
+      const r = await Promise.race([call.done, new Promise<string>((res) => setTimeout(() => res("no PING: the upstream still waits"), 10_000))]);
+      const s = held.streams[0];
+      console.log(`held upstream: ${describeStream(s)}, ${held.pings} PING(s); SETTINGS_INITIAL_WINDOW_SIZE seen ${held.initialWindows.join(", ")}`);
+      call.stream.close(http2.constants.NGHTTP2_CANCEL);
+      expect(r).toEqual({ bytes: RESPONSE_BYTES, status: "0" });
+      expect(held.pings).toBeGreaterThanOrEqual(1);
+      expect(s!.maxCredit).toBeGreaterThanOrEqual(GROWN);
+    } finally {
+      await held.close();
+    }
+  });
+
   it("a stream opened after the session's window grew starts at 64 KiB, and its client not reading holds it there", { timeout: 60_000 }, async () => {
     proxy = await startProxy(up.address);
     const reading = readCall(proxy.address);

@@ -6,6 +6,8 @@
 // Every stream is answered with `responseBytes` of 64 KiB gRPC messages, then grpc-status 0.
 // PINGs and SETTINGS are ACKed at once (SETTINGS before any DATA sent under them, as nghttp2,
 // Go's and grpc-go's servers do). Over h2c, or TLS with ALPN h2 (`tls`: its certificate and key).
+// `holdUntilPing`: a connection sends no stream more than that many bytes before its client's
+// first PING (a sender whose client measures round trips only by a timer waits for it forever).
 // Test-only; imports nothing from src.
 import net from "node:net";
 import tls from "node:tls";
@@ -21,6 +23,8 @@ export interface WindowStream {
   sent: number;
   /** the sum of the client's WINDOW_UPDATE increments for it */
   updated: number;
+  /** DATA bytes sent when its credit first went past the window it opened with (-1: never) */
+  sentWhenGrown: number;
   done: boolean;
 }
 
@@ -30,15 +34,18 @@ export interface WindowUpstream {
   readonly streams: WindowStream[];
   /** every SETTINGS_INITIAL_WINDOW_SIZE the clients sent, in order */
   readonly initialWindows: number[];
+  /** PINGs the clients sent (not ACKs) */
+  pings: number;
   close(): Promise<void>;
 }
 
 const MESSAGE = 64 * 1024;
 const MAX_FRAME = 16 * 1024;
 
-export async function startWindowUpstream(responseBytes: number, opts: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<WindowUpstream> {
+export async function startWindowUpstream(responseBytes: number, opts: { tls?: { cert: Buffer; key: Buffer }; holdUntilPing?: number } = {}): Promise<WindowUpstream> {
   const streams: WindowStream[] = [];
   const initialWindows: number[] = [];
+  const hold = opts.holdUntilPing ?? Infinity;
   const sockets = new Set<net.Socket>();
   // one 64 KiB message (5-byte prefix + payload), sliced into DATA frames cyclically
   const msg = Buffer.alloc(MESSAGE, 0x61);
@@ -52,12 +59,14 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
     const reader = new FrameReader(true);
     let initial = 65_535;
     let conn = 65_535;
+    let pinged = false;
     const open = new Map<number, WindowStream & { win: number }>();
     const pump = (): void => {
       for (const s of open.values()) {
-        while (s.sent < responseBytes && s.win > 0 && conn > 0) {
+        const limit = pinged ? responseBytes : Math.min(responseBytes, hold);
+        while (s.sent < limit && s.win > 0 && conn > 0) {
           const at = s.sent % MESSAGE;
-          const n = Math.min(MAX_FRAME, MESSAGE - at, responseBytes - s.sent, s.win, conn);
+          const n = Math.min(MAX_FRAME, MESSAGE - at, limit - s.sent, s.win, conn);
           sock.write(encodeFrame(FRAME.DATA, 0, s.id, msg.subarray(at, at + n)));
           s.sent += n;
           s.win -= n;
@@ -72,6 +81,7 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
     };
     const credit = (s: WindowStream & { win: number }): void => {
       if (s.win > s.maxCredit) s.maxCredit = s.win;
+      if (s.sentWhenGrown < 0 && s.win > s.openedAt) s.sentWhenGrown = s.sent;
     };
     sock.on("data", (d: Buffer) => {
       for (const f of reader.push(d)) {
@@ -88,9 +98,13 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
             initial = v;
           }
           sock.write(frameHeader(0, FRAME.SETTINGS, FLAG_ACK, 0));
-        } else if (f.type === FRAME.PING && (f.flags & FLAG_ACK) === 0) sock.write(encodeFrame(FRAME.PING, FLAG_ACK, 0, f.payload));
+        } else if (f.type === FRAME.PING && (f.flags & FLAG_ACK) === 0) {
+          up.pings++;
+          pinged = true;
+          sock.write(encodeFrame(FRAME.PING, FLAG_ACK, 0, f.payload));
+        }
         else if (f.type === FRAME.HEADERS && !open.has(f.streamId)) {
-          const s = { id: f.streamId, openedAt: initial, maxCredit: initial, sent: 0, updated: 0, done: false, win: initial };
+          const s = { id: f.streamId, openedAt: initial, maxCredit: initial, sent: 0, updated: 0, sentWhenGrown: -1, done: false, win: initial };
           streams.push(s);
           open.set(s.id, s);
           sock.write(encodeFrame(FRAME.HEADERS, FLAG_END_HEADERS, s.id, encodeHeaderBlock([[":status", "200"], ["content-type", "application/grpc"]])));
@@ -117,14 +131,16 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
   const server = opts.tls === undefined ? net.createServer(serve) : tls.createServer({ ...opts.tls, ALPNProtocols: ["h2"] }, serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as net.AddressInfo;
-  return {
+  const up: WindowUpstream = {
     address: `127.0.0.1:${port}`,
     streams,
     initialWindows,
+    pings: 0,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
   };
+  return up;
 }

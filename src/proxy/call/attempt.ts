@@ -472,6 +472,9 @@ function onUpResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, fla
 }
 function onUpData(this: ClientHttp2Stream, chunk: Buffer): void {
   const a = attemptOf(this);
+  // the session's bandwidth-delay sampler counts what came in (its window, session.ts)
+  const s = a.session!;
+  if ((s.rxLeft -= chunk.length) <= 0) s.onRx();
   if (!a.headIn) return holdEarlyData(this, a, chunk);
   a.owner.onAttemptData(a, chunk);
 }

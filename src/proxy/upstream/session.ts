@@ -32,8 +32,10 @@ export const GROWN_WINDOW_MAX = 4 * 1024 * 1024;
 export const GROWN_SESSION_BUDGET = 16 * 1024 * 1024;
 /** what the grown windows of every session of the process add up to at most (the zero-window attacks' RSS bound) */
 export const GROWN_PROCESS_BUDGET = 32 * 1024 * 1024;
-/** how often a session with streams looks at what it read (a PING goes out only when a window's worth came in) */
+/** how often a session with streams looks at what it read and whether a stream stays paused */
 const SAMPLE_MS = 20;
+/** rxLeft while no BDP PING is wanted: a count the data path never brings to 0 between two resets (an SMI) */
+const RX_FAR = 0x3fffffff;
 /** Σ window × streams over the grown sessions of the process (GROWN_PROCESS_BUDGET) */
 let grownTotal = 0;
 /** @internal for tests: the process's grown windows, summed */
@@ -144,6 +146,14 @@ export class UpstreamSession {
   private opens = 0;
   private opensAtTick = 0;
   private opensAtPing = 0;
+  /** the session took no new stream during the sampler's last whole tick */
+  private quiet = false;
+  /**
+   * DATA bytes still to come in on this session's streams before the next BDP PING: the attempts'
+   * data handler counts each chunk off and calls onRx at 0 (grpc-go's bdpEstimator.add, per DATA
+   * frame). RX_FAR while none is wanted. Per chunk: a subtraction and a compare.
+   */
+  rxLeft = RX_FAR;
 
   constructor(
     readonly endpoint: SessionOwner,
@@ -388,12 +398,31 @@ export class UpstreamSession {
   /**
    * The endpoint hands this ready session to a new stream (Endpoint.slot, dispatch): a grown
    * window goes back to the cluster's first (its SETTINGS precede the stream's HEADERS on the
-   * wire, probe W4), and the sampler runs while the session has streams. Per call: two compares.
+   * wire, probe W4), and the sampler runs while the session has streams. Per call: three compares.
    */
   admit(): void {
     this.opens++;
     if (this.window !== this.baseWindow) this.shrinkWindow();
+    // A stream alone on its session sends the first PING once its first window's worth came in,
+    // not a sampler tick or two later: a long stream grows from its start (issue 33 item 0). A
+    // small call never takes in that much, so a unary load sends no PING for it.
+    if (this.active === 0) this.rxLeft = this.baseWindow;
     if (this.sampleTimer === undefined) this.startSampling();
+  }
+
+  /**
+   * The attempts' data handler counted rxLeft down to 0: a BDP PING, if one may go out now. The
+   * stream that counted it is reading; so may a PING go when it is the session's only stream, or
+   * when the session took no new stream for a whole tick and none of its streams is paused now
+   * (the sampler's rule: a stream opened since has had its first DATA, and one whose client does
+   * not read has shown it by a pause). Else the sampler's next quiet tick decides.
+   */
+  onRx(): void {
+    this.rxLeft = RX_FAR;
+    if (this.active !== 1 && !(this.quiet && this.opens === this.opensAtTick)) return;
+    if (this.pausedNow + this.pausedOld === 0) this.bdpPing();
+    // a reader's stream pauses for a moment while its client's queue drains: look again after a window
+    else this.rxLeft = this.window;
   }
 
   /** An attempt paused its stream (its client is behind); returns the tick it paused in, for streamResumed. */
@@ -473,6 +502,7 @@ export class UpstreamSession {
     // SETTINGS and PINGs for nothing. A long stream's session takes none.
     const quiet = this.opens === this.opensAtTick;
     this.opensAtTick = this.opens;
+    this.quiet = quiet;
     if (quiet && came >= this.window) this.bdpPing();
     const t = setTimeout(sampleTick, SAMPLE_MS, this);
     t.unref();
@@ -505,17 +535,26 @@ export class UpstreamSession {
   }
 
   /**
-   * grpc-go's rule: a round trip that carried two thirds of the window or more means the window
-   * is what holds the stream back; the window becomes twice the sample, within the bounds. It
-   * grows only while every stream of the session reads (none paused), and the SETTINGS's ACK
-   * sets off the next sample at once, so a stream reaches its window in a few round trips.
+   * grpc-go's rule, fitted to node's window updates: a round trip that carried half the window or
+   * more means the window is what holds the stream back, and the window doubles (or becomes twice
+   * the sample, if more), within the bounds. grpc-go takes two thirds: its receiver sends
+   * WINDOW_UPDATE once a quarter of the window is used, so a sender held by the window has three
+   * quarters or more in flight; node sends it at half (probe W1), so such a sender has between
+   * half and all of it in flight, and two thirds would miss about a third of the samples of a
+   * stream held by its window (issue 33 item 0). It grows only while every stream of the session reads (none
+   * paused), and the SETTINGS's ACK sets off the next sample at once, so a stream reaches its
+   * window in a few round trips. A sample under half the window (the stream is not held back in
+   * this round trip) looks again after another window's worth came in.
    */
   private onBdpSample(sample: number): void {
     const n = this.active;
     if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0 || this.opens !== this.opensAtPing) return;
     const w = this.window;
-    if (3 * sample < 2 * w) return;
-    let want = Math.min(GROWN_WINDOW_MAX, 2 * sample, Math.floor(GROWN_SESSION_BUDGET / n));
+    if (2 * sample < w) {
+      this.rxLeft = w;
+      return;
+    }
+    let want = Math.min(GROWN_WINDOW_MAX, 2 * Math.max(sample, w), Math.floor(GROWN_SESSION_BUDGET / n));
     const room = GROWN_PROCESS_BUDGET - (grownTotal - this.grownBytes);
     if (want * n > room) want = Math.floor(room / n);
     want &= ~1023;

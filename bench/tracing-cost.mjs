@@ -30,7 +30,7 @@
 //
 //   node bench/tracing-cost.mjs --mode parts [--ratio 1] [--calls 200000]
 //
-// (--ratio 0: an unsampled new trace's work, its two ids and the traceparent it sends.)
+// (--ratio 0: an unsampled new trace's work: the decision and the traceparent it sends, no span record.)
 //
 // --mode header: a node:http2 client's CPU per unary request to the fast upstream, the head dojang
 // sends (with its new x-request-id each request) without and with one `traceparent` more (a new

@@ -30,11 +30,13 @@
 //
 //   node bench/tracing-cost.mjs --mode parts [--ratio 1] [--calls 200000]
 //
-// (--ratio 0: an unsampled new trace's work, its two ids and the traceparent it sends.)
+// (--ratio 0: an unsampled new trace's work: the decision and the traceparent it sends, no span record.)
 //
-// --mode header: a node:http2 client's CPU per unary request to the fast upstream, with and
-// without one `traceparent` more (a new value each request), in alternating rounds: what
-// propagating the decision costs the proxy's upstream side, sampled or not.
+// --mode header: a node:http2 client's CPU per unary request to the fast upstream, the head dojang
+// sends (with its new x-request-id each request) without and with one `traceparent` more (a new
+// value each request), and with it sent never-indexed (http2.sensitiveHeaders: no HPACK dynamic
+// table entry), in rotated rounds: what propagating the decision costs the proxy's upstream side,
+// sampled or not.
 //
 //   node bench/tracing-cost.mjs --mode header [--calls 4000] [--rounds 7]
 //
@@ -185,14 +187,20 @@ async function parts() {
 
 async function header() {
   const { randomBytes } = await import("node:crypto");
+  const { sensitiveHeaders } = await import("node:http2");
   const up = await startFastUpstream();
   children.push(up.p);
   const s = connect(`http://127.0.0.1:${up.port}`);
   await waitConnect(s, 10_000);
+  // the head dojang sends upstream for the bench's calls: the client's fields, its grpc-timeout,
+  // and the x-request-id dojang makes (new each call, as a traceparent is: both churn HPACK's
+  // dynamic table, RFC 7541 §2.3.2, unless sent never-indexed)
   const base = grpcRequestHeaders(UNARY_PATH, `127.0.0.1:${up.port}`);
   // the values made beforehand (a new one per request, as a trace's are), so only the sending is measured
   const values = Array.from({ length: 50_000 }, () => `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-00`);
+  const NEVER = [sensitiveHeaders, ["traceparent"]];
   let k = 0;
+  let rid = 0;
   const one = (h) =>
     new Promise((res, rej) => {
       const r = s.request(h, { endStream: false });
@@ -201,14 +209,17 @@ async function header() {
       r.on("close", res);
       r.end(BODY);
     });
-  const run = async (withHeader, n) => {
+  // variant 0: without; 1: with traceparent (indexed, as node sends a field by default); 2: with
+  // it never-indexed (http2.sensitiveHeaders)
+  const run = async (variant, n) => {
     const c0 = process.cpuUsage();
     for (let i = 0; i < n; i += 10) {
       const ps = [];
       for (let j = 0; j < 10; j++) {
-        const h = { ...base, "grpc-timeout": "1000m" };
+        const h = { ...base, "grpc-timeout": "1000m", "x-request-id": `5f3a9c0d21e7-${(++rid).toString(36)}` };
         const v = values[k++ % values.length];
-        if (withHeader) h["traceparent"] = v;
+        if (variant > 0) h["traceparent"] = v;
+        if (variant === 2) h[NEVER[0]] = NEVER[1];
         ps.push(one(h));
       }
       await Promise.all(ps);
@@ -217,12 +228,16 @@ async function header() {
     return (c.user + c.system) / n;
   };
   const n = Number(a.calls ?? 4000);
-  const out = { without: [], with: [] };
+  const names = ["without", "with", "withNeverIndexed"];
+  const out = { without: [], with: [], withNeverIndexed: [] };
   for (let r = 0; r < Number(a.rounds); r++) {
-    for (const w of r % 2 === 0 ? [false, true] : [true, false]) out[w ? "with" : "without"].push(+(await run(w, n)).toFixed(1));
+    for (let i = 0; i < 3; i++) {
+      const v = (i + r) % 3;
+      out[names[v]].push(+(await run(v, n)).toFixed(1));
+    }
   }
-  const ratios = out.with.map((v, i) => v / out.without[i]);
-  console.log(JSON.stringify({ usPerRequest: { without: median(out.without), with: median(out.with) }, ratio: +median(ratios).toFixed(3), raw: out }));
+  const ratio = (x) => +median(out[x].map((v, i) => v / out.without[i])).toFixed(3);
+  console.log(JSON.stringify({ usPerRequest: { without: median(out.without), with: median(out.with), withNeverIndexed: median(out.withNeverIndexed) }, ratio: ratio("with"), ratioNeverIndexed: ratio("withNeverIndexed"), raw: out }));
   s.close();
 }
 

@@ -7,7 +7,7 @@
 // own span to the same backend. The backend then shows: client span → dojang's SERVER span → two
 // CLIENT spans (attempts 1 and 2, siblings) → the upstream's span under each, with their statuses.
 import * as grpc from "@grpc/grpc-js";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, isSpanContextValid, trace, type Context, type TextMapGetter, type TextMapSetter } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
@@ -482,6 +482,19 @@ describe("tracing: propagation without a backend in the way", () => {
     const tps = up.seen.map((s) => String(s.headers["traceparent"]));
     for (const tp of tps) expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(new Set(tps.map((t) => t.slice(3, 35))).size).toBe(5);
+    expect(new Set(tps.map((t) => t.slice(36, 52))).size).toBe(5);
+    // the judge of what the upstream's SDK makes of it: the OpenTelemetry W3C propagator reads
+    // each as a valid remote parent, not sampled, so a parent-based sampler there drops its span
+    for (const tp of tps) {
+      const md = new grpc.Metadata();
+      md.set("traceparent", tp);
+      const sc = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, md, mdGetter));
+      expect(sc !== undefined && isSpanContextValid(sc)).toBe(true);
+      expect(sc).toMatchObject({ traceId: tp.slice(3, 35), spanId: tp.slice(36, 52), traceFlags: 0, isRemote: true });
+    }
+    // the access records name the trace each call sent upstream (the unsampled call's only id)
+    await waitFor("five access records", () => (proxy.calls.length >= 5 ? true : undefined), 5000);
+    expect(proxy.calls.slice(0, 5).map((c) => c.trace_id)).toEqual(tps.map((t) => t.slice(3, 35)));
     // the control: a sampled parent, on the same proxy, after the five
     const md = new grpc.Metadata();
     md.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");

@@ -28,7 +28,7 @@ import type { CompiledRoute } from "../router.js";
 import type { ActiveCall, CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
-import type { CallTrace } from "../observe/tracing.js";
+import type { Trace } from "../observe/tracing.js";
 import type { AttemptEnd } from "../../translate/retry.js";
 import { kPeer, kRequestBytes, type ClientPeer, type OutgoingHeaders, type PeerSession } from "./headers.js";
 import type { Downstream, DownstreamOwner } from "./downstream.js";
@@ -153,7 +153,7 @@ export class Call
    */
   readonly clientProtocol: string | undefined;
   /** the call's trace (config `tracing`; observe/tracing.ts); null when tracing is off */
-  trace: CallTrace | null = null;
+  trace: Trace | null = null;
   /** the content-type of a status dojang writes itself: the request's own gRPC subtype (respond.ts) */
   replyType = GRPC_CONTENT_TYPE;
 

@@ -10,7 +10,7 @@ import { redactRecord, type AccessRecord } from "../observe/log.js";
 import { latencyBin } from "../observe/stats.js";
 import { pairIndex, type Stats } from "../observe/windows.js";
 import type { MethodSeries } from "../observe/metrics.js";
-import type { CallTrace } from "../observe/tracing.js";
+import type { CallTrace, Trace } from "../observe/tracing.js";
 import type { CompiledRoute } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { Attempt } from "./attempt.js";
@@ -42,7 +42,7 @@ export interface RecordedCall {
   readonly messageEncoded: boolean;
   readonly decidedBy: DecidedBy;
   readonly filters: readonly CallFilter[] | null;
-  readonly trace: CallTrace | null;
+  readonly trace: Trace | null;
   readonly clientProtocol: string | undefined;
 }
 
@@ -119,7 +119,8 @@ export function recordCall(c: RecordedCall): void {
     if (tapped) ctx.tap.publish(rec);
     if (logIt) ctx.access.info(rec, "call");
   }
-  if (c.trace !== null && c.trace.sampled) endTrace(c, rec);
+  const t = c.trace;
+  if (t !== null && t.sampled) endTrace(c, t, rec);
 }
 
 /**
@@ -140,7 +141,7 @@ function countWindows(st: Stats, c: RecordedCall, code: number, end: number, dur
 }
 
 /** A sampled call's spans end (observe/tracing.ts) with its final facts; `rec`: its access record, if one was made. */
-function endTrace(c: RecordedCall, rec: AccessRecord | undefined): void {
+function endTrace(c: RecordedCall, t: CallTrace, rec: AccessRecord | undefined): void {
   let faults = rec?.faults;
   let kinds = rec?.fault_kinds;
   const fs = c.filters;
@@ -155,7 +156,7 @@ function endTrace(c: RecordedCall, rec: AccessRecord | undefined): void {
   // the message decoded, and redacted, already)
   const red = c.ctx.accessLogRedact;
   const message = rec !== undefined ? rec.grpc_message : c.messageEncoded && c.message !== undefined ? decodeGrpcMessage(c.message) : c.message;
-  c.ctx.tracing!.end(c.trace!, {
+  c.ctx.tracing!.end(t, {
     code: c.code,
     message: red !== null && message !== undefined && red.includes("grpc_message") ? REDACTED : message,
     decidedBy: c.decidedBy,

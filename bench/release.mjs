@@ -10,7 +10,7 @@
 // gateway benchmark's own output, verbatim, in gateway.md).
 //
 //   npm run build && node scripts/engines.mjs && node bench/release.mjs [--results-dir bench/results/release-perf4]
-//        [--rounds 3] [--side-rounds 7] [--tracing-rounds 11] [--json-rounds 3]
+//        [--alt-dist DIR] [--rounds 3] [--side-rounds 7] [--tracing-rounds 11] [--json-rounds 3]
 //
 // Loopback only: each benchmark starts and stops its own processes by pid.
 import { spawn } from "node:child_process";
@@ -29,6 +29,10 @@ const { values: a } = parseArgs({
     "json-rounds": { type: "string", default: "3" },
     shapes: { type: "string", default: "unary-c1,unary-10x10,unary-50x20,stream-64KiB,stream-long" },
     peers: { type: "string", default: "direct,dojang,node-naive,nginx,haproxy" },
+    // a build of another commit (its dist, node_modules beside it) as the peer dojang-alt, and as the
+    // "before" of the side-call and tracing benchmarks: the plain path and the gateway shapes
+    // before/after in the same run
+    "alt-dist": { type: "string" },
   },
 });
 const dir = a["results-dir"];
@@ -49,12 +53,13 @@ function run(args) {
 }
 
 const started = new Date();
-const plain = ["bench/run.mjs", "--fresh", "--peers", a.peers, "--shapes", a.shapes, "--rounds", a.rounds, "--results-dir", dir];
+const alt = a["alt-dist"];
+const plain = ["bench/run.mjs", "--fresh", "--peers", alt ? `${a.peers},dojang-alt` : a.peers, ...(alt ? ["--dojang-alt-dist", alt] : []), "--shapes", a.shapes, "--rounds", a.rounds, "--results-dir", dir];
 await run(plain);
 const gateway = [
-  ["bench/side-call-cost.mjs", "--rounds", a["side-rounds"], "--calls", "3000"],
-  ["bench/tracing-cost.mjs", "--together", "--rounds", a["tracing-rounds"]],
-  ["bench/json-transcoding.mjs", "--rounds", a["json-rounds"]],
+  ["bench/side-call-cost.mjs", ...(alt ? ["--alt-dist", alt] : []), "--rounds", a["side-rounds"], "--calls", "3000"],
+  ["bench/tracing-cost.mjs", "--together", ...(alt ? ["--base-dist", alt, "--base-traced"] : []), "--rounds", a["tracing-rounds"]],
+  ["bench/json-transcoding.mjs", ...(alt ? ["--alt-dist", alt] : []), "--rounds", a["json-rounds"]],
 ];
 const sections = [];
 for (const args of gateway) sections.push({ args, out: await run(args) });

@@ -71,17 +71,11 @@ async function startProbes(address: string): Promise<() => Promise<{ settingsMs:
 }
 
 describe("a new connection is served while other clients attack (issue 32 item 4)", () => {
-  // Skipped, visibly: the defect is open. The fix tried (bounded work per loop turn per connection,
-  // commits "A new connection is served while others attack" to "turns: hold others only for a
-  // flood") passed this test (slowest probe 0.3-0.9 s); it was taken back out for two reasons.
-  // The attack battery's zero-window phase: not a defect of the fix but of that test's oracle,
-  // which counted only RST_STREAM ENHANCE_YOUR_CALM as a cut; with streams served at the turn's
-  // end, the unread budget cut most of a connection's calls at their response head, as a
-  // trailers-only RESOURCE_EXHAUSTED (the oracle now counts both forms: attack-battery's
-  // cutByBudget). Still open: test/behaviour/attack-rapid-reset.test.ts's paced attackers
-  // (bursts of 50) then often wrote all 1,000 streams before their GOAWAY came (5 of 8 runs with
-  // the fix, 0 of 3 without), though each was still cut at stream 199.
-  it.skip(`OPEN DEFECT (skipped): ${ATTACKERS} connections x ${RESETS} reset streams: ${PROBES} new connections opened during the attack each get SETTINGS within ${SETTINGS_BOUND_MS} ms; bystander calls succeed; attackers get GOAWAY ENHANCE_YOUR_CALM`, { timeout: 90_000 }, async () => {
+  // The fix: src/proxy/downstream/turns.ts (one flood read per loop turn; the others held until
+  // the turns after it have accepted every connection that waited). Its first form held the others
+  // for 32 turns and let test/behaviour/attack-rapid-reset.test.ts's paced attackers write up to
+  // all 1,000 streams before their GOAWAY; that test is the other half of this one's oracle.
+  it(`${ATTACKERS} connections x ${RESETS} reset streams: ${PROBES} new connections opened during the attack each get SETTINGS within ${SETTINGS_BOUND_MS} ms; bystander calls succeed; attackers get GOAWAY ENHANCE_YOUR_CALM`, { timeout: 90_000 }, async () => {
     const go = await startProbes(target.address);
     const atks = await Promise.all(Array.from({ length: ATTACKERS }, () => connectRawH2(target.address)));
     raws.push(...atks);

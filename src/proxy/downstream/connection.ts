@@ -6,11 +6,22 @@
 //
 // Still on the session and not here: kClientCert and kRequestBytes (src/proxy/call/headers.ts),
 // which the call writes and reads itself.
-import type { ServerHttp2Session, ServerHttp2Stream } from "node:http2";
+import type { IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from "node:http2";
 
 export const kConn = Symbol("dojang.conn");
 /** when a stream opened (monotonic ms): a reset within PREMATURE_RESET_MS of it is premature */
 export const kOpenedAt = Symbol("dojang.openedAt");
+
+/** What serves a stream once it is taken (the listener): a call, gRPC-Web, Connect, JSON, health. */
+export interface StreamServer {
+  serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void;
+}
+
+/** The socket's handle under node's session proxy (TCP, or TLS over TCP): what nghttp2 reads from. */
+export interface ReadHandle {
+  readStop(): number;
+  readStart(): number;
+}
 
 export class ConnState {
   /** streams open now (counted when they arrive, refused ones included, until they close) */
@@ -39,12 +50,51 @@ export class ConnState {
   meterWritten = 0;
   meterRequested = 0;
   meterOpened = 0;
+  /** bounded work per turn (turns.ts): the loop turn its streams were last counted in, and how many came in it */
+  turn = -1;
+  turnStreams = 0;
+  /** the turn's stream before RESET_FLOOD_STREAMS-th, until that arrives (turns.ts: was it reset already?) */
+  lastInTurn: ServerHttp2Stream | undefined = undefined;
+  /** streams over a turn's budget, waiting (turns.ts): stream, headers, flags, raw headers, four entries each; null = none */
+  parked: unknown[] | null = null;
+  /** its socket is not being read (the turn's budget spent, held, or the connection cut) */
+  readStopped = false;
+  /** held after a flood (turns.ts) */
+  held = false;
+  /** the socket's handle, read once (undefined if node gave the session none) */
+  readonly handle: ReadHandle | undefined;
 
   constructor(
     readonly session: ServerHttp2Session,
     /** the maxConcurrentStreams the connection was made under (a reload changes it for later ones); 0 = cut, every new stream refused */
     public limit: number,
-  ) {}
+    /** what serves its streams (the listener) */
+    readonly server: StreamServer,
+  ) {
+    this.handle = (session.socket as unknown as { _handle?: ReadHandle } | undefined)?._handle ?? undefined;
+  }
+
+  /**
+   * Its socket stops being read (libuv's uv_read_stop: what the client sends waits in the kernel,
+   * flow-controlled by TCP). The session's socket is node's proxy, which refuses pause(); the
+   * handle under it is the stream nghttp2 reads from, and reads resume with readStart().
+   */
+  stopReading(): void {
+    if (this.readStopped || this.handle === undefined || this.session.destroyed) return;
+    this.readStopped = true;
+    this.handle.readStop();
+  }
+
+  startReading(): void {
+    if (!this.readStopped) return;
+    this.readStopped = false;
+    if (this.handle === undefined || this.session.destroyed) return;
+    try {
+      this.handle.readStart();
+    } catch {
+      /* the handle closed under the session: nothing left to read */
+    }
+  }
 
   /** Clears every timer of the connection (on its close). */
   clearTimers(): void {

@@ -5,7 +5,7 @@
 // downstream/guards.ts, the connection timers downstream/lifetime.ts, the grpc.health.v1
 // service downstream/health-service.ts; the protocols besides native gRPC (gRPC-Web, Connect,
 // JSON transcoding) are one table, downstream/dispatch.ts, which this file iterates.
-import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from "node:http2";
+import http2, { type Http2SecureServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { HandshakeErrors, ListenerTls, tlsModeOf, xfccOf, type TlsMode } from "./downstream/tls.js";
 import type { CertificateSource } from "./observe/metrics.js";
@@ -18,10 +18,10 @@ import type { Server as HttpsServer } from "node:https";
 import { http, https } from "./downstream/node-http.js";
 import { ListenerWays, dispatchH1, dispatchH2, servesHttp1, tlsAllowsHttp1 } from "./downstream/dispatch.js";
 import { compileCors, type CorsPolicy } from "./downstream/cors.js";
-import { ConnState, kConn, type ConnSession, type ConnStream, type StreamServer } from "./downstream/connection.js";
+import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, onClientSettings, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
-import { park, track, untrack, withinTurn } from "./downstream/turns.js";
+import { countTurn, track, untrack } from "./downstream/turns.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
@@ -45,7 +45,7 @@ export interface ListenerOwner {
 
 type MutableContext = { -readonly [K in keyof CallContext]: CallContext[K] };
 
-export class Listener implements StreamServer {
+export class Listener {
   /** h2c, or TLS (ALPN h2) when the listener has `tls` */
   readonly server: Http2Server | Http2SecureServer;
   /** the listener's certificates (SNI, client certificates, reload on file change); null = h2c */
@@ -77,8 +77,6 @@ export class Listener implements StreamServer {
   private readonly ways: ListenerWays;
   /** HTTP/1.1 connections on a TLS listener (tlsAllowsHttp1) */
   private readonly tlsHttp1Sockets = new Set<Socket>();
-  /** serves a stream once taken (StreamServer; the parked ones too, downstream/turns.ts) */
-  readonly serveStream: StreamServer["serveStream"];
 
   constructor(
     public cfg: ListenerConfig,
@@ -194,7 +192,7 @@ export class Listener implements StreamServer {
       guardDestroy(s);
       // A reload changes these for connections made after it (this.cfg is the current config).
       const lc = this.cfg;
-      const conn = new ConnState(s, lc.maxConcurrentStreams, this);
+      const conn = new ConnState(s, lc.maxConcurrentStreams);
       s[kConn] = conn;
       track(conn);
       s.on("remoteSettings", onClientSettings);
@@ -233,15 +231,15 @@ export class Listener implements StreamServer {
       if (this.draining) s.close();
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
-    // next), refused over the connection's limit or the process's budget, parked past the
-    // connection's budget for this loop turn (downstream/turns.ts), then served (serveStream):
-    // the bridged protocols (dispatch.ts, in its table's order), the health service, and only
-    // then a call.
+    // next; and in its connection's loop turn, downstream/turns.ts, which may stop reading the
+    // connection for the rest of the turn), refused over the connection's limit or the process's
+    // budget, then the bridged
+    // protocols (dispatch.ts, in its table's order), the health service, and only then a call.
     server.on("stream", (stream: ConnStream, headers, flags, rawHeaders) => {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
         const overLimit = countStream(conn, stream);
-        const inTurn = withinTurn(conn, stream);
+        countTurn(conn, stream);
         heapPressure.onStream();
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.
@@ -255,21 +253,15 @@ export class Listener implements StreamServer {
           stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
           return;
         }
-        if (!inTurn) return park(conn, stream, headers, flags, rawHeaders as unknown as string[]);
       }
-      this.serveStream(stream, headers, flags, rawHeaders as unknown as string[]);
-    });
-    // A stream taken (counted, not refused, within its connection's turn or parked until a later
-    // one): gRPC-Web, Connect, JSON, the health service, or a call.
-    this.serveStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]): void => {
       // gRPC-Web, Connect, JSON transcoding: one length test on the native path when all are off.
-      if (this.ways.ways.length !== 0 && dispatchH2(this, this.ways, stream, headers, rawHeaders)) return;
+      if (this.ways.ways.length !== 0 && dispatchH2(this, this.ways, stream, headers, rawHeaders as unknown as string[])) return;
       if (this.cfg.healthService) {
         const p = headers[":path"];
         if (p === HEALTH_CHECK_PATH || p === HEALTH_WATCH_PATH) return this.health.serve(stream, headers, p === HEALTH_WATCH_PATH);
       }
-      handleStream(ctx, stream, headers, flags, rawHeaders);
-    };
+      handleStream(ctx, stream, headers, flags, rawHeaders as unknown as string[]);
+    });
     server.on("sessionError", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
   }
 

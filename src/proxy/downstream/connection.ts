@@ -6,16 +6,11 @@
 //
 // Still on the session and not here: kClientCert and kRequestBytes (src/proxy/call/headers.ts),
 // which the call writes and reads itself.
-import type { IncomingHttpHeaders, ServerHttp2Session, ServerHttp2Stream } from "node:http2";
+import type { ServerHttp2Session, ServerHttp2Stream } from "node:http2";
 
 export const kConn = Symbol("dojang.conn");
 /** when a stream opened (monotonic ms): a reset within PREMATURE_RESET_MS of it is premature */
 export const kOpenedAt = Symbol("dojang.openedAt");
-
-/** What serves a stream once it is taken (the listener): a call, gRPC-Web, Connect, JSON, health. */
-export interface StreamServer {
-  serveStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]): void;
-}
 
 /** The socket's handle under node's session proxy (TCP, or TLS over TCP): what nghttp2 reads from. */
 export interface ReadHandle {
@@ -55,9 +50,7 @@ export class ConnState {
   turnStreams = 0;
   /** the turn's stream before RESET_FLOOD_STREAMS-th, until that arrives (turns.ts: was it reset already?) */
   lastInTurn: ServerHttp2Stream | undefined = undefined;
-  /** streams over a turn's budget, waiting (turns.ts): stream, headers, flags, raw headers, four entries each; null = none */
-  parked: unknown[] | null = null;
-  /** its socket is not being read (the turn's budget spent, held, or the connection cut) */
+  /** its socket is not being read (a flood in this turn, or held; turns.ts) */
   readStopped = false;
   /** held after a flood (turns.ts) */
   held = false;
@@ -68,8 +61,6 @@ export class ConnState {
     readonly session: ServerHttp2Session,
     /** the maxConcurrentStreams the connection was made under (a reload changes it for later ones); 0 = cut, every new stream refused */
     public limit: number,
-    /** what serves its streams (the listener) */
-    readonly server: StreamServer,
   ) {
     this.handle = (session.socket as unknown as { _handle?: ReadHandle } | undefined)?._handle ?? undefined;
   }

@@ -25,8 +25,9 @@ const PROBE_EVERY_MS = 50;
  * Each new connection's SETTINGS must come within this, from its connect() call. Measured on a
  * 2-CPU machine shared with other work: before issue 32 item 4, 19 of 20 probes over 2.5 s in
  * each run (2.5 to 4.9 s, load average 14; bench/new-conn-under-attack.mjs: medians 5.9 and
- * 6.3 s at load 27); with the fix tried (see the skip below), the slowest probe 0.3 to 0.9 s at
- * load 14 to 33. So 2 s fails every run without a fix and held with twice the worst figure with it.
+ * 6.3 s at load 27; on the tree before the fix, slowest 2.4 and 2.5 s at load 8 to 14); with the
+ * fix (src/proxy/downstream/turns.ts) the slowest probe 0.23 to 1.0 s in 13 runs at load 11 to 22.
+ * So 2 s fails without the fix and holds with twice the worst figure with it.
  */
 const SETTINGS_BOUND_MS = 2000;
 const ENHANCE_YOUR_CALM = 0xb;

@@ -52,8 +52,9 @@ export class ConnState {
   lastInTurn: ServerHttp2Stream | undefined = undefined;
   /** its socket is not being read (a flood in this turn, or held; turns.ts) */
   readStopped = false;
-  /** held after a flood (turns.ts) */
+  /** held after a flood (turns.ts); justReleased: let go since, not yet looked at by the headers timeout (lifetime.ts) */
   held = false;
+  justReleased = false;
   /** the socket's handle, read once (undefined if node gave the session none) */
   readonly handle: ReadHandle | undefined;
 

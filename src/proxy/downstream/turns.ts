@@ -203,6 +203,7 @@ function tick(): void {
     const conns = held.splice(0);
     for (let i = 0; i < conns.length; i++) {
       conns[i]!.held = false;
+      conns[i]!.justReleased = true;
       conns[i]!.startReading();
     }
   }

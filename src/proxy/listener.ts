@@ -21,6 +21,7 @@ import { compileCors, type CorsPolicy } from "./downstream/cors.js";
 import { ConnState, kConn, type ConnSession, type ConnStream } from "./downstream/connection.js";
 import { UNPRODUCTIVE_SWEEP_MS, advertisedStreams, countStream, guardDestroy, ignoreError, onClientSettings, sweepUnproductive } from "./downstream/guards.js";
 import { startLifetime } from "./downstream/lifetime.js";
+import { countTurn, track, untrack } from "./downstream/turns.js";
 import { HealthService, type HealthTargets } from "./downstream/health-service.js";
 import type { ListenerConfig } from "../config/index.js";
 import { ListenError } from "../errors.js";
@@ -193,6 +194,7 @@ export class Listener {
       const lc = this.cfg;
       const conn = new ConnState(s, lc.maxConcurrentStreams);
       s[kConn] = conn;
+      track(conn);
       s.on("remoteSettings", onClientSettings);
       // who the client is (the access record's client_address, tls_*): once per connection
       (s as unknown as PeerSession)[kPeer] = clientPeer(s.socket);
@@ -211,6 +213,7 @@ export class Listener {
       startLifetime(this, conn, lc, Math.random);
       s.on("close", () => {
         conn.clearTimers();
+        untrack(conn);
         if (this.sessions.delete(s)) live.downstreamSessions--;
       });
       s.on("error", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));
@@ -228,12 +231,15 @@ export class Listener {
       if (this.draining) s.close();
     });
     // The order is load-bearing: a stream is counted first (so its close is, whatever happens
-    // next), refused over the connection's limit or the process's budget, then the bridged
+    // next; and in its connection's loop turn, downstream/turns.ts, which may stop reading the
+    // connection for the rest of the turn), refused over the connection's limit or the process's
+    // budget, then the bridged
     // protocols (dispatch.ts, in its table's order), the health service, and only then a call.
     server.on("stream", (stream: ConnStream, headers, flags, rawHeaders) => {
       const conn = (stream.session as ConnSession | undefined)?.[kConn];
       if (conn !== undefined) {
         const overLimit = countStream(conn, stream);
+        countTurn(conn, stream);
         heapPressure.onStream();
         // Past the process's response-buffer budget (observe/overload.ts) no new stream is
         // taken until the stalled buffers are cut back: REFUSED_STREAM is safe to retry.

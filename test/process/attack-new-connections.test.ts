@@ -25,8 +25,9 @@ const PROBE_EVERY_MS = 50;
  * Each new connection's SETTINGS must come within this, from its connect() call. Measured on a
  * 2-CPU machine shared with other work: before issue 32 item 4, 19 of 20 probes over 2.5 s in
  * each run (2.5 to 4.9 s, load average 14; bench/new-conn-under-attack.mjs: medians 5.9 and
- * 6.3 s at load 27); with the fix tried (see the skip below), the slowest probe 0.3 to 0.9 s at
- * load 14 to 33. So 2 s fails every run without a fix and held with twice the worst figure with it.
+ * 6.3 s at load 27; on the tree before the fix, slowest 2.4 and 2.5 s at load 8 to 14); with the
+ * fix (src/proxy/downstream/turns.ts) the slowest probe 0.23 to 1.0 s in 13 runs at load 11 to 22.
+ * So 2 s fails without the fix and holds with twice the worst figure with it.
  */
 const SETTINGS_BOUND_MS = 2000;
 const ENHANCE_YOUR_CALM = 0xb;
@@ -71,17 +72,11 @@ async function startProbes(address: string): Promise<() => Promise<{ settingsMs:
 }
 
 describe("a new connection is served while other clients attack (issue 32 item 4)", () => {
-  // Skipped, visibly: the defect is open. The fix tried (bounded work per loop turn per connection,
-  // commits "A new connection is served while others attack" to "turns: hold others only for a
-  // flood") passed this test (slowest probe 0.3-0.9 s); it was taken back out for two reasons.
-  // The attack battery's zero-window phase: not a defect of the fix but of that test's oracle,
-  // which counted only RST_STREAM ENHANCE_YOUR_CALM as a cut; with streams served at the turn's
-  // end, the unread budget cut most of a connection's calls at their response head, as a
-  // trailers-only RESOURCE_EXHAUSTED (the oracle now counts both forms: attack-battery's
-  // cutByBudget). Still open: test/behaviour/attack-rapid-reset.test.ts's paced attackers
-  // (bursts of 50) then often wrote all 1,000 streams before their GOAWAY came (5 of 8 runs with
-  // the fix, 0 of 3 without), though each was still cut at stream 199.
-  it.skip(`OPEN DEFECT (skipped): ${ATTACKERS} connections x ${RESETS} reset streams: ${PROBES} new connections opened during the attack each get SETTINGS within ${SETTINGS_BOUND_MS} ms; bystander calls succeed; attackers get GOAWAY ENHANCE_YOUR_CALM`, { timeout: 90_000 }, async () => {
+  // The fix: src/proxy/downstream/turns.ts (one flood read per loop turn; the others held until
+  // the turns after it have accepted every connection that waited). Its first form held the others
+  // for 32 turns and let test/behaviour/attack-rapid-reset.test.ts's paced attackers write up to
+  // all 1,000 streams before their GOAWAY; that test is the other half of this one's oracle.
+  it(`${ATTACKERS} connections x ${RESETS} reset streams: ${PROBES} new connections opened during the attack each get SETTINGS within ${SETTINGS_BOUND_MS} ms; bystander calls succeed; attackers get GOAWAY ENHANCE_YOUR_CALM`, { timeout: 90_000 }, async () => {
     const go = await startProbes(target.address);
     const atks = await Promise.all(Array.from({ length: ATTACKERS }, () => connectRawH2(target.address)));
     raws.push(...atks);

@@ -12,6 +12,12 @@ export const kConn = Symbol("dojang.conn");
 /** when a stream opened (monotonic ms): a reset within PREMATURE_RESET_MS of it is premature */
 export const kOpenedAt = Symbol("dojang.openedAt");
 
+/** The socket's handle under node's session proxy (TCP, or TLS over TCP): what nghttp2 reads from. */
+export interface ReadHandle {
+  readStop(): number;
+  readStart(): number;
+}
+
 export class ConnState {
   /** streams open now (counted when they arrive, refused ones included, until they close) */
   open = 0;
@@ -39,12 +45,48 @@ export class ConnState {
   meterWritten = 0;
   meterRequested = 0;
   meterOpened = 0;
+  /** bounded work per turn (turns.ts): the loop turn its streams were last counted in, and how many came in it */
+  turn = -1;
+  turnStreams = 0;
+  /** the turn's stream before RESET_FLOOD_STREAMS-th, until that arrives (turns.ts: was it reset already?) */
+  lastInTurn: ServerHttp2Stream | undefined = undefined;
+  /** its socket is not being read (a flood in this turn, or held; turns.ts) */
+  readStopped = false;
+  /** held after a flood (turns.ts); justReleased: let go since, not yet looked at by the headers timeout (lifetime.ts) */
+  held = false;
+  justReleased = false;
+  /** the socket's handle, read once (undefined if node gave the session none) */
+  readonly handle: ReadHandle | undefined;
 
   constructor(
     readonly session: ServerHttp2Session,
     /** the maxConcurrentStreams the connection was made under (a reload changes it for later ones); 0 = cut, every new stream refused */
     public limit: number,
-  ) {}
+  ) {
+    this.handle = (session.socket as unknown as { _handle?: ReadHandle } | undefined)?._handle ?? undefined;
+  }
+
+  /**
+   * Its socket stops being read (libuv's uv_read_stop: what the client sends waits in the kernel,
+   * flow-controlled by TCP). The session's socket is node's proxy, which refuses pause(); the
+   * handle under it is the stream nghttp2 reads from, and reads resume with readStart().
+   */
+  stopReading(): void {
+    if (this.readStopped || this.handle === undefined || this.session.destroyed) return;
+    this.readStopped = true;
+    this.handle.readStop();
+  }
+
+  startReading(): void {
+    if (!this.readStopped) return;
+    this.readStopped = false;
+    if (this.handle === undefined || this.session.destroyed) return;
+    try {
+      this.handle.readStart();
+    } catch {
+      /* the handle closed under the session: nothing left to read */
+    }
+  }
 
   /** Clears every timer of the connection (on its close). */
   clearTimers(): void {

@@ -79,6 +79,13 @@ function onRequestHeadersTimeout(l: ConnHost, c: ConnState): void {
 /** No request after requestHeadersTimeout, the socket read: the connection is closed (nothing of it is served). */
 function requestHeadersMissed(l: ConnHost, c: ConnState): void {
   if (c.headersTimer === undefined) return;
+  // held unread by dojang (turns.ts), or let go in this turn and not read since: what the client
+  // sent in time waits in the socket, as above; looked at again after the next read
+  if (c.held || c.justReleased) {
+    c.justReleased = false;
+    setImmediate(onRequestHeadersTimeout, l, c);
+    return;
+  }
   c.headersTimer = undefined;
   const s = c.session;
   if (s.closed || s.destroyed) return;

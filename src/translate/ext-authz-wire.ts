@@ -60,11 +60,19 @@ export interface CheckFacts {
 const METHOD = stringField(2, "POST");
 const PROTOCOL = stringField(10, "HTTP/2");
 
+/** A zeroed buffer of `n` bytes: encodeCheckRequest's allocator when the caller gives none. */
+function zeroed(n: number): Uint8Array {
+  return new Uint8Array(n);
+}
+
 /**
  * One call's Check request, framed (the 5-byte gRPC prefix, then the CheckRequest). Two passes
- * over the head: sizes, then bytes.
+ * over the head: sizes, then bytes. `alloc` gives the buffer: every byte of it is written (checked
+ * at the end), so it may be one not zeroed from a pool (ext-authz.ts passes node's
+ * Buffer.allocUnsafe: a ~600-byte Uint8Array of its own, with its backing store outside the heap,
+ * cost ~0.5 µs per call, a slice of node's pool ~0.1 µs, and node's stream takes it as it is).
  */
-export function encodeCheckRequest(f: CheckFacts): Uint8Array {
+export function encodeCheckRequest(f: CheckFacts, alloc: (n: number) => Uint8Array = zeroed): Uint8Array {
   const head = f.head;
   // the headers map's entries: names and values as strings, with their UTF-8 sizes
   const strs: string[] = [];
@@ -104,7 +112,7 @@ export function encodeCheckRequest(f: CheckFacts): Uint8Array {
   const attributes = lenFieldSize(source) + lenFieldSize(request);
   const body = lenFieldSize(attributes);
 
-  const out = new Uint8Array(5 + body);
+  const out = alloc(5 + body);
   writePrefix(out, 0, 0, body);
   let at = 5;
   out[at++] = 0x0a; // CheckRequest.attributes (1)
@@ -149,6 +157,8 @@ export function encodeCheckRequest(f: CheckFacts): Uint8Array {
   if (hostN > 0) at = str(out, at, 0x2a, host, hostN); // HttpRequest.host (5)
   if (schemeN > 0) at = str(out, at, 0x32, f.scheme, schemeN); // HttpRequest.scheme (6)
   out.set(PROTOCOL, at); // HttpRequest.protocol (10)
+  // the sizes and the bytes disagree (a bug): never send what a pooled buffer held before
+  if (at + PROTOCOL.length !== out.length) throw new Error(`CheckRequest: ${at + PROTOCOL.length} bytes written of ${out.length}`);
   return out;
 }
 

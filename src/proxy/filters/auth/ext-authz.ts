@@ -31,6 +31,7 @@ export function checkTarget(side: SideClusters, clusters: ReadonlyMap<string, Cl
  * cancel()).
  */
 export function check(t: CheckTarget, facts: CheckFacts, done: (o: SideOutcome<CheckResponseFields>) => void): SideCallHandle {
-  const message = encodeCheckRequest(facts);
+  // (a slice of node's buffer pool: every byte is written, see encodeCheckRequest)
+  const message = encodeCheckRequest(facts, Buffer.allocUnsafe);
   return sideCall<CheckResponseFields>(t.timeoutMs, (settle) => startUnary(t.target, message, decodeCheckResponse, settle), done);
 }

@@ -14,7 +14,7 @@ export const ServingStatus = { UNKNOWN: 0, SERVING: 1, NOT_SERVING: 2, SERVICE_U
 export type ServingStatus = (typeof ServingStatus)[keyof typeof ServingStatus];
 
 const utf8 = new TextEncoder();
-const fromUtf8 = new TextDecoder("utf-8", { fatal: true });
+const fromUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function varint(n: number, out: number[]): void {
   while (n > 0x7f) {

@@ -135,7 +135,8 @@ export function stringField(field: number, s: string): Uint8Array {
 /** Why a message did not decode. */
 export class WireError extends Error {}
 
-const utf8 = new TextDecoder("utf-8");
+// ignoreBOM: a leading U+FEFF in a field is text (protobufjs and grpc-go keep it); the WHATWG default drops it
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 /** Strings up to this many bytes are read a byte at a time (WireReader.string). */
 const SHORT_STRING = 24;
 

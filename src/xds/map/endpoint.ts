@@ -261,7 +261,8 @@ function sameBytes(a: Uint8Array, af: number, at: number, b: Uint8Array, bf: num
   return true;
 }
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a name starting with U+FEFF is that name (protobufjs, reading the CDS side, keeps it)
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /** The assignment's fields dojang reads, found by the walk; undefined when the bytes are not what it expects. */
 function walkAssignment(bytes: Uint8Array): { name: string; localities: Locality[]; ranges: number[]; policy: Uint8Array | undefined } | undefined {

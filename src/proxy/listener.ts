@@ -102,6 +102,17 @@ export class Listener {
       // pass the call on without it; let it through so dojang refuses the call instead
       // (copyRequestHeaders, issue 10 item 9). Node 24.2+.
       strictFieldWhitespaceValidation: false,
+      // node refuses a new stream while it cannot take one (its table full at
+      // maxConcurrentStreams, or no session memory left: maxSessionMemory), and streams reset in
+      // one read stay in that table until the turn ends; past 100 refusals in a row (node's
+      // default) it ends the session itself as a callback failure, at once, before dojang's
+      // rapid-reset cut (guards.ts: GOAWAY ENHANCE_YOUR_CALM, destroyed 1 s later). Under a
+      // memory budget, with reads bounded per turn (turns.ts: a held connection's flood comes in
+      // whole reads), that ended 1 to 3 of the battery's 10 rapid-reset clients in about half its
+      // runs (dojang's debug log: "The user callback function failed"), and those clients, still
+      // writing, lost the GOAWAY; with 1,000, none in 8 runs. A client that passes it anyway is
+      // ended as abuse (guards.ts isAbuse: ENHANCE_YOUR_CALM).
+      maxSessionRejectedStreams: 1000,
     };
     // TLS (src/proxy/downstream/tls.ts): the same HTTP/2 options on a secure server; the h2c
     // path is unchanged. Certificate files are read now (a bad one fails the start, naming the

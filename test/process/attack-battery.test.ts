@@ -160,7 +160,9 @@ describe(`the attack battery against one dojang process ${BUDGET}`, () => {
       // attack-rapid-reset.test.ts asserts the GOAWAY itself)
       for (const c of atks) expect(c.closed).toBe(true);
       for (const c of atks) if (c.goaway() !== undefined) expect(c.goaway()?.errorCode).toBe(0xb);
-      expect(atks.filter((c) => c.goaway()?.errorCode === 0xb).length).toBeGreaterThanOrEqual(8);
+      // (node:http2 ending a session itself, before dojang's cut, lost 1 to 3 of them in about half
+      // the runs until listener.ts raised maxSessionRejectedStreams; none in 8 runs since)
+      expect(atks.filter((c) => c.goaway()?.errorCode === 0xb).length).toBeGreaterThanOrEqual(9);
     });
   });
 

@@ -42,15 +42,19 @@ function isStreamLevelProtoError(err: unknown): boolean {
  * The session errors node reports for floods nghttp2 stops by itself (probed on Node 24 with raw
  * frames, test/behaviour/attack-floods.test.ts): NGHTTP2_ERR_FLOODED (-904: PING or SETTINGS
  * whose ACKs pile up unread), NGHTTP2_ERR_TOO_MANY_CONTINUATIONS (-905), and node's own count of
- * invalid frames (maxSessionInvalidFrames, default 1000: e.g. empty DATA frames).
+ * invalid frames (maxSessionInvalidFrames, default 1000: e.g. empty DATA frames); and
+ * NGHTTP2_ERR_CALLBACK_FAILURE (-902), which is how node ends a session whose client opened more
+ * streams in a row than node could take (maxSessionRejectedStreams, listener.ts;
+ * node_http2.cc OnBeginHeadersCallback).
  */
+const NGHTTP2_ERR_CALLBACK_FAILURE = -902;
 const NGHTTP2_ERR_FLOODED = -904;
 const NGHTTP2_ERR_TOO_MANY_CONTINUATIONS = -905;
 const ENHANCE_YOUR_CALM = http2.constants.NGHTTP2_ENHANCE_YOUR_CALM;
 function isAbuse(err: Error): boolean {
   const e = err as NodeJS.ErrnoException;
   if (e.code === "ERR_HTTP2_TOO_MANY_INVALID_FRAMES") return true;
-  return e.code === "ERR_HTTP2_ERROR" && (e.errno === NGHTTP2_ERR_FLOODED || e.errno === NGHTTP2_ERR_TOO_MANY_CONTINUATIONS);
+  return e.code === "ERR_HTTP2_ERROR" && (e.errno === NGHTTP2_ERR_FLOODED || e.errno === NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || e.errno === NGHTTP2_ERR_CALLBACK_FAILURE);
 }
 
 /** Installed as the session's own destroy(); module-level, no closure per session. */

@@ -69,7 +69,8 @@ const md = [
   "",
   `Started ${started.toISOString().slice(0, 16)}Z by \`node bench/release.mjs --results-dir ${relative(ROOT, dir)}\`, after \`node ${plain.join(" ").replace(dir, relative(ROOT, dir))}\`. Each benchmark's output as it printed it.`,
   "",
-  ...sections.flatMap(({ args, out }) => [`## \`node ${args.join(" ")}\``, "", "```", out.trimEnd(), "```", ""]),
+  // the repository's own paths written relative to it: results are committed, machine paths are not
+  ...sections.flatMap(({ args, out }) => [`## \`node ${args.join(" ")}\``, "", "```", out.trimEnd().split(ROOT).join(""), "```", ""]),
 ].join("\n");
 writeFileSync(join(dir, "gateway.md"), md);
 console.log(`\nrelease.mjs: wrote ${relative(ROOT, join(dir, "gateway.md"))} beside run.mjs's report`);

@@ -68,8 +68,8 @@ function zeroed(n: number): Uint8Array {
 /**
  * One call's Check request, framed (the 5-byte gRPC prefix, then the CheckRequest). Two passes
  * over the head: sizes, then bytes. `alloc` gives the buffer: every byte of it is written (checked
- * at the end), so it may be one not zeroed from a pool (ext-authz.ts passes node's
- * Buffer.allocUnsafe: a ~600-byte Uint8Array of its own, with its backing store outside the heap,
+ * at the end), so it may be one not zeroed from a pool (ext-authz.ts passes node's pooled
+ * allocUnsafe: a ~600-byte Uint8Array of its own, with its backing store outside the heap,
  * cost ~0.5 µs per call, a slice of node's pool ~0.1 µs, and node's stream takes it as it is).
  */
 export function encodeCheckRequest(f: CheckFacts, alloc: (n: number) => Uint8Array = zeroed): Uint8Array {

@@ -2,7 +2,7 @@
 // per call, CPU per call, and (with --profile) which functions allocate. Runs a fixed number of
 // 100 B unary calls through a dojang process (dist/ of this checkout, and with --alt-dist a
 // second build for an A/B table), after a warm-up, with a probe preloaded into dojang
-// (lib/alloc-probe.mjs, node --import) that measures between two SIGUSR2 signals.
+// (lib/alloc-probe.mjs, node --import) that measures between two SIGWINCH signals.
 //
 //   node bench/alloc.mjs                                 # c1 and 10x10, 20,000 calls each
 //   node bench/alloc.mjs --alt-dist .bench-alt-dist      # before (alt) / after (dist) table
@@ -169,16 +169,16 @@ async function waitFile(f, ms) {
   throw new Error(`${f} never written`);
 }
 
-/** One measured window on a running dojang: warm-up, SIGUSR2, the calls, SIGUSR2, the probe's result. */
+/** One measured window on a running dojang: warm-up, SIGWINCH, the calls, SIGWINCH, the probe's result. */
 async function measure(d, shape) {
   await load(d.port, shape, WARMUP);
   await sleep(200);
   rmSync(d.out, { force: true });
   rmSync(d.out + ".started", { force: true });
-  d.p.kill("SIGUSR2");
+  d.p.kill("SIGWINCH");
   await waitFile(d.out + ".started", 5000);
   const ms = await load(d.port, shape, CALLS);
-  d.p.kill("SIGUSR2");
+  d.p.kill("SIGWINCH");
   await waitFile(d.out, 60_000);
   const r = JSON.parse(readFileSync(d.out, "utf8"));
   if (r.error) throw new Error(`probe: ${r.error}`);

@@ -18,7 +18,7 @@
 //        [--shapes grpc/off,grpc/on,json,connect] [--cpu-prof DIR] [--alt-dist DIR]
 // --alt-dist DIR: a second dojang from another build's dist/ (its node_modules beside it), with the
 // same listeners, measured in the same rounds (shapes suffixed @alt): a before/after in one run.
-// --alloc: dojang runs with bench/lib/alloc-probe.mjs (node --import), opened and closed by SIGUSR2
+// --alloc: dojang runs with bench/lib/alloc-probe.mjs (node --import), opened and closed by SIGWINCH
 // around each h2load run: the V8 heap bytes allocated per call (what the machine's load does not
 // change) and the process's own CPU over exactly that window. --alloc-profile (with --alloc): V8's
 // sampling heap profiler too, and each shape's top allocating functions (its last round) printed.
@@ -174,7 +174,7 @@ function run(px, name, port, path, data, contentType, extra = []) {
   if (args.alloc) {
     rmSync(px.probeOut, { force: true });
     rmSync(px.probeOut + ".started", { force: true });
-    px.kill("SIGUSR2");
+    px.kill("SIGWINCH");
     waitFile(px.probeOut + ".started", 5000);
   }
   const t0 = cpuTicks(px.pid);
@@ -188,7 +188,7 @@ function run(px, name, port, path, data, contentType, extra = []) {
   const calls = Math.max(1, r.succeeded ?? 1);
   let bytesPerCall;
   if (args.alloc) {
-    px.kill("SIGUSR2");
+    px.kill("SIGWINCH");
     waitFile(px.probeOut, 60_000);
     const p = JSON.parse(readFileSync(px.probeOut, "utf8"));
     bytesPerCall = p.allocatedBytes / calls;

@@ -1,5 +1,5 @@
 // Preloaded into a dojang process by bench/alloc.mjs (node --import): measures what the process
-// does over a window the harness opens and closes with SIGUSR2 (first signal: start, second:
+// does over a window the harness opens and closes with SIGWINCH (first signal: start, second:
 // stop). Nothing runs between the two signals but V8's own GC profiler (and, with
 // DOJANG_ALLOC_SAMPLE=1, V8's sampling heap profiler): no timer, no per-call hook.
 //
@@ -149,7 +149,7 @@ if (out !== undefined && out !== "") {
     renameSync(out + ".tmp", out);
   }
 
-  process.on("SIGUSR2", () => {
+  process.on("SIGWINCH", () => {
     const p = state === null ? begin() : end();
     p.catch((err) => {
       writeFileSync(out + ".tmp", JSON.stringify({ error: String(err?.stack ?? err) }));

@@ -44,7 +44,7 @@ import {
   type ConnectContentType,
 } from "../../translate/connect.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, bridgeHead, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
+import { BridgeDownstream, bridgeHead, endH2With, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
 import { responseCors, type CorsHeaders } from "./cors.js";
 
 /**
@@ -396,7 +396,7 @@ export const CONNECT_BRIDGE: Bridge<Classified> = {
     start(l, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
       stream.on("error", ignore);
       stream.respond({ ":status": status, ...head });
-      stream.end(body);
+      endH2With(stream, body);
     }, cors);
   },
   classifyH1: (_l, req) => classifyConnect(req.method ?? "", req.url ?? "", req.headers),

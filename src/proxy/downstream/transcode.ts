@@ -28,7 +28,7 @@ import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, frame
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, bridgeHead, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
+import { BridgeDownstream, bridgeHead, endH2With, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
 
 /** What a listener keeps of its jsonTranscoding: the config and the compiled descriptor set. */
 export interface JsonTranscoding {
@@ -295,7 +295,7 @@ export class JsonDownstream extends BridgeDownstream {
 
   private endBody(last: string | Uint8Array): void {
     if (this.h1 !== undefined) this.h1.end(last);
-    else if (!this.h2!.destroyed) this.h2!.end(last);
+    else if (!this.h2!.destroyed) endH2With(this.h2!, last);
   }
 
   /**

@@ -6,8 +6,9 @@
 // Every stream is answered with `responseBytes` of 64 KiB gRPC messages, then grpc-status 0.
 // PINGs and SETTINGS are ACKed at once (SETTINGS before any DATA sent under them, as nghttp2,
 // Go's and grpc-go's servers do). Over h2c, or TLS with ALPN h2 (`tls`: its certificate and key).
-// `holdUntilPing`: a connection sends no stream more than that many bytes before its client's
-// first PING (a sender whose client measures round trips only by a timer waits for it forever).
+// `holdUntilGrown`: a connection sends no stream more than that many bytes before its client
+// raises SETTINGS_INITIAL_WINDOW_SIZE above the one it opened with (a sender whose client grows
+// windows only on a timer's tick waits for the tick).
 // Test-only; imports nothing from src.
 import net from "node:net";
 import tls from "node:tls";
@@ -42,10 +43,10 @@ export interface WindowUpstream {
 const MESSAGE = 64 * 1024;
 const MAX_FRAME = 16 * 1024;
 
-export async function startWindowUpstream(responseBytes: number, opts: { tls?: { cert: Buffer; key: Buffer }; holdUntilPing?: number } = {}): Promise<WindowUpstream> {
+export async function startWindowUpstream(responseBytes: number, opts: { tls?: { cert: Buffer; key: Buffer }; holdUntilGrown?: number } = {}): Promise<WindowUpstream> {
   const streams: WindowStream[] = [];
   const initialWindows: number[] = [];
-  const hold = opts.holdUntilPing ?? Infinity;
+  const hold = opts.holdUntilGrown ?? Infinity;
   const sockets = new Set<net.Socket>();
   // one 64 KiB message (5-byte prefix + payload), sliced into DATA frames cyclically
   const msg = Buffer.alloc(MESSAGE, 0x61);
@@ -59,11 +60,12 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
     const reader = new FrameReader(true);
     let initial = 65_535;
     let conn = 65_535;
-    let pinged = false;
+    let grown = false;
+    let first = -1;
     const open = new Map<number, WindowStream & { win: number }>();
     const pump = (): void => {
       for (const s of open.values()) {
-        const limit = pinged ? responseBytes : Math.min(responseBytes, hold);
+        const limit = grown ? responseBytes : Math.min(responseBytes, hold);
         while (s.sent < limit && s.win > 0 && conn > 0) {
           const at = s.sent % MESSAGE;
           const n = Math.min(MAX_FRAME, MESSAGE - at, limit - s.sent, s.win, conn);
@@ -91,6 +93,8 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
             if (p.readUInt16BE(o) !== SETTING.INITIAL_WINDOW_SIZE) continue;
             const v = p.readUInt32BE(o + 2);
             initialWindows.push(v);
+            if (first < 0) first = v;
+            else if (v > first) grown = true;
             for (const s of open.values()) {
               s.win += v - initial;
               credit(s);
@@ -100,7 +104,6 @@ export async function startWindowUpstream(responseBytes: number, opts: { tls?: {
           sock.write(frameHeader(0, FRAME.SETTINGS, FLAG_ACK, 0));
         } else if (f.type === FRAME.PING && (f.flags & FLAG_ACK) === 0) {
           up.pings++;
-          pinged = true;
           sock.write(encodeFrame(FRAME.PING, FLAG_ACK, 0, f.payload));
         }
         else if (f.type === FRAME.HEADERS && !open.has(f.streamId)) {

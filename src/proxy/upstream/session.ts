@@ -18,9 +18,9 @@ export const RESET_RETIRE_MIN = 200;
  * opens at the cluster's initialWindowSize (64 KiB by default: what a call whose client does not
  * read may cost, the unread budget's figure). node:http2 has no per-stream window (probe W5):
  * only SETTINGS_INITIAL_WINDOW_SIZE, which moves every stream of the session by the same delta
- * (W3). So a session grows its window, as grpc-go does from a bandwidth-delay estimate (a PING,
- * and the bytes read until its ACK), only while none of its streams is paused (every client
- * reads), and lowers it again before anything could make that untrue: a stream paused (its
+ * (W3). So a session grows its window (it doubles each time a window's worth was read, as
+ * Envoy keeps large windows for a stream that is read), only while none of its streams is
+ * paused (every client reads), and lowers it again before anything could make that untrue: a stream paused (its
  * client stopped reading; it holds at most the grown window, once), a new stream opened on it
  * (SETTINGS go out before the stream's HEADERS, so the new stream starts small: W4), the last
  * stream gone. What a grown session's streams may hold is bounded per stream, per session and
@@ -34,7 +34,7 @@ export const GROWN_SESSION_BUDGET = 16 * 1024 * 1024;
 export const GROWN_PROCESS_BUDGET = 32 * 1024 * 1024;
 /** how often a session with streams looks at what it read and whether a stream stays paused */
 const SAMPLE_MS = 20;
-/** rxLeft while no BDP PING is wanted: a count the data path never brings to 0 between two resets (an SMI) */
+/** rxLeft while no growth is wanted: a count the data path never brings to 0 between two resets (an SMI) */
 const RX_FAR = 0x3fffffff;
 /** Σ window × streams over the grown sessions of the process (GROWN_PROCESS_BUDGET) */
 let grownTotal = 0;
@@ -138,20 +138,18 @@ export class UpstreamSession {
   private grownBytes = 0;
   /** SETTINGS sent and not yet ACKed (node allows 10) */
   private settingsPending = 0;
-  /** the sampler: its timer, the socket's bytesRead at its last tick, at the BDP PING (-1: none out) */
+  /** the sampler: its timer, the socket's bytesRead at its last tick */
   private sampleTimer: NodeJS.Timeout | undefined = undefined;
   private lastRead = 0;
-  private pingRead = -1;
-  /** streams handed out here (admit), and that count at the last tick and at the BDP PING: a session that takes new streams does not grow */
+  /** streams handed out here (admit), and that count at the last tick: a session that takes new streams does not grow */
   private opens = 0;
   private opensAtTick = 0;
-  private opensAtPing = 0;
   /** the session took no new stream during the sampler's last whole tick */
   private quiet = false;
   /**
-   * DATA bytes still to come in on this session's streams before the next BDP PING: the attempts'
-   * data handler counts each chunk off and calls onRx at 0 (grpc-go's bdpEstimator.add, per DATA
-   * frame). RX_FAR while none is wanted. Per chunk: a subtraction and a compare.
+   * DATA bytes still to come in on this session's streams before the window may grow again: the
+   * attempts' data handler counts each chunk off and calls onRx at 0. RX_FAR while no growth is
+   * wanted. Per chunk: a subtraction and a compare.
    */
   rxLeft = RX_FAR;
 
@@ -403,9 +401,9 @@ export class UpstreamSession {
   admit(): void {
     this.opens++;
     if (this.window !== this.baseWindow) this.shrinkWindow();
-    // A stream alone on its session sends the first PING once its first window's worth came in,
-    // not a sampler tick or two later: a long stream grows from its start (issue 33 item 0). A
-    // small call never takes in that much, so a unary load sends no PING for it.
+    // A stream alone on its session grows once its first window's worth came in, not a sampler
+    // tick or two later: a long stream grows from its start (issue 33 item 0). A small call never
+    // takes in that much, so a unary load sends no SETTINGS for it.
     if (this.active === 0) this.rxLeft = this.baseWindow;
     if (this.sampleTimer === undefined) this.startSampling();
   }
@@ -420,7 +418,7 @@ export class UpstreamSession {
   onRx(): void {
     this.rxLeft = RX_FAR;
     if (this.active !== 1 && !(this.quiet && this.opens === this.opensAtTick)) return;
-    if (this.pausedNow + this.pausedOld === 0) this.bdpPing();
+    if (this.pausedNow + this.pausedOld === 0) this.grow();
     // a reader's stream pauses for a moment while its client's queue drains: look again after a window
     else this.rxLeft = this.window;
   }
@@ -484,7 +482,7 @@ export class UpstreamSession {
     return this.h2.socket?.bytesRead ?? 0;
   }
 
-  /** @internal the sampler's timer: a BDP PING when a window's worth came in since the last tick. */
+  /** @internal the sampler's timer: growth when a window's worth came in since the last tick. */
   tick(): void {
     this.sampleTimer = undefined;
     // a stream paused since before the last tick and still paused: its client stopped reading;
@@ -503,67 +501,38 @@ export class UpstreamSession {
     const quiet = this.opens === this.opensAtTick;
     this.opensAtTick = this.opens;
     this.quiet = quiet;
-    if (quiet && came >= this.window) this.bdpPing();
+    if (quiet && came >= this.window) this.grow();
     const t = setTimeout(sampleTick, SAMPLE_MS, this);
     t.unref();
     this.sampleTimer = t;
   }
 
   /**
-   * A PING; the bytes read from its sending to its ACK are what the peer could send in one
-   * round trip (grpc-go's bdpEstimator). One at a time, only while the window may still grow
-   * and no stream is paused.
+   * The window doubles (Envoy's way rather than grpc-go's round-trip estimate): a window's worth
+   * read with no stream of the session paused says the client keeps up with what the window lets
+   * through, and the stream is let run; whether the window held it back does not matter, since a
+   * stream that is read holds nothing, and one that stops being read shows it by a pause, which
+   * takes the window back (tick). Within GROWN_WINDOW_MAX and the session's and the process's
+   * budgets; one change in flight at a time, and its ACK starts the count of the next window's
+   * worth. (A PING's round trip was the signal before: on loopback, with the proxy's CPU the
+   * limit, it carried a fraction of the window however much the window held the stream back, so
+   * a 64 MiB call could spend its whole life at 512 KiB.)
    */
-  private bdpPing(): void {
-    if (this.pingRead >= 0 || this.pausedOld !== 0 || this.settingsPending !== 0 || this.window >= GROWN_WINDOW_MAX) return;
-    const h2 = this.h2;
-    if (h2.destroyed || h2.closed) return;
-    const self = this;
-    this.pingRead = this.bytesRead();
-    this.opensAtPing = this.opens;
-    let sent = false;
-    try {
-      sent = h2.ping((err) => {
-        const from = self.pingRead;
-        self.pingRead = -1;
-        if (err === null) self.onBdpSample(self.bytesRead() - from);
-      });
-    } catch {
-      /* session closing */
-    }
-    if (!sent) this.pingRead = -1;
-  }
-
-  /**
-   * grpc-go's rule, fitted to node's window updates: a round trip that carried half the window or
-   * more means the window is what holds the stream back, and the window doubles (or becomes twice
-   * the sample, if more), within the bounds. grpc-go takes two thirds: its receiver sends
-   * WINDOW_UPDATE once a quarter of the window is used, so a sender held by the window has three
-   * quarters or more in flight; node sends it at half (probe W1), so such a sender has between
-   * half and all of it in flight, and two thirds would miss about a third of the samples of a
-   * stream held by its window (issue 33 item 0). It grows only while every stream of the session reads (none
-   * paused), and the SETTINGS's ACK sets off the next sample at once, so a stream reaches its
-   * window in a few round trips. A sample under half the window (the stream is not held back in
-   * this round trip) looks again after another window's worth came in.
-   */
-  private onBdpSample(sample: number): void {
+  private grow(): void {
     const n = this.active;
-    if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0 || this.opens !== this.opensAtPing) return;
+    if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0) return;
     const w = this.window;
-    if (2 * sample < w) {
-      this.rxLeft = w;
-      return;
-    }
-    let want = Math.min(GROWN_WINDOW_MAX, 2 * Math.max(sample, w), Math.floor(GROWN_SESSION_BUDGET / n));
+    if (w >= GROWN_WINDOW_MAX) return;
+    let want = Math.min(GROWN_WINDOW_MAX, 2 * w, Math.floor(GROWN_SESSION_BUDGET / n));
     const room = GROWN_PROCESS_BUDGET - (grownTotal - this.grownBytes);
     if (want * n > room) want = Math.floor(room / n);
     want &= ~1023;
     if (want <= w) return;
     const self = this;
-    // the next sample at once, unless the window went back meanwhile (a new stream, a stall):
-    // then the sampler's next tick decides, so a busy session changes its window at most once a tick
+    // the next window's worth is counted from the ACK, unless the window went back meanwhile (a
+    // new stream, a stall): then the sampler's next quiet tick decides
     const next = (): void => {
-      if (self.window === want) self.bdpPing();
+      if (self.window === want) self.rxLeft = want;
     };
     if (!this.sendWindow(want, next)) return;
     grownTotal += want * n - this.grownBytes;

@@ -39,6 +39,8 @@ const USAGE = `usage: node bench/run.mjs [options]        (npm run bench / npm r
                            --dojang-alt-node-args="--max-semi-space-size=32"
   --dojang-alt-dist D       run dojang-alt from another build (a copy of dist/ kept inside the repo,
                            e.g. cp -r dist .bench-alt-dist, then change and rebuild): A/B of code
+  --naive-window BYTES     the node-naive pipe's stream and connection windows (default node's 64 KiB):
+                           node:http2's own cost per MiB with the window out of the way (a long stream's floor)
   --proxy-cpus L           taskset CPU list for the proxies (default 0)
   --load-cpus L            taskset CPU list for the upstream, load generators and harness (default 1)
   --results-dir D          where to write <date>.json, latest.json|md|svg (default bench/results)
@@ -65,6 +67,7 @@ try {
       "dojang-config-extra": { type: "string" },
       "dojang-alt-node-args": { type: "string" },
       "dojang-alt-dist": { type: "string" },
+      "naive-window": { type: "string" },
       "proxy-cpus": { type: "string", default: "0" },
       "load-cpus": { type: "string", default: "1" },
       "results-dir": { type: "string", default: join(HERE, "results") },
@@ -271,6 +274,7 @@ async function main() {
     extraFile: extraFile === undefined ? undefined : relative(REPO, extraFile),
     altNodeArgs,
     altDist,
+    naiveWindow: args["naive-window"] === undefined ? undefined : Number(args["naive-window"]),
     altDistLabel: altDist === undefined ? undefined : relative(REPO, altDist),
     upstreamPort: undefined,
     proxyCpuList: parseCpuList(proxyCpus),

@@ -4,10 +4,18 @@
 // It is here as the yardstick dojang must beat, and as node:http2's own cost: its RSS and its
 // KiB per idle connection are what any node:http2 proxy pays before doing anything.
 //
-//   node bench/lib/naive-proxy.mjs <listen port> <upstream url>
+//   node bench/lib/naive-proxy.mjs <listen port> <upstream url> [window bytes]
+// With a window (run.mjs --naive-window): both sessions advertise it as their stream window and
+// open their connection window to it, so a long stream is held by node:http2's own work, not by
+// a window: the floor a node:http2 proxy's MiB costs.
 import http2 from "node:http2";
 
-const [port, upstreamUrl] = process.argv.slice(2);
+const [port, upstreamUrl, windowArg] = process.argv.slice(2);
+const window = windowArg === undefined ? undefined : Number(windowArg);
+const settings = window === undefined ? {} : { settings: { initialWindowSize: window } };
+const openWindow = (s) => {
+  if (window !== undefined && window > 65535) s.setLocalWindowSize(window);
+};
 if (!port || !upstreamUrl) {
   process.stderr.write("usage: naive-proxy.mjs <listen port> <upstream url>\n");
   process.exit(2);
@@ -16,8 +24,9 @@ if (!port || !upstreamUrl) {
 let session;
 function upstream() {
   if (session === undefined || session.closed || session.destroyed) {
-    session = http2.connect(upstreamUrl);
+    session = http2.connect(upstreamUrl, settings);
     session.on("error", () => {});
+    session.once("connect", openWindow);
   }
   return session;
 }
@@ -31,7 +40,8 @@ function copy(headers, drop) {
 const REQ_DROP = new Set([":scheme"]);
 const RESP_DROP = new Set([]);
 
-const server = http2.createServer();
+const server = http2.createServer(settings);
+server.on("session", (s) => s.once("connect", openWindow));
 server.on("stream", (down, headers) => {
   const up = upstream().request(copy(headers, REQ_DROP));
   let trailers;

@@ -290,10 +290,12 @@ class DojangPeer extends Peer {
 
 class NaivePeer extends Peer {
   command() {
-    return [this.env.nodeBin, [join(this.env.repo, "bench", "lib", "naive-proxy.mjs"), String(this.port), `http://127.0.0.1:${this.env.upstreamPort}`]];
+    const w = this.env.naiveWindow === undefined ? [] : [String(this.env.naiveWindow)];
+    return [this.env.nodeBin, [join(this.env.repo, "bench", "lib", "naive-proxy.mjs"), String(this.port), `http://127.0.0.1:${this.env.upstreamPort}`, ...w]];
   }
   describe() {
-    return `the straightforward node:http2 proxy (bench/lib/naive-proxy.mjs: one upstream session, pipe both ways, trailers copied; node ${process.version}, default settings)`;
+    const settings = this.env.naiveWindow === undefined ? "default settings" : `stream and connection windows ${this.env.naiveWindow} bytes both ways (--naive-window)`;
+    return `the straightforward node:http2 proxy (bench/lib/naive-proxy.mjs: one upstream session, pipe both ways, trailers copied; node ${process.version}, ${settings})`;
   }
 }
 

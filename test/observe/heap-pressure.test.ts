@@ -46,3 +46,32 @@ describe("HeapPressureGuard.onStream (a burst of new streams between GC reports)
     }
   });
 });
+
+describe("HeapPressureGuard.watch (the GC observer only near the limit)", () => {
+  const heap = (used: number, limit: number) => ({ ...v8.getHeapStatistics(), used_heap_size: used, heap_size_limit: limit });
+  it("watches no GC while the heap in use is under 30 % of the limit, watches past it, and stops once it is back under", () => {
+    const h = v8.getHeapStatistics();
+    // this test process is far from its heap limit: started, the guard watches nothing
+    expect(h.used_heap_size).toBeLessThan(h.heap_size_limit * 0.3);
+    const g = new HeapPressureGuard();
+    g.start(undefined);
+    try {
+      expect(g.watching).toBe(false);
+      g.watch(heap(310, 1000));
+      expect(g.watching).toBe(true);
+      g.watch(heap(290, 1000));
+      expect(g.watching).toBe(false);
+      // a measure past 50 % presses; pressed, it keeps watching whatever the look finds
+      g.watch(heap(600, 1000));
+      g.pressed = true;
+      g.watch(heap(100, 1000));
+      expect(g.watching).toBe(true);
+      g.pressed = false;
+      g.watch(heap(100, 1000));
+      expect(g.watching).toBe(false);
+    } finally {
+      g.stop();
+    }
+    expect(g.watching).toBe(false);
+  });
+});

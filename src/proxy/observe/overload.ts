@@ -294,6 +294,11 @@ export const responseBuffers = new ResponseBufferGuard();
 // response-buffer budget) until a later measure is back under HEAP_RELIEVED_BELOW. While pressed,
 // a major GC is asked for every HEAP_RECHECK_MS, so that pressure ends once the calls do even if
 // nothing else runs. Nothing runs per call; node reports GCs to the observer in batches.
+// The observer is connected only while the heap in use (garbage included) is past
+// HEAP_WATCH_ABOVE of the limit, or the process is pressed: under it no measure could press
+// (what is live is at most what is in use), and node makes an entry for every GC, scavenges
+// included, each with deprecated accessors built by deprecate() (~0.9 KB a JSON call, ~1 % of its
+// CPU). A look every HEAP_WATCH_MS (one getHeapStatistics) and the streams' look below connect it.
 
 /** In-use heap over V8's heap limit past which new streams are refused. */
 export const HEAP_PRESSED_ABOVE = 0.5;
@@ -310,6 +315,9 @@ const HEAP_RECHECK_MS = 1000;
 export const HEAP_FORCE_ABOVE = 0.75;
 const HEAP_LOOK_EVERY = 64;
 const HEAP_FORCE_GAP_MS = 100;
+/** In-use heap over the limit under which no major GC is watched (below HEAP_PRESSED_ABOVE: room for the heap to grow between two looks). */
+export const HEAP_WATCH_ABOVE = 0.3;
+const HEAP_WATCH_MS = 250;
 
 /** Pure: the pressure after a measure of the heap in use (hysteresis between the two thresholds). */
 export function nextHeapPressure(pressed: boolean, usedBytes: number, limitBytes: number): boolean {
@@ -328,6 +336,8 @@ export class HeapPressureGuard {
   /** the heap in use at the last measure, bytes */
   lastUsedBytes = 0;
   private observer: PerformanceObserver | undefined;
+  private started = false;
+  private watchTimer: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private gc: GcFn | undefined;
   private streams = 0;
@@ -335,14 +345,37 @@ export class HeapPressureGuard {
 
   /** Watches major GCs (the CLI and cluster workers; a library host owns its own heap). */
   start(gc: GcFn | undefined): void {
-    if (this.observer !== undefined) return;
+    if (this.started) return;
+    this.started = true;
     this.gc = gc;
-    const obs = new PerformanceObserver(onGcEntries);
-    obs.observe({ entryTypes: ["gc"] });
-    this.observer = obs;
+    this.watch(v8.getHeapStatistics());
+    const t = setInterval(watchHeap, HEAP_WATCH_MS, this);
+    t.unref();
+    this.watchTimer = t;
+  }
+
+  /** Whether a GC observer is connected now (@internal for tests). */
+  get watching(): boolean {
+    return this.observer !== undefined;
+  }
+
+  /** Connects the GC observer while the heap in use is near enough the limit to matter, or the process is pressed; disconnects it otherwise. */
+  watch(h: v8.HeapInfo): void {
+    const near = this.pressed || h.used_heap_size > h.heap_size_limit * HEAP_WATCH_ABOVE;
+    if (near && this.observer === undefined) {
+      const obs = new PerformanceObserver(onGcEntries);
+      obs.observe({ entryTypes: ["gc"] });
+      this.observer = obs;
+    } else if (!near && this.observer !== undefined) {
+      this.observer.disconnect();
+      this.observer = undefined;
+    }
   }
 
   stop(): void {
+    this.started = false;
+    clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
     this.observer?.disconnect();
     this.observer = undefined;
     clearInterval(this.timer);
@@ -374,8 +407,9 @@ export class HeapPressureGuard {
    * owns its heap).
    */
   onStream(): void {
-    if (this.pressed || this.observer === undefined || ++this.streams % HEAP_LOOK_EVERY !== 0) return;
+    if (this.pressed || !this.started || ++this.streams % HEAP_LOOK_EVERY !== 0) return;
     const h = v8.getHeapStatistics();
+    if (this.observer === undefined) this.watch(h);
     if (!(h.used_heap_size > h.heap_size_limit * HEAP_FORCE_ABOVE)) return;
     const now = performance.now();
     if (now - this.lastForcedMs < HEAP_FORCE_GAP_MS) return;
@@ -395,6 +429,10 @@ export class HeapPressureGuard {
 
 function recheckHeap(g: HeapPressureGuard): void {
   g.recheck();
+}
+
+function watchHeap(g: HeapPressureGuard): void {
+  g.watch(v8.getHeapStatistics());
 }
 
 function onGcEntries(list: PerformanceObserverEntryList): void {

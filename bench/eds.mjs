@@ -28,13 +28,13 @@
 //
 //   npm run build && node scripts/engines.mjs --only xds-control-plane && node bench/eds.mjs [--sizes 1000,10000] [--rounds 9]
 import http2 from "node:http2";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort } from "./lib/peers.mjs";
-import { sleep, startProcess, stopProcess } from "./lib/proc.mjs";
+import { cpuNs, sleep, startProcess, stopProcess } from "./lib/proc.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: { sizes: { type: "string", default: "1000,10000" }, rounds: { type: "string", default: "9" }, baseline: { type: "string" } } });
@@ -82,18 +82,6 @@ function mainCpuNs(pid) {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]);
 }
 
-/** CPU of every thread of `pid`, ns (schedstat's first field: time on a CPU). */
-function cpuNs(pid) {
-  let sum = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return sum;
-}
 
 const hp = (a) => {
   const i = a.lastIndexOf(":");

@@ -30,7 +30,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort, httpGet } from "./lib/peers.mjs";
-import { sleep } from "./lib/proc.mjs";
+import { cpuNs, sleep } from "./lib/proc.mjs";
 import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -72,20 +72,9 @@ process.on("exit", () => {
 process.on("SIGINT", () => process.exit(130));
 process.on("SIGTERM", () => process.exit(143));
 
-/**
- * CPU time of `pid` in µs, every thread's (the sum of /proc/<pid>/task/<tid>/schedstat's time on
- * a CPU: nanoseconds, where /proc/<pid>/stat counts 10 ms ticks).
- */
+/** CPU time of `pid` in µs, every thread's (lib/proc.mjs cpuNs: schedstat's ns). */
 function cpuUs(pid) {
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return ns / 1000;
+  return cpuNs(pid) / 1000;
 }
 
 function start(cmd, args, env = {}) {

@@ -8,9 +8,10 @@
 // and, with --base-traced, on at 1 and 0.01. Every round runs --calls 100 B unary calls through
 // each, in a rotated order (with --together: through all of them at once, each from its own
 // connections, so that the machine's load falls on every process alike), and reads each
-// process's CPU (user + system, /proc) from its calls' start to its next round's (so the batches
-// the export interval sends later are counted). The ratios are taken within a round (a round
-// where the machine was busier counts for all shapes alike); their medians over rounds are
+// process's CPU (every thread's time on a CPU, /proc/<pid>/task/*/schedstat, in ns) from its
+// calls' start to its next round's (so the batches the export interval sends later are counted).
+// The ratios are taken within a round (a round where the machine was busier counts for all shapes
+// alike); their medians over rounds are
 // printed with their spread (quartiles, extremes). Spans go to the real receiver.
 //
 //   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10]
@@ -42,14 +43,14 @@
 //
 // Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { UNARY_PATH, connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
-import { CLK_TCK } from "./lib/proc.mjs";
+import { cpuNs } from "./lib/proc.mjs";
 import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -287,10 +288,9 @@ async function standalone() {
 
 // === proxy: dojang processes side by side ===
 
+/** CPU time of `pid` in µs, every thread's (lib/proc.mjs cpuNs: schedstat's ns, not /proc/<pid>/stat's 10 ms ticks). */
 function cpuUs(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
-  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / CLK_TCK;
+  return cpuNs(pid) / 1000;
 }
 
 async function startDojang(name, dist, upstreamPort, tracing) {

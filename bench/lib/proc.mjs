@@ -12,6 +12,23 @@ try {
 }
 export const CLK_TCK = clkTck;
 
+/**
+ * CPU time of every thread of `pid`, ns: the sum of /proc/<pid>/task/<tid>/schedstat's first
+ * field (time on a CPU, kept by the scheduler in ns, where /proc/<pid>/stat counts CLK_TCK ticks:
+ * 10 ms, 3.3 µs a call over 3,000 calls). A thread that ended meanwhile is left out.
+ */
+export function cpuNs(pid) {
+  let sum = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return sum;
+}
+
 /** Every process this harness started and has not seen exit: killed on harness exit. */
 const live = new Map();
 

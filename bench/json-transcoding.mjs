@@ -22,8 +22,10 @@
 // around each h2load run: the V8 heap bytes allocated per call (what the machine's load does not
 // change) and the process's own CPU over exactly that window. --alloc-profile (with --alloc): V8's
 // sampling heap profiler too, and each shape's top allocating functions (its last round) printed.
+// --callgrind DIR [--cg-calls 3000,9000] [--cg-warmup 2000]: instead, each shape's instructions per
+// call under valgrind's callgrind (the machine's load does not move them; callgrindRun below).
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -46,6 +48,9 @@ const { values: args } = parseArgs({
     "alt-dist": { type: "string" },
     alloc: { type: "boolean", default: false },
     "alloc-profile": { type: "boolean", default: false },
+    callgrind: { type: "string" },
+    "cg-calls": { type: "string", default: "3000,9000" },
+    "cg-warmup": { type: "string", default: "2000" },
   },
 });
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -79,8 +84,8 @@ const routes = `
 // (--cpu-prof: through NODE_OPTIONS, so the served process the launcher starts is profiled too)
 const env = args["cpu-prof"] === undefined ? process.env : { ...process.env, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args["cpu-prof"]}` };
 
-/** One dojang (dist/, or --alt-dist's build) with the three listeners; checked with one JSON and one Connect call. */
-async function startBuild(tag, dist) {
+/** The config of one dojang with the three listeners (its file, and its ports). */
+async function writeConfig(tag) {
   const ports = { off: await freePort(), on: await freePort(), connect: await freePort() };
   const cfgFile = join(tmp, `dojang${tag}.yaml`);
   writeFileSync(
@@ -101,6 +106,12 @@ clusters:
     endpoints: ["127.0.0.1:${upPort}"]
 `,
   );
+  return { cfgFile, ports };
+}
+
+/** One dojang (dist/, or --alt-dist's build) with the three listeners; checked with one JSON and one Connect call. */
+async function startBuild(tag, dist) {
+  const { cfgFile, ports } = await writeConfig(tag);
   const probeOut = join(tmp, `probe${tag.replace("@", "-")}.json`);
   const probe = args.alloc ? ["--import", join(repo, "bench/lib/alloc-probe.mjs")] : [];
   const px = spawn(process.execPath, [...probe, join(dist, "cli.js"), "--config", cfgFile], { stdio: ["ignore", "ignore", "inherit"], env: args.alloc ? { ...env, DOJANG_ALLOC_OUT: probeOut, DOJANG_ALLOC_SAMPLE: args["alloc-profile"] ? "1" : "0" } : env });
@@ -133,6 +144,14 @@ process.on("uncaughtException", (err) => {
   console.error(err);
   process.exit(1);
 });
+// the same calls, by port: [path, body, content type, extra h2load arguments]
+const callOf = {
+  "grpc/off": (p) => [p.off, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
+  "grpc/on": (p) => [p.on, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
+  json: (p) => [p.on, "/v1/items/item-1:archive", Buffer.from(json), "application/json", []],
+  connect: (p) => [p.connect, "/dojang.test.shop.v1.Shop/ArchiveItem", Buffer.from(bin), "application/proto", ["-H", "connect-protocol-version: 1"]],
+};
+if (args.callgrind !== undefined) await callgrindRun();
 builds.push(await startBuild("", join(repo, "dist")));
 if (args["alt-dist"] !== undefined) builds.push(await startBuild("@alt", args["alt-dist"]));
 
@@ -202,14 +221,8 @@ function run(px, name, port, path, data, contentType, extra = []) {
   return { name, rps: r.reqPerSec, ok: r.succeeded, failed: (r.failed ?? 0) + (r.errored ?? 0), cpuPerCall: cpu / calls, bytesPerCall };
 }
 
-const shapeOf = {
-  "grpc/off": (p) => [p.off, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
-  "grpc/on": (p) => [p.on, "/dojang.test.shop.v1.Shop/ArchiveItem", framed, "application/grpc", ["-H", "te: trailers"]],
-  json: (p) => [p.on, "/v1/items/item-1:archive", Buffer.from(json), "application/json", []],
-  connect: (p) => [p.connect, "/dojang.test.shop.v1.Shop/ArchiveItem", Buffer.from(bin), "application/proto", ["-H", "connect-protocol-version: 1"]],
-};
-const wanted = args.shapes.split(",").filter((n) => shapeOf[n] !== undefined);
-const shapes = builds.flatMap((b) => wanted.map((n) => [b.px, n + b.tag, ...shapeOf[n](b.ports)]));
+const wanted = args.shapes.split(",").filter((n) => callOf[n] !== undefined);
+const shapes = builds.flatMap((b) => wanted.map((n) => [b.px, n + b.tag, ...callOf[n](b.ports)]));
 const results = {};
 for (let round = 0; round < Number(args.rounds); round++) {
   // the order rotates each round, so no shape always follows the same one
@@ -257,3 +270,90 @@ for (const { tag } of builds) {
 }
 if (builds.length > 1) for (const n of wanted) ratio(n, n + "@alt");
 process.exit(0);
+
+/**
+ * --callgrind DIR: each shape's instructions per call under valgrind's callgrind, which the
+ * machine's load does not move. Per build and shape, two fresh dojang processes (the launcher's
+ * flags given, so that it runs in one process image), each warmed up with --cg-warmup calls of the
+ * shape, then the first N1 and the second N2 calls (--cg-calls N1,N2); the difference of their
+ * counts ÷ (N2 − N1) is the per-call figure (bench/callgrind-diff.mjs), given whole and without
+ * V8's GC and compilers (which land in one window or the other by chance). The two processes of a
+ * shape run at once. Ratios to grpc/off of the same build.
+ */
+async function callgrindRun() {
+  const dir = args.callgrind;
+  mkdirSync(dir, { recursive: true });
+  const [n1, n2] = args["cg-calls"].split(",").map(Number);
+  const warm = Number(args["cg-warmup"]);
+  const dists = [["", join(repo, "dist")], ...(args["alt-dist"] === undefined ? [] : [["@alt", args["alt-dist"]]])];
+  const names = args.shapes.split(",").filter((n) => callOf[n] !== undefined);
+  const one = async (tag, dist, name, n, prefix) => {
+    const { cfgFile, ports } = await writeConfig(`${tag}-${prefix}`);
+    const out = join(dir, `${prefix}.out`);
+    const px = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, "--no-memory-reducer", "--max-semi-space-size=2", join(dist, "cli.js"), "--config", cfgFile], {
+      stdio: ["ignore", "ignore", "ignore"],
+      env: { ...process.env, DOJANG_MEMORY_PLAN: "" },
+    });
+    try {
+      for (let i = 0; ; i++) {
+        try {
+          await waitPort(ports.off);
+          break;
+        } catch (err) {
+          if (i === 30 || px.exitCode !== null) throw err;
+        }
+      }
+      for (const port of Object.values(ports)) await waitPort(port);
+      const [port, path, data, contentType, extra] = callOf[name](ports);
+      const dataFile = join(tmp, `${prefix}.bin`);
+      writeFileSync(dataFile, data);
+      const h2load = (k) => {
+        const r = spawnSync("h2load", ["-n", String(k), "-c", "4", "-m", "5", "-d", dataFile, "-H", `content-type: ${contentType}`, ...extra, `http://127.0.0.1:${port}${path}`], { encoding: "utf8" });
+        const got = parseH2loadOutput(r.stdout);
+        if (got.succeeded !== k) throw new Error(`${prefix}: ${got.succeeded} of ${k} calls succeeded`);
+      };
+      h2load(warm);
+      h2load(n);
+    } finally {
+      const gone = new Promise((r) => (px.exitCode !== null ? r() : px.once("exit", r)));
+      px.kill("SIGTERM");
+      await gone;
+    }
+    const txt = join(dir, `${prefix}.txt`);
+    writeFileSync(txt, execFileSync("callgrind_annotate", ["--threshold=100", "--inclusive=no", out], { maxBuffer: 1 << 28 }));
+    return txt;
+  };
+  const res = {};
+  for (const [tag, dist] of dists) {
+    for (const name of names) {
+      const id = `${name.replace("/", "-")}${tag.replace("@", "-")}`;
+      const [lo, hi] = await Promise.all([one(tag, dist, name, n1, `${id}-lo`), one(tag, dist, name, n2, `${id}-hi`)]);
+      const diff = execFileSync(process.execPath, [join(repo, "bench", "callgrind-diff.mjs"), lo, hi, String(n2 - n1), "30"], { encoding: "utf8" });
+      writeFileSync(join(dir, `${id}.diff.txt`), diff);
+      const num = (re) => Number((re.exec(diff) ?? [, "0"])[1].replaceAll(",", ""));
+      const total = num(/instructions per call: (-?[\d,]+)/);
+      const gc = num(/^\s*(-?[\d,]+)\s+[-\d.]+ %\s+V8 GC$/m);
+      const comp = num(/^\s*(-?[\d,]+)\s+[-\d.]+ %\s+V8 compilers \/ parser$/m);
+      res[name + tag] = { total, work: total - gc - comp };
+      console.log(`${(name + tag).padEnd(13)} ${total.toLocaleString("en-US").padStart(9)} instructions per call, ${(total - gc - comp).toLocaleString("en-US").padStart(9)} without V8's GC and compilers`);
+    }
+  }
+  for (const [tag] of dists) {
+    const base = res["grpc/off" + tag];
+    if (base === undefined) continue;
+    for (const name of names) {
+      if (name === "grpc/off" || res[name + tag] === undefined) continue;
+      const r = res[name + tag];
+      console.log(`${(name + tag + " ÷ grpc/off" + tag).padEnd(28)} ×${(r.total / base.total).toFixed(2)} whole, ×${(r.work / base.work).toFixed(2)} without GC and compilers`);
+    }
+  }
+  if (dists.length > 1) {
+    for (const name of names) {
+      const a = res[name], b = res[name + "@alt"];
+      if (a !== undefined && b !== undefined) console.log(`${(name + " ÷ " + name + "@alt").padEnd(28)} ×${(a.total / b.total).toFixed(2)} whole, ×${(a.work / b.work).toFixed(2)} without GC and compilers`);
+    }
+  }
+  up.kill("SIGTERM");
+  rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
+}

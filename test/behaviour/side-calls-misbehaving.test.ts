@@ -109,7 +109,12 @@ const GRPC_RESULT: Readonly<Record<string, string>> = {
   "answers garbage bytes instead of HTTP/2": "unavailable",
   "half-closes the TCP connection (FIN) after the request": "unavailable",
   "resets the TCP connection": "unavailable",
-  "accepts and never speaks": "timeout",
+  // dojang connects to the service when the route is built; a connection that never speaks fails
+  // at the cluster's connectTimeout (5 s), and a side call made after that finds its endpoint failed
+  // and ends at once (before it, the call waits out its own timeout). The loop reaches this one
+  // after the HTTP/2 misbehaviours, several of which wait out the 1 s timeout: near those 5 s, and
+  // on a loaded machine past them (the full suite beside benchmarks: unavailable in both modes).
+  "accepts and never speaks": "timeout|unavailable",
   "writes garbage bytes into the connection mid-call": "error",
   "sends an HTTP/2 frame cut short": "error",
 };

@@ -308,7 +308,8 @@ async function callgrindRun() {
       const dataFile = join(tmp, `${prefix}.bin`);
       writeFileSync(dataFile, data);
       const h2load = (k) => {
-        const r = spawnSync("h2load", ["-n", String(k), "-c", "4", "-m", "5", "-d", dataFile, "-H", `content-type: ${contentType}`, ...extra, `http://127.0.0.1:${port}${path}`], { encoding: "utf8" });
+        // one connection, four streams: under callgrind a call takes ~50x its time, and more at once ran into timeouts
+        const r = spawnSync("h2load", ["-n", String(k), "-c", "1", "-m", "4", "-d", dataFile, "-H", `content-type: ${contentType}`, ...extra, `http://127.0.0.1:${port}${path}`], { encoding: "utf8" });
         const got = parseH2loadOutput(r.stdout);
         if (got.succeeded !== k) throw new Error(`${prefix}: ${got.succeeded} of ${k} calls succeeded`);
       };
@@ -327,7 +328,10 @@ async function callgrindRun() {
   for (const [tag, dist] of dists) {
     for (const name of names) {
       const id = `${name.replace("/", "-")}${tag.replace("@", "-")}`;
-      const [lo, hi] = await Promise.all([one(tag, dist, name, n1, `${id}-lo`), one(tag, dist, name, n2, `${id}-hi`)]);
+      // both to their end (each stops its own process), then the first failure, if any
+      const runs = await Promise.allSettled([one(tag, dist, name, n1, `${id}-lo`), one(tag, dist, name, n2, `${id}-hi`)]);
+      for (const r of runs) if (r.status === "rejected") throw r.reason;
+      const [lo, hi] = runs.map((r) => r.value);
       const diff = execFileSync(process.execPath, [join(repo, "bench", "callgrind-diff.mjs"), lo, hi, String(n2 - n1), "30"], { encoding: "utf8" });
       writeFileSync(join(dir, `${id}.diff.txt`), diff);
       const num = (re) => Number((re.exec(diff) ?? [, "0"])[1].replaceAll(",", ""));

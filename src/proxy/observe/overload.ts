@@ -336,7 +336,7 @@ export class HeapPressureGuard {
   /** the heap in use at the last measure, bytes */
   lastUsedBytes = 0;
   private observer: PerformanceObserver | undefined;
-  private started = false;
+  /** the look every HEAP_WATCH_MS; set while the guard is started */
   private watchTimer: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private gc: GcFn | undefined;
@@ -345,8 +345,7 @@ export class HeapPressureGuard {
 
   /** Watches major GCs (the CLI and cluster workers; a library host owns its own heap). */
   start(gc: GcFn | undefined): void {
-    if (this.started) return;
-    this.started = true;
+    if (this.watchTimer !== undefined) return;
     this.gc = gc;
     this.watch(v8.getHeapStatistics());
     const t = setInterval(watchHeap, HEAP_WATCH_MS, this);
@@ -373,7 +372,6 @@ export class HeapPressureGuard {
   }
 
   stop(): void {
-    this.started = false;
     clearInterval(this.watchTimer);
     this.watchTimer = undefined;
     this.observer?.disconnect();
@@ -407,7 +405,7 @@ export class HeapPressureGuard {
    * owns its heap).
    */
   onStream(): void {
-    if (this.pressed || !this.started || ++this.streams % HEAP_LOOK_EVERY !== 0) return;
+    if (this.pressed || this.watchTimer === undefined || ++this.streams % HEAP_LOOK_EVERY !== 0) return;
     const h = v8.getHeapStatistics();
     if (this.observer === undefined) this.watch(h);
     if (!(h.used_heap_size > h.heap_size_limit * HEAP_FORCE_ABOVE)) return;

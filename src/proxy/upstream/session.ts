@@ -409,11 +409,11 @@ export class UpstreamSession {
   }
 
   /**
-   * The attempts' data handler counted rxLeft down to 0: a BDP PING, if one may go out now. The
-   * stream that counted it is reading; so may a PING go when it is the session's only stream, or
-   * when the session took no new stream for a whole tick and none of its streams is paused now
-   * (the sampler's rule: a stream opened since has had its first DATA, and one whose client does
-   * not read has shown it by a pause). Else the sampler's next quiet tick decides.
+   * The attempts' data handler counted rxLeft down to 0: a window's worth came in, and the window
+   * may grow now. The stream that counted it is reading; so it may when it is the session's only
+   * stream, or when the session took no new stream for a whole tick and none of its streams is
+   * paused now (the sampler's rule: a stream opened since has had its first DATA, and one whose
+   * client does not read has shown it by a pause). Else the sampler's next quiet tick decides.
    */
   onRx(): void {
     this.rxLeft = RX_FAR;
@@ -522,7 +522,6 @@ export class UpstreamSession {
     const n = this.active;
     if (n === 0 || this.pausedOld !== 0 || this.state !== "ready" || this.settingsPending !== 0) return;
     const w = this.window;
-    if (w >= GROWN_WINDOW_MAX) return;
     let want = Math.min(GROWN_WINDOW_MAX, 2 * w, Math.floor(GROWN_SESSION_BUDGET / n));
     const room = GROWN_PROCESS_BUDGET - (grownTotal - this.grownBytes);
     if (want * n > room) want = Math.floor(room / n);

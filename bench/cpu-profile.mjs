@@ -27,7 +27,7 @@ import { parse as parseYaml } from "yaml";
 import { deepMerge } from "./lib/merge.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { CLK_TCK } from "./lib/proc.mjs";
-import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
+import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
 
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const { values: a } = parseArgs({
@@ -96,14 +96,7 @@ async function startProxy(upstreamPort) {
   children.push(p);
   // valgrind starts node slowly: wait up to two minutes (ten under callgrind, on a loaded machine)
   const tries = a.callgrind !== undefined ? 60 : 12;
-  for (let i = 0; ; i++) {
-    try {
-      await waitPort(port);
-      break;
-    } catch (err) {
-      if (i === tries - 1 || p.exitCode !== null) throw err;
-    }
-  }
+  await waitPortOf(p, port, tries);
   return { p, port };
 }
 

@@ -35,7 +35,7 @@ import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/prot
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
-import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
+import { startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -295,14 +295,7 @@ async function callgrindRun() {
       env: { ...process.env, DOJANG_MEMORY_PLAN: "" },
     });
     try {
-      for (let i = 0; ; i++) {
-        try {
-          await waitPort(ports.off);
-          break;
-        } catch (err) {
-          if (i === 30 || px.exitCode !== null) throw err;
-        }
-      }
+      await waitPortOf(px, ports.off, 31);
       for (const port of Object.values(ports)) await waitPort(port);
       const [port, path, data, contentType, extra] = callOf[name](ports);
       const dataFile = join(tmp, `${prefix}.bin`);

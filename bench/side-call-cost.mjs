@@ -31,7 +31,7 @@ import { parseArgs } from "node:util";
 import { connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort, httpGet } from "./lib/peers.mjs";
 import { cpuNs, sleep } from "./lib/proc.mjs";
-import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
+import { startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const { values: a } = parseArgs({
@@ -148,14 +148,7 @@ async function startDojang(b, cg) {
   const p = spawn(cmd, argv, { stdio: ["ignore", process.env.SIDE_CALL_COST_LOG ? "inherit" : "ignore", "inherit"], env });
   children.push(p);
   p.on("exit", (code, sig) => stopping || console.error(`${b.id}: dojang exited (${code ?? sig})`));
-  for (let i = 0; ; i++) {
-    try {
-      await waitPort(ports.bare);
-      break;
-    } catch (err) {
-      if (i === 60 || p.exitCode !== null) throw err;
-    }
-  }
+  await waitPortOf(p, ports.bare, 61);
   for (const s of SHAPES) await waitPort(ports[s]);
   const d = { b, p, ports, sessions: {} };
   for (const s of SHAPES) d.sessions[s] = [await session(d, s), await session(d, s)];

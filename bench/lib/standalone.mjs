@@ -38,6 +38,21 @@ export async function waitPort(port) {
   throw new Error(`port ${port} never opened`);
 }
 
+/**
+ * waitPort for a process that starts slowly (valgrind): up to `rounds` of waitPort's 10 s, given up
+ * at once if `p` exits meanwhile.
+ */
+export async function waitPortOf(p, port, rounds) {
+  for (let i = 0; ; i++) {
+    try {
+      await waitPort(port);
+      return;
+    } catch (err) {
+      if (i === rounds - 1 || p.exitCode !== null) throw err;
+    }
+  }
+}
+
 /** The fast upstream on free ports: { p, port }. */
 export async function startFastUpstream() {
   const port = await freePort();

@@ -45,6 +45,15 @@ if (tooOld !== undefined) {
 }
 
 const FLAG = "--no-memory-reducer";
+// V8 counts the external memory allocated since the last mark-compact (ArrayBuffer backing
+// stores: node:http2's socket reads, 64 KiB each) against the old generation's limit. A stream
+// that passes 64 MiB through a ~10 MiB heap then starts a mark-compact every few MiB, and each
+// one promotes the reads in flight, which only the next mark-compact frees: a storm that never
+// lets a scavenge free the young reads (20-61 mark-compacts per 24 calls of 64 MiB on a loaded
+// machine). With this flag the external bytes count in V8's global limit, which is paced by
+// heap and external memory together (docs/contributing/performance.md, "Where a long stream's
+// CPU goes"). A node flag given on the command line comes after it and wins.
+const EXTERNAL_MEMORY_FLAG = "--external-memory-accounted-in-global-limit";
 const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // src/config/handover.ts (a literal here: the launcher imports nothing before it has to)
 const HANDOVER_ENV = "DOJANG_CONFIG_HANDOVER";
@@ -65,7 +74,7 @@ if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" 
   // started dojang is not)
   delete process.env[HANDOVER_ENV];
   const found = await launch?.(process.argv.slice(2), process.env);
-  const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), ...(found?.plan.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
+  const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), EXTERNAL_MEMORY_FLAG, ...(found?.plan.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
   if (flags.length > 0 || found?.handover !== undefined) {
     // "" when there is no plan: the served process derives one itself and says it is not applied
     const env: NodeJS.ProcessEnv = { ...process.env, [PLAN_ENV]: found === undefined ? "" : JSON.stringify(found.plan) };

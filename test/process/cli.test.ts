@@ -376,7 +376,15 @@ describe("the launcher (src/cli.ts)", () => {
     const file = tmp.write("launcher.yaml", configYaml({ listenPort, adminPort, upstream: u.address }));
     const p = spawnDojang(["--config", file]);
     await waitReady(p, `127.0.0.1:${adminPort}`);
-    expect(nodeArgs(p.pid)).toContain("--no-memory-reducer");
+    // the launcher's flags, in order, before the command line's: the reducer off; external memory
+    // (node:http2's socket reads) paced in V8's global limit, not the old generation's (without it
+    // a long stream runs a mark-compact storm; src/cli.ts); the memory plan's semi-space
+    const launched = ["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--max-semi-space-size=2"];
+    const argv = readFileSync(`/proc/${p.pid}/cmdline`, "utf8").split("\0");
+    expect(argv.slice(1, argv.findIndex((a) => a.endsWith("cli.js")))).toEqual(launched);
+    // the benches that run dist/cli.js as one process image (callgrind) give the same flags
+    const bench = (await import(join(REPO_ROOT, "bench", "lib", "standalone.mjs"))) as { LAUNCHER_NODE_FLAGS: readonly string[] };
+    expect(bench.LAUNCHER_NODE_FLAGS).toEqual(launched);
     const r = await unary(echoClient(`127.0.0.1:${listenPort}`), Buffer.from("x"));
     expect(r.err).toBeNull();
     await stopClean(p);

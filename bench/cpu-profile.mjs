@@ -27,7 +27,7 @@ import { parse as parseYaml } from "yaml";
 import { deepMerge } from "./lib/merge.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { CLK_TCK } from "./lib/proc.mjs";
-import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
+import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
 
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const { values: a } = parseArgs({
@@ -84,7 +84,7 @@ async function startProxy(upstreamPort) {
     writeFileSync(cfgFile, JSON.stringify(cfg)); // JSON is YAML
     // the launcher's own flags, given here so that it does not re-execute node (one process
     // image from start to end, which callgrind_control can reach)
-    argv = ["--no-memory-reducer", "--max-semi-space-size=2", ...nodeArgs, join(resolve(a.dist), "cli.js"), "--config", cfgFile];
+    argv = [...LAUNCHER_NODE_FLAGS, ...nodeArgs, join(resolve(a.dist), "cli.js"), "--config", cfgFile];
   }
   let cmd = process.execPath;
   if (a.callgrind !== undefined) {

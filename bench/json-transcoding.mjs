@@ -35,7 +35,7 @@ import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/prot
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
-import { startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
+import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -290,7 +290,7 @@ async function callgrindRun() {
   const one = async (tag, dist, name, n, prefix) => {
     const { cfgFile, ports } = await writeConfig(`${tag}-${prefix}`);
     const out = join(dir, `${prefix}.out`);
-    const px = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, "--no-memory-reducer", "--max-semi-space-size=2", join(dist, "cli.js"), "--config", cfgFile], {
+    const px = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...LAUNCHER_NODE_FLAGS, join(dist, "cli.js"), "--config", cfgFile], {
       stdio: ["ignore", "ignore", "ignore"],
       env: { ...process.env, DOJANG_MEMORY_PLAN: "" },
     });

@@ -31,7 +31,7 @@ import { parseArgs } from "node:util";
 import { connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort, httpGet } from "./lib/peers.mjs";
 import { cpuNs, sleep } from "./lib/proc.mjs";
-import { startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
+import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const { values: a } = parseArgs({
@@ -141,7 +141,7 @@ async function startDojang(b, cg) {
   if (cg !== undefined) {
     // as bench/cpu-profile.mjs: node's flags given here, so the launcher does not re-execute node
     // (callgrind follows one process image from start to exit)
-    argv = ["--tool=callgrind", `--callgrind-out-file=${cg}.%p`, process.execPath, "--no-memory-reducer", "--max-semi-space-size=2", ...argv];
+    argv = ["--tool=callgrind", `--callgrind-out-file=${cg}.%p`, process.execPath, ...LAUNCHER_NODE_FLAGS, ...argv];
     cmd = "valgrind";
     env = { ...process.env, DOJANG_MEMORY_PLAN: "" };
   }

@@ -51,7 +51,7 @@ import { parseArgs } from "node:util";
 import { UNARY_PATH, connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { cpuNs } from "./lib/proc.mjs";
-import { startFastUpstream, waitPort } from "./lib/standalone.mjs";
+import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const { values: a } = parseArgs({
@@ -306,7 +306,7 @@ async function startDojang(name, dist, upstreamPort, tracing) {
   const file = join(tmp, `${name.replaceAll("/", "_")}.yaml`);
   writeFileSync(file, JSON.stringify(cfg)); // JSON is YAML
   // the launcher's own flags given here, so that it does not re-execute node (one process to read)
-  const p = spawn(process.execPath, ["--no-memory-reducer", "--max-semi-space-size=2", join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
+  const p = spawn(process.execPath, [...LAUNCHER_NODE_FLAGS, join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
   children.push(p);
   await waitPort(port);
   return { name, p, port };

@@ -5,6 +5,14 @@ import net from "node:net";
 import { fileURLToPath } from "node:url";
 import { freePort } from "./peers.mjs";
 
+/**
+ * The node flags dojang's launcher (src/cli.ts, src/config/memory.ts) starts the served process
+ * with when no memory limit applies. A bench that runs dist/cli.js as one process image (with
+ * DOJANG_MEMORY_PLAN set to "" the launcher does not re-execute; under callgrind it must not)
+ * gives them itself, so that it measures the process dojang runs.
+ */
+export const LAUNCHER_NODE_FLAGS = Object.freeze(["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--max-semi-space-size=2"]);
+
 /** Starts a node child that prints one JSON line when ready; resolves with it and the process. */
 export function startNode(name, file, argv) {
   const p = spawn(process.execPath, [file, ...argv], { stdio: ["ignore", "pipe", "inherit"] });

@@ -1,0 +1,169 @@
+// One long stream through a fresh dojang process, and what V8's GC does meanwhile: per round, for
+// each variant in turn, a new dojang (dist/cli.js through its launcher, plus the variant's node
+// flags) pinned to one CPU, two warm-up calls, then N back-to-back calls of
+// 1,024 × 64 KiB (h2load, one connection, one stream). Reported per variant: MB/s, the proxy's
+// CPU per MiB (schedstat) and the mark-compacts and scavenges of the measured calls (node's
+// --trace-gc lines). The variant "default" is dojang as its launcher starts it; --alt names the
+// other's extra node flags. A fresh process is the point: which GC a stream meets depends on the
+// heap limits V8 has derived so far, and a process that served other shapes first (bench/run.mjs)
+// may not show what a sidecar that only streams does (docs/contributing/performance.md).
+//
+//   node bench/long-stream-gc.mjs [--alt "--no-external-memory-accounted-in-global-limit"]
+//        [--calls 24] [--rounds 4] [--dist DIR] [--results-dir DIR]
+//
+// Loopback only; every process it starts is stopped by pid.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { STREAM_COUNT_HEADER, STREAM_MESSAGE_BYTES, STREAM_PATH, frame } from "./lib/grpc.mjs";
+import { freePort } from "./lib/peers.mjs";
+import { cpuNs, which } from "./lib/proc.mjs";
+import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const { values: a } = parseArgs({
+  options: {
+    alt: { type: "string", default: "--no-external-memory-accounted-in-global-limit" },
+    calls: { type: "string", default: "24" },
+    rounds: { type: "string", default: "4" },
+    dist: { type: "string", default: join(REPO, "dist") },
+    "results-dir": { type: "string" },
+  },
+});
+const CALLS = Number(a.calls);
+const ROUNDS = Number(a.rounds);
+const MESSAGES = 1024;
+const MIB_PER_CALL = (MESSAGES * STREAM_MESSAGE_BYTES) / 1048576;
+const h2load = which("h2load");
+if (h2load === undefined) throw new Error("h2load not found (bench/setup installs it: apt-get install -y nghttp2-client)");
+
+const tmp = mkdtempSync(join(tmpdir(), "dojang-bench-lsgc-"));
+const children = new Set();
+const stopAll = () => {
+  for (const p of children) {
+    try {
+      process.kill(p.pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
+};
+process.on("exit", () => {
+  stopAll();
+  rmSync(tmp, { recursive: true, force: true });
+});
+process.on("SIGINT", () => process.exit(130));
+
+const reqFile = join(tmp, "req.bin");
+writeFileSync(reqFile, frame(8, 0x61));
+const variants = [
+  { name: "default", flags: [] },
+  { name: "alt", flags: a.alt.split(/\s+/).filter(Boolean) },
+];
+
+/** h2load -n calls on one stream (CPU 1); resolves with its MB/s. */
+function load(port, calls) {
+  const r = spawnSync(
+    "taskset",
+    ["-c", "1", h2load, "-n", String(calls), "-c", "1", "-m", "1", "-d", reqFile, "-H", "content-type: application/grpc", "-H", "te: trailers", "-H", `${STREAM_COUNT_HEADER}: ${MESSAGES}`, `http://127.0.0.1:${port}${STREAM_PATH}`],
+    { encoding: "utf8", timeout: 300_000 },
+  );
+  const ok = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded/.exec(r.stdout);
+  if (ok === null || Number(ok[2]) !== calls) throw new Error(`h2load: not every call succeeded\n${r.stdout}\n${r.stderr}`);
+  const s = /finished in ([\d.]+)(ms|s),/.exec(r.stdout);
+  const secs = Number(s[1]) / (s[2] === "ms" ? 1000 : 1);
+  return (calls * MESSAGES * STREAM_MESSAGE_BYTES) / 1e6 / secs;
+}
+
+async function measure(v, upstreamPort) {
+  const port = await freePort();
+  const cfg = join(tmp, `${v.name}.json`);
+  writeFileSync(
+    cfg,
+    JSON.stringify({
+      admin: { address: `127.0.0.1:${await freePort()}` },
+      logLevel: "warn",
+      accessLog: false,
+      listeners: [{ name: "main", address: `127.0.0.1:${port}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
+      clusters: [{ name: "backend", endpoints: [`127.0.0.1:${upstreamPort}`] }],
+    }),
+  );
+  // through the launcher, as dojang runs: it re-executes node (same pid) with its flags first and
+  // these after them (they win), and hands the parsed config over, which keeps the config parsers
+  // out of the heap (a heap ~7 MiB smaller; with DOJANG_MEMORY_PLAN "" and no re-exec, as the
+  // callgrind benches run, the larger heap's limits hide the storm)
+  const argv = ["-c", "0", process.execPath, "--trace-gc", ...v.flags, join(resolve(a.dist), "cli.js"), "--config", cfg];
+  const spawnedMs = performance.now();
+  const env = { ...process.env };
+  delete env["DOJANG_MEMORY_PLAN"];
+  const p = spawn("taskset", argv, { stdio: ["ignore", "pipe", "inherit"], cwd: REPO, env });
+  children.add(p);
+  let out = "";
+  p.stdout.setEncoding("utf8").on("data", (d) => (out += d));
+  const exited = new Promise((r) => p.once("close", r));
+  let m;
+  try {
+    await waitPortOf(p, port, 3);
+    load(port, 2);
+    // node writes --trace-gc to a pipe in blocks, read at exit: the lines carry ms since the
+    // isolate started, a little after the spawn, so the measured calls' GCs are those from the
+    // middle of a 500 ms pause on
+    await new Promise((r) => setTimeout(r, 500));
+    const fromMs = performance.now() - spawnedMs - 250;
+    const cpu0 = cpuNs(p.pid);
+    const mbs = load(port, CALLS);
+    const cpuUsPerMiB = (cpuNs(p.pid) - cpu0) / 1000 / (CALLS * MIB_PER_CALL);
+    m = { mbs, cpuUsPerMiB, fromMs };
+  } finally {
+    p.kill("SIGTERM");
+    await exited;
+    children.delete(p);
+  }
+  const count = (kind) => [...out.matchAll(/\s(\d+) ms: (Mark-Compact|Scavenge)\b/g)].filter((x) => x[2] === kind && Number(x[1]) >= m.fromMs).length;
+  return { mbs: m.mbs, cpuUsPerMiB: m.cpuUsPerMiB, markCompacts: count("Mark-Compact"), scavenges: count("Scavenge") };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const up = await startFastUpstream();
+children.add(up.p);
+spawnSync("taskset", ["-pc", "1", String(up.p.pid)], { stdio: "ignore" });
+const rows = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const order = r % 2 === 0 ? variants : [...variants].reverse();
+  for (const v of order) {
+    const m = await measure(v, up.port);
+    rows.push({ round: r + 1, variant: v.name, ...m });
+    console.log(`round ${r + 1} ${v.name}: ${m.mbs.toFixed(0)} MB/s, ${m.cpuUsPerMiB.toFixed(0)} µs CPU per MiB, ${m.markCompacts} mark-compacts, ${m.scavenges} scavenges`);
+  }
+}
+const by = (name, k) => median(rows.filter((x) => x.variant === name).map((x) => x[k]));
+const lines = [
+  `# One long stream through a fresh dojang: ${CALLS} calls of 1,024 × 64 KiB per round, ${ROUNDS} rounds`,
+  "",
+  `- node ${process.version}; proxy on CPU 0, upstream and h2load on CPU 1; each measurement a new process after 2 warm-up calls`,
+  `- default: dojang as its launcher starts it; alt: the same + \`${a.alt}\` (node flags on the command line come after the launcher's and win)`,
+  "",
+  "| variant | MB/s | µs CPU per MiB | mark-compacts | scavenges |",
+  "|---|---:|---:|---:|---:|",
+  ...["default", "alt"].map((n) => `| ${n} | ${by(n, "mbs").toFixed(0)} | ${by(n, "cpuUsPerMiB").toFixed(0)} | ${by(n, "markCompacts")} | ${by(n, "scavenges")} |`),
+  "",
+  `Medians over the rounds. alt/default: MB/s ${(by("alt", "mbs") / by("default", "mbs")).toFixed(2)}, CPU per MiB ${(by("alt", "cpuUsPerMiB") / by("default", "cpuUsPerMiB")).toFixed(2)}.`,
+  "",
+  "| round | variant | MB/s | µs CPU per MiB | mark-compacts | scavenges |",
+  "|---:|---|---:|---:|---:|---:|",
+  ...rows.map((x) => `| ${x.round} | ${x.variant} | ${x.mbs.toFixed(0)} | ${x.cpuUsPerMiB.toFixed(0)} | ${x.markCompacts} | ${x.scavenges} |`),
+];
+console.log("\n" + lines.join("\n"));
+if (a["results-dir"] !== undefined) {
+  mkdirSync(a["results-dir"], { recursive: true });
+  writeFileSync(join(a["results-dir"], "latest.md"), lines.join("\n") + "\n");
+  writeFileSync(join(a["results-dir"], "latest.json"), JSON.stringify({ calls: CALLS, rounds: ROUNDS, alt: a.alt, node: process.version, rows }, null, 2) + "\n");
+}
+process.exit(0);

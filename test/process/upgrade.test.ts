@@ -400,7 +400,9 @@ describe.runIf(process.platform === "linux")("dojang upgrade under continuous lo
       expect(cc.unary.ok).toBeGreaterThan(1000);
       expect(streams.ok).toBeGreaterThan(50);
       expect(cc.streams.ok).toBeGreaterThan(50);
-      expect(conns.ok).toBeGreaterThan(100);
+      // one new connection every 100 ms: 100 and more on a quiet machine, 74 on one running four
+      // callgrind processes besides; 40 is still ten for each of the four upgrades
+      expect(conns.ok).toBeGreaterThan(40);
 
       expect({ code: o.code, details: o.details }).toEqual({ code: 14, details: "proxy is shutting down" });
       expect(o.messages).toBeGreaterThan(0);

@@ -30,8 +30,11 @@ export function startHeapTuning(d: HeapHost, config: Config, log: Logger): { shr
   marking.start();
   const shrinker = new HeapShrinker(config.shrinkHeapWhenIdleMs, () => live, log, () => d.metrics.heapShrinks.inc());
   shrinker.start();
-  // the overload manager's heap trigger (observe/overload.ts): new streams refused near V8's heap limit
-  heapPressure.start(exposeGc());
+  // the overload manager's heap trigger (observe/overload.ts): new streams refused near V8's heap
+  // limit; and the buffers of calls it cuts given back at once
+  const gc = exposeGc();
+  heapPressure.start(gc);
+  responseBuffers.releaseWith(gc);
   return { shrinker, marking };
 }
 

@@ -48,11 +48,12 @@ const FLAG = "--no-memory-reducer";
 // V8 counts the external memory allocated since the last mark-compact (ArrayBuffer backing
 // stores: node:http2's socket reads, 64 KiB each) against the old generation's limit. A stream
 // that passes 64 MiB through a ~10 MiB heap then starts a mark-compact every few MiB, and each
-// one promotes the reads in flight, which only the next mark-compact frees: a storm that never
-// lets a scavenge free the young reads (20-61 mark-compacts per 24 calls of 64 MiB on a loaded
-// machine). With this flag the external bytes count in V8's global limit, which is paced by
-// heap and external memory together (docs/contributing/performance.md, "Where a long stream's
-// CPU goes"). A node flag given on the command line comes after it and wins.
+// one promotes the reads in flight, which only the next mark-compact frees: a storm in which few
+// scavenges free young reads (56 mark-compacts per 24 calls of 64 MiB, a fresh process). With
+// this flag the external bytes count in V8's global limit, which is paced by heap and external
+// memory together: 0 mark-compacts, 1.5x the MB/s (docs/contributing/performance.md, "The
+// mark-compact storm"). Its price, dead reads of cut calls waiting longer, the overload guard
+// pays back (observe/overload.ts). A node flag given on the command line comes after it and wins.
 const EXTERNAL_MEMORY_FLAG = "--external-memory-accounted-in-global-limit";
 const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // src/config/handover.ts (a literal here: the launcher imports nothing before it has to)

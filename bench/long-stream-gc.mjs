@@ -2,8 +2,8 @@
 // each variant in turn, a new dojang (dist/cli.js through its launcher, plus the variant's node
 // flags) pinned to one CPU, two warm-up calls, then N back-to-back calls of
 // 1,024 × 64 KiB (h2load, one connection, one stream). Reported per variant: MB/s, the proxy's
-// CPU per MiB (schedstat) and the mark-compacts and scavenges of the measured calls (node's
-// --trace-gc lines). The variant "default" is dojang as its launcher starts it; --alt names the
+// CPU per MiB (schedstat), its RSS after the calls and at its peak (/proc), and the
+// mark-compacts and scavenges of the measured calls (node's --trace-gc lines). The variant "default" is dojang as its launcher starts it; --alt names the
 // other's extra node flags. A fresh process is the point: which GC a stream meets depends on the
 // heap limits V8 has derived so far, and a process that served other shapes first (bench/run.mjs)
 // may not show what a sidecar that only streams does (docs/contributing/performance.md).
@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { STREAM_COUNT_HEADER, STREAM_MESSAGE_BYTES, STREAM_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
-import { cpuNs, which } from "./lib/proc.mjs";
+import { cpuNs, rssKiB, which } from "./lib/proc.mjs";
 import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -116,14 +116,14 @@ async function measure(v, upstreamPort) {
     const cpu0 = cpuNs(p.pid);
     const mbs = load(port, CALLS);
     const cpuUsPerMiB = (cpuNs(p.pid) - cpu0) / 1000 / (CALLS * MIB_PER_CALL);
-    m = { mbs, cpuUsPerMiB, fromMs };
+    m = { mbs, cpuUsPerMiB, fromMs, rssMiB: rssKiB(p.pid) / 1024, peakRssMiB: rssKiB(p.pid, "VmHWM") / 1024 };
   } finally {
     p.kill("SIGTERM");
     await exited;
     children.delete(p);
   }
   const count = (kind) => [...out.matchAll(/\s(\d+) ms: (Mark-Compact|Scavenge)\b/g)].filter((x) => x[2] === kind && Number(x[1]) >= m.fromMs).length;
-  return { mbs: m.mbs, cpuUsPerMiB: m.cpuUsPerMiB, markCompacts: count("Mark-Compact"), scavenges: count("Scavenge") };
+  return { mbs: m.mbs, cpuUsPerMiB: m.cpuUsPerMiB, rssMiB: m.rssMiB, peakRssMiB: m.peakRssMiB, markCompacts: count("Mark-Compact"), scavenges: count("Scavenge") };
 }
 
 const median = (xs) => {
@@ -140,7 +140,7 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const v of order) {
     const m = await measure(v, up.port);
     rows.push({ round: r + 1, variant: v.name, ...m });
-    console.log(`round ${r + 1} ${v.name}: ${m.mbs.toFixed(0)} MB/s, ${m.cpuUsPerMiB.toFixed(0)} µs CPU per MiB, ${m.markCompacts} mark-compacts, ${m.scavenges} scavenges`);
+    console.log(`round ${r + 1} ${v.name}: ${m.mbs.toFixed(0)} MB/s, ${m.cpuUsPerMiB.toFixed(0)} µs CPU per MiB, RSS ${m.rssMiB.toFixed(0)} MiB (peak ${m.peakRssMiB.toFixed(0)}), ${m.markCompacts} mark-compacts, ${m.scavenges} scavenges`);
   }
 }
 const by = (name, k) => median(rows.filter((x) => x.variant === name).map((x) => x[k]));
@@ -150,15 +150,15 @@ const lines = [
   `- node ${process.version}; proxy on CPU 0, upstream and h2load on CPU 1; each measurement a new process after 2 warm-up calls`,
   `- default: dojang as its launcher starts it; alt: the same + \`${a.alt}\` (node flags on the command line come after the launcher's and win)`,
   "",
-  "| variant | MB/s | µs CPU per MiB | mark-compacts | scavenges |",
-  "|---|---:|---:|---:|---:|",
-  ...["default", "alt"].map((n) => `| ${n} | ${by(n, "mbs").toFixed(0)} | ${by(n, "cpuUsPerMiB").toFixed(0)} | ${by(n, "markCompacts")} | ${by(n, "scavenges")} |`),
+  "| variant | MB/s | µs CPU per MiB | RSS MiB after | peak RSS MiB | mark-compacts | scavenges |",
+  "|---|---:|---:|---:|---:|---:|---:|",
+  ...["default", "alt"].map((n) => `| ${n} | ${by(n, "mbs").toFixed(0)} | ${by(n, "cpuUsPerMiB").toFixed(0)} | ${by(n, "rssMiB").toFixed(0)} | ${by(n, "peakRssMiB").toFixed(0)} | ${by(n, "markCompacts")} | ${by(n, "scavenges")} |`),
   "",
-  `Medians over the rounds. alt/default: MB/s ${(by("alt", "mbs") / by("default", "mbs")).toFixed(2)}, CPU per MiB ${(by("alt", "cpuUsPerMiB") / by("default", "cpuUsPerMiB")).toFixed(2)}.`,
+  `Medians over the rounds. alt/default: MB/s ${(by("alt", "mbs") / by("default", "mbs")).toFixed(2)}, CPU per MiB ${(by("alt", "cpuUsPerMiB") / by("default", "cpuUsPerMiB")).toFixed(2)}, RSS after ${(by("alt", "rssMiB") / by("default", "rssMiB")).toFixed(2)}, peak RSS ${(by("alt", "peakRssMiB") / by("default", "peakRssMiB")).toFixed(2)}.`,
   "",
-  "| round | variant | MB/s | µs CPU per MiB | mark-compacts | scavenges |",
-  "|---:|---|---:|---:|---:|---:|",
-  ...rows.map((x) => `| ${x.round} | ${x.variant} | ${x.mbs.toFixed(0)} | ${x.cpuUsPerMiB.toFixed(0)} | ${x.markCompacts} | ${x.scavenges} |`),
+  "| round | variant | MB/s | µs CPU per MiB | RSS MiB after | peak RSS MiB | mark-compacts | scavenges |",
+  "|---:|---|---:|---:|---:|---:|---:|---:|",
+  ...rows.map((x) => `| ${x.round} | ${x.variant} | ${x.mbs.toFixed(0)} | ${x.cpuUsPerMiB.toFixed(0)} | ${x.rssMiB.toFixed(0)} | ${x.peakRssMiB.toFixed(0)} | ${x.markCompacts} | ${x.scavenges} |`),
 ];
 console.log("\n" + lines.join("\n"));
 if (a["results-dir"] !== undefined) {

@@ -49,9 +49,9 @@ const FLAG = "--no-memory-reducer";
 // stores: node:http2's socket reads, 64 KiB each) against the old generation's limit. A stream
 // that passes 64 MiB through a ~10 MiB heap then starts a mark-compact every few MiB, and each
 // one promotes the reads in flight, which only the next mark-compact frees: a storm in which few
-// scavenges free young reads (56 mark-compacts per 24 calls of 64 MiB, a fresh process). With
+// scavenges free young reads (55 mark-compacts per 24 calls of 64 MiB, a fresh process). With
 // this flag the external bytes count in V8's global limit, which is paced by heap and external
-// memory together: 0 mark-compacts, 1.5x the MB/s (docs/contributing/performance.md, "The
+// memory together: 0 mark-compacts, 1.5-1.7x the MB/s at the same RSS (docs/contributing/performance.md, "The
 // mark-compact storm"). Its price, dead reads of cut calls waiting longer, the overload guard
 // pays back (observe/overload.ts). A node flag given on the command line comes after it and wins.
 const EXTERNAL_MEMORY_FLAG = "--external-memory-accounted-in-global-limit";

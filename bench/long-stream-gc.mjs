@@ -12,7 +12,7 @@
 //        [--calls 24] [--rounds 4] [--dist DIR] [--results-dir DIR]
 //
 // Loopback only; every process it starts is stopped by pid.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { STREAM_COUNT_HEADER, STREAM_MESSAGE_BYTES, STREAM_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
-import { cpuNs, rssKiB, which } from "./lib/proc.mjs";
+import { cpuNs, rssKiB, startProcess, stopProcess, which } from "./lib/proc.mjs";
 import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -41,18 +41,14 @@ const h2load = which("h2load");
 if (h2load === undefined) throw new Error("h2load not found (bench/setup installs it: apt-get install -y nghttp2-client)");
 
 const tmp = mkdtempSync(join(tmpdir(), "dojang-bench-lsgc-"));
-const children = new Set();
-const stopAll = () => {
-  for (const p of children) {
-    try {
-      process.kill(p.pid, "SIGKILL");
-    } catch {
-      /* gone */
-    }
-  }
-};
+// the dojang children are proc.mjs's (startProcess: killed at the harness's exit); the upstream is here
+let upstream;
 process.on("exit", () => {
-  stopAll();
+  try {
+    if (upstream !== undefined) process.kill(upstream.pid, "SIGKILL");
+  } catch {
+    /* gone */
+  }
   rmSync(tmp, { recursive: true, force: true });
 });
 process.on("SIGINT", () => process.exit(130));
@@ -95,18 +91,17 @@ async function measure(v, upstreamPort) {
   // these after them (they win), and hands the parsed config over, which keeps the config parsers
   // out of the heap (a heap ~7 MiB smaller; with DOJANG_MEMORY_PLAN "" and no re-exec, as the
   // callgrind benches run, the larger heap's limits hide the storm)
-  const argv = ["-c", "0", process.execPath, "--trace-gc", ...v.flags, join(resolve(a.dist), "cli.js"), "--config", cfg];
   const spawnedMs = performance.now();
   const env = { ...process.env };
   delete env["DOJANG_MEMORY_PLAN"];
-  const p = spawn("taskset", argv, { stdio: ["ignore", "pipe", "inherit"], cwd: REPO, env });
-  children.add(p);
+  const p = startProcess(`dojang-${v.name}`, process.execPath, ["--trace-gc", ...v.flags, join(resolve(a.dist), "cli.js"), "--config", cfg], { cpus: "0", logDir: tmp, cwd: REPO, env, pipeStdout: true });
   let out = "";
-  p.stdout.setEncoding("utf8").on("data", (d) => (out += d));
-  const exited = new Promise((r) => p.once("close", r));
+  p.child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
+  // every line read, not only the exit seen
+  const closed = new Promise((r) => p.child.once("close", r));
   let m;
   try {
-    await waitPortOf(p, port, 3);
+    await waitPortOf(p.child, port, 3);
     load(port, 2);
     // node writes --trace-gc to a pipe in blocks, read at exit: the lines carry ms since the
     // isolate started, a little after the spawn, so the measured calls' GCs are those from the
@@ -118,9 +113,8 @@ async function measure(v, upstreamPort) {
     const cpuUsPerMiB = (cpuNs(p.pid) - cpu0) / 1000 / (CALLS * MIB_PER_CALL);
     m = { mbs, cpuUsPerMiB, fromMs, rssMiB: rssKiB(p.pid) / 1024, peakRssMiB: rssKiB(p.pid, "VmHWM") / 1024 };
   } finally {
-    p.kill("SIGTERM");
-    await exited;
-    children.delete(p);
+    await stopProcess(p);
+    await closed;
   }
   const count = (kind) => [...out.matchAll(/\s(\d+) ms: (Mark-Compact|Scavenge)\b/g)].filter((x) => x[2] === kind && Number(x[1]) >= m.fromMs).length;
   return { mbs: m.mbs, cpuUsPerMiB: m.cpuUsPerMiB, rssMiB: m.rssMiB, peakRssMiB: m.peakRssMiB, markCompacts: count("Mark-Compact"), scavenges: count("Scavenge") };
@@ -132,7 +126,7 @@ const median = (xs) => {
 };
 
 const up = await startFastUpstream();
-children.add(up.p);
+upstream = up.p;
 spawnSync("taskset", ["-pc", "1", String(up.p.pid)], { stdio: "ignore" });
 const rows = [];
 for (let r = 0; r < ROUNDS; r++) {

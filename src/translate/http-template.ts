@@ -19,6 +19,8 @@ export type Segment = { readonly kind: "literal"; readonly text: string } | { re
 export interface Variable {
   /** the field path, split at "." (proto field names) */
   readonly field: readonly string[];
+  /** the field path as written ("a.b"), the name matchTemplate gives its value */
+  readonly path: string;
   /** the first segment it covers */
   readonly start: number;
   /** one past its last segment (for a `**` variable: the end of the path) */
@@ -88,7 +90,7 @@ export function parseTemplate(source: string): PathTemplate {
         if (sub === "") fail(`empty segments for ${path}`);
         for (const s of sub.split("/")) segment(s);
       }
-      variables.push({ field, start, end: segments.length });
+      variables.push({ field, path, start, end: segments.length });
       i = close + 1;
     } else {
       let j = i;
@@ -133,7 +135,7 @@ export function matchTemplate(t: PathTemplate, path: string): Map<string, string
   for (const v of t.variables) {
     const end = v.end === segs.length && t.rest ? parts.length : v.end;
     const raw = parts.slice(v.start, end);
-    out.set(v.field.join("."), raw.length === 1 && !(t.rest && v.end === segs.length) ? decodeAll(raw[0]!) : decodeKeepSlash(raw.join("/")));
+    out.set(v.path, raw.length === 1 && !(t.rest && v.end === segs.length) ? decodeAll(raw[0]!) : decodeKeepSlash(raw.join("/")));
   }
   return out;
 }

@@ -15,8 +15,8 @@ describe("parseTemplate", () => {
     const t = parseTemplate("/v1/{name=shelves/*}/books/{book.id}:publish");
     expect(t.segments.map((s) => (s.kind === "literal" ? s.text : s.kind))).toEqual(["v1", "shelves", "one", "books", "one"]);
     expect(t.variables).toEqual([
-      { field: ["name"], start: 1, end: 3 },
-      { field: ["book", "id"], start: 4, end: 5 },
+      { field: ["name"], path: "name", start: 1, end: 3 },
+      { field: ["book", "id"], path: "book.id", start: 4, end: 5 },
     ]);
     expect(t.verb).toBe("publish");
     expect(parseTemplate("/v1/{path=**}").rest).toBe(true);

@@ -109,13 +109,18 @@ function addField(out: OutgoingHeaders, name: string, value: string): void {
  * node copies it into a null-prototype object and lists its keys before encoding it; given a
  * list it encodes it as it is (about 0.9 KB less garbage per call for the request head,
  * bench/alloc.mjs --profile). The list is node's from then on (respond() appends `date` to it).
+ * `status`: a response's :status, put first (a bridge's head, which is not in `h`).
  */
-export function headerList(h: OutgoingHeaders): string[] {
+export function headerList(h: OutgoingHeaders, status?: number): string[] {
   // sized once (push would grow it twice or three times for a usual head)
-  let n = 0;
+  let n = status === undefined ? 0 : 2;
   for (const _ in h) n += 2;
   const out = new Array<unknown>(n);
   let i = 0;
+  if (status !== undefined) {
+    out[i++] = ":status";
+    out[i++] = status;
+  }
   for (const k in h) {
     out[i++] = k;
     out[i++] = h[k];

@@ -40,7 +40,7 @@ import { connectionOptions, isNotForwarded, methodPathFromUrl } from "../../tran
 import { Call } from "../call/call.js";
 import type { CallContext } from "../call/context.js";
 import type { Downstream, DownstreamOwner, RespondOptions } from "../call/downstream.js";
-import { headerObject, isSingleValueField, kClientCert, kPeer, type ClientPeer, type OutgoingHeaders } from "../call/headers.js";
+import { headerList, headerObject, isSingleValueField, kClientCert, kPeer, type ClientPeer, type OutgoingHeaders } from "../call/headers.js";
 import type { CorsPolicy } from "./cors.js";
 import { clientPeer } from "./peer.js";
 import { xfccOf } from "./tls.js";
@@ -133,21 +133,26 @@ export class BridgeHead {
  * method a protocol names (a JSON rule's); with `url` (Connect) it is a URL, normalised here into
  * the method name as Envoy normalises a path before any rule reads it (translate/grpc-path.ts
  * methodPathFromUrl); a target that names no method is kept as it came, and the Call refuses it.
+ * `raw`: the client's fields as node gives them, `h2` saying from which transport: HTTP/2's names
+ * are lower-case already (nghttp2 refuses a request with an upper-case one, RFC 9113 §8.2.1) and
+ * it has no Connection header (§8.2.2), so only HTTP/1.1's are lower-cased and read for one.
  * `rule` and `r`: the protocol's own field handling (null: none). `method`: the :method the Call
  * checks (it refuses anything but POST with 405, in the protocol's form): the client's own where
  * the protocol's request is a POST as gRPC's is (gRPC-Web on HTTP/2), else POST.
  */
-export function bridgeHead<R>(target: string, url: boolean, authority: string | undefined, contentType: string, raw: readonly string[], rule: FieldRule<R> | null, r: R, method = "POST"): BridgeHead {
+export function bridgeHead<R>(target: string, url: boolean, authority: string | undefined, contentType: string, raw: readonly string[], h2: boolean, rule: FieldRule<R> | null, r: R, method = "POST"): BridgeHead {
   const path = url ? (methodPathFromUrl(target) ?? target) : target;
   const h = new BridgeHead(path, authority, contentType, method);
-  // HTTP/1.1's Connection header names more hop-by-hop fields (RFC 9110 §7.6.1); HTTP/2 has none
+  // HTTP/1.1's Connection header names more hop-by-hop fields (RFC 9110 §7.6.1)
   let nominated: string[] | null = null;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const n = raw[i]!;
-    if (n.length === 10 && n.toLowerCase() === "connection") (nominated ??= []).push(...connectionOptions(raw[i + 1]!));
+  if (!h2) {
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const n = raw[i]!;
+      if (n.length === 10 && n.toLowerCase() === "connection") (nominated ??= []).push(...connectionOptions(raw[i + 1]!));
+    }
   }
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
+    const name = h2 ? raw[i]! : raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
     if (isNotForwarded(name, value) || name === "content-type" || name === "content-length") continue;
     if (nominated !== null && nominated.includes(name)) continue;
@@ -234,8 +239,6 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
   ) {
     super();
     this.session = h2 !== undefined ? h2.session : h1 !== undefined ? http1Session(h1.socket ?? (src as IncomingMessage).socket) : undefined;
-    // The request body flows only once the Call listens for it (after its attempt is open).
-    this.on("newListener", onNewListener);
     const sink: EventEmitter = h1 ?? h2!;
     (sink as Carrier)[kBridge] = this;
     sink.on("close", onSinkClose);
@@ -243,6 +246,17 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
     sink.on("error", ignore);
     // (over HTTP/2 the request is the sink itself)
     if (src !== sink) src.on("error", ignore);
+  }
+
+  /** The request body flows only once the Call listens for it (after its attempt is open): its 'data' listener hooks the request. */
+  override on(event: string | symbol, listener: (...args: any[]) => void): this {
+    super.on(event, listener);
+    if (event === "data" && !this.hooked) this.hookRequest();
+    return this;
+  }
+
+  override addListener(event: string | symbol, listener: (...args: any[]) => void): this {
+    return this.on(event, listener);
   }
 
   hookRequest(): void {
@@ -367,6 +381,19 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
     else this.h2!.close(code);
   }
 
+  /**
+   * The response head to the client, the one place a bridge sends one: over HTTP/1.1 node:http's
+   * writeHead (`flush`: sent now, not with the first piece of body: a stream's first message may
+   * be a while away); over HTTP/2 a flat list (headerList, :status first), which node encodes as
+   * it is, where an object would be copied and its keys listed first.
+   */
+  protected sendHead(status: number, fields: Record<string, string | string[]>, flush: boolean): void {
+    if (this.h1 !== undefined) {
+      this.h1.writeHead(status, fields);
+      if (flush) this.h1.flushHeaders();
+    } else this.h2!.respond(headerList(fields, status));
+  }
+
   /** Writes response bytes to the client, as they are. */
   protected writeSink(b: Buffer, cb?: (err?: Error | null) => void): boolean {
     if (cb === undefined) return this.h1 !== undefined ? this.h1.write(b) : this.h2!.write(b);
@@ -399,9 +426,6 @@ export abstract class BridgeDownstream extends EventEmitter implements Downstrea
 export function ignore(): void {}
 function isList(h: OutgoingHeaders | readonly string[]): h is readonly string[] {
   return Array.isArray(h);
-}
-function onNewListener(this: BridgeDownstream, event: string | symbol): void {
-  if (event === "data") this.hookRequest();
 }
 function onReqData(this: Carrier, chunk: Buffer): void {
   this[kBridge]!.onReqData(chunk);

@@ -44,7 +44,7 @@ import {
   type ConnectContentType,
 } from "../../translate/connect.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, bridgeHead, endH2With, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
+import { BridgeDownstream, BridgeHead, bridgeHead, endH2With, ignore, startCall, type Bridge } from "./bridge.js";
 import { responseCors, type CorsHeaders } from "./cors.js";
 
 /**
@@ -150,7 +150,7 @@ export class ConnectDownstream extends BridgeDownstream {
     const meta = metadataOf(head);
     this.keepEncoding(head);
     if (this.req.ct.kind === "unary") this.head = meta;
-    else this.sendHead(200, this.streamHead(head, meta));
+    else this.answerHead(200, this.streamHead(head, meta));
   }
 
   /** Trailers-Only: the head is the status and the trailers. */
@@ -159,7 +159,7 @@ export class ConnectDownstream extends BridgeDownstream {
     this.writableEnded = true;
     if (this.req.ct.kind === "unary") this.finishUnary({}, head);
     else {
-      this.sendHead(200, this.streamHead(head, {}));
+      this.answerHead(200, this.streamHead(head, {}));
       this.endSink(view(endStreamOf(head)));
     }
   }
@@ -180,10 +180,10 @@ export class ConnectDownstream extends BridgeDownstream {
     return out;
   }
 
-  /** Unary: the answer, once the status is known (trailers, or a Trailers-Only head). */
+  /** Unary: the answer, once the status is known (trailers, or a Trailers-Only head). `leading`: the head's metadata, this call's own (the answer's head is built in it). */
   private finishUnary(leading: Record<string, string | string[]>, trailers: OutgoingHeaders): void {
     const code = parseGrpcStatus(trailers["grpc-status"] === undefined ? undefined : String(trailers["grpc-status"]));
-    const out: Record<string, string | string[]> = { ...leading };
+    const out = leading;
     const tmeta = metadataOf(trailers);
     for (const n in tmeta) out[`trailer-${n}`] = tmeta[n]!;
     let status = code ?? Code.UNKNOWN;
@@ -209,13 +209,13 @@ export class ConnectDownstream extends BridgeDownstream {
     if (ok) {
       out["content-type"] = connectResponseContentType(this.req.ct);
       if (compressed && this.encoding !== undefined) out[RESPONSE_ENCODING.unary.encoding] = this.encoding;
-      this.sendHead(200, out);
+      this.answerHead(200, out);
       this.endMessage(chunks);
       return;
     }
     const err = connectErrorFor(status, message, trailers["grpc-status-details-bin"] === undefined ? undefined : str(trailers["grpc-status-details-bin"]));
     out["content-type"] = "application/json";
-    this.sendHead(connectLocalHttpStatus(status, this.owner?.decidedBy), out);
+    this.answerHead(connectLocalHttpStatus(status, this.owner?.decidedBy), out);
     this.endSink(Buffer.from(JSON.stringify(err)));
   }
 
@@ -231,12 +231,11 @@ export class ConnectDownstream extends BridgeDownstream {
     }
   }
 
-  private sendHead(status: number, out: Record<string, string | string[]>): void {
-    if (this.req.ct.kind === "stream" && this.cors !== null) Object.assign(out, this.cors);
-    if (this.h1 !== undefined) {
-      this.h1.writeHead(status, out);
-      if (this.req.ct.kind === "stream") this.h1.flushHeaders();
-    } else this.h2!.respond({ ":status": status, ...out });
+  /** The answer's head (a stream's with CORS, sent at once over HTTP/1.1: its messages may be a while away). */
+  private answerHead(status: number, out: Record<string, string | string[]>): void {
+    const stream = this.req.ct.kind === "stream";
+    if (stream && this.cors !== null) Object.assign(out, this.cors);
+    this.sendHead(status, out, stream);
   }
 
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
@@ -356,11 +355,11 @@ function connectField(h: BridgeHead, name: string, value: string, r: ConnectRequ
  * encodings renamed, connect-timeout-ms as grpc-timeout, Connect's own fields dropped. A bad
  * connect-timeout-ms is an error string.
  */
-function connectHead(path: string, authority: string | undefined, r: ConnectRequest, raw: readonly string[]): BridgeHead | string {
+function connectHead(path: string, authority: string | undefined, r: ConnectRequest, raw: readonly string[], h2: boolean): BridgeHead | string {
   // unary: the body's encoding is the one message's (a GET names it in its query): first, as a
   // rename would have put it
   const withEncoding = r.encoding === null ? raw : ["grpc-encoding", r.encoding, ...raw];
-  const h = bridgeHead(path, true, authority, grpcContentType(r.ct.codec), withEncoding, connectField, r);
+  const h = bridgeHead(path, true, authority, grpcContentType(r.ct.codec), withEncoding, h2, connectField, r);
   return h.error ?? h;
 }
 
@@ -371,14 +370,32 @@ function refuse(kind: "unary" | "stream", codec: string, code: number, message: 
   else send(200, { ...cors, "content-type": `application/connect+${codec}` }, view(encodeEndStream(err, [])));
 }
 
-function start(l: ListenerSide, c: Classified, d: () => ConnectDownstream, authority: string | undefined, raw: readonly string[], send: Send, cors: CorsHeaders): void {
-  if (!c.ok) return refuse(c.kind, c.codec, Code.INVALID_ARGUMENT, c.error, send, cors);
-  const h = connectHead(c.path, authority, c.req, raw);
-  if (typeof h === "string") return refuse(c.req.ct.kind, c.req.ct.codec, Code.INVALID_ARGUMENT, h, send, cors);
-  startCall(l.ctx, d(), h);
+/** What a request is refused for before any call: its kind and codec (the answer's form), and why. */
+type Refusal = { readonly kind: "unary" | "stream"; readonly codec: string; readonly error: string };
+
+/** The call's head, or why the request is refused before any call (its query, its protocol version, its timeout). */
+function prepare(c: Classified, authority: string | undefined, raw: readonly string[], h2: boolean): BridgeHead | Refusal {
+  if (!c.ok) return c;
+  const h = connectHead(c.path, authority, c.req, raw, h2);
+  return typeof h === "string" ? { kind: c.req.ct.kind, codec: c.req.ct.codec, error: h } : h;
 }
 
 type Send = (status: number, head: Record<string, string>, body: Buffer) => void;
+
+function h2Send(stream: ServerHttp2Stream): Send {
+  return (status, head, body) => {
+    stream.on("error", ignore);
+    stream.respond({ ":status": status, ...head });
+    endH2With(stream, body);
+  };
+}
+
+function h1Send(res: ServerResponse): Send {
+  return (status, head, body) => {
+    res.writeHead(status, head);
+    res.end(body);
+  };
+}
 
 function classifyH2(h: IncomingHttpHeaders): Classified | null {
   const p = h[":path"];
@@ -393,28 +410,22 @@ export const CONNECT_BRIDGE: Bridge<Classified> = {
     const origin = h["origin"];
     const cors = responseCors(l.cors, typeof origin === "string" ? origin : undefined);
     const a = h[":authority"] ?? h["host"];
-    start(l, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), typeof a === "string" ? a : undefined, raw, (status, head, body) => {
-      stream.on("error", ignore);
-      stream.respond({ ":status": status, ...head });
-      endH2With(stream, body);
-    }, cors);
+    const p = prepare(c, typeof a === "string" ? a : undefined, raw, true);
+    if (p instanceof BridgeHead) startCall(l.ctx, new ConnectDownstream((c as { req: ConnectRequest }).req, stream, undefined, stream, cors), p);
+    else refuse(p.kind, p.codec, Code.INVALID_ARGUMENT, p.error, h2Send(stream), cors);
   },
   classifyH1: (_l, req) => classifyConnect(req.method ?? "", req.url ?? "", req.headers),
   serveH1(l, c, req, res) {
     const cors = responseCors(l.cors, req.headers.origin);
-    start(l, c, () => new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), req.headers.host, req.rawHeaders, (status, head, body) => {
-      res.writeHead(status, head);
-      res.end(body);
-    }, cors);
+    const p = prepare(c, req.headers.host, req.rawHeaders, false);
+    if (p instanceof BridgeHead) startCall(l.ctx, new ConnectDownstream((c as { req: ConnectRequest }).req, req, res, undefined, cors), p);
+    else refuse(p.kind, p.codec, Code.INVALID_ARGUMENT, p.error, h1Send(res), cors);
   },
   /** 14 UNAVAILABLE in Connect's form (unary: the error JSON with its HTTP status; streaming: the end-of-stream envelope). */
   refuseH1(l, c, req, res, message) {
     const kind = c.ok ? c.req.ct.kind : c.kind;
     const codec = c.ok ? c.req.ct.codec : c.codec;
-    refuse(kind, codec, Code.UNAVAILABLE, message, (status, head, body) => {
-      res.writeHead(status, head);
-      res.end(body);
-    }, responseCors(l.cors, req.headers.origin));
+    refuse(kind, codec, Code.UNAVAILABLE, message, h1Send(res), responseCors(l.cors, req.headers.origin));
   },
   ownsType: (ct) => parseConnectContentType(ct) !== null,
 };

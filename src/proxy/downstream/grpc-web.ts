@@ -102,7 +102,7 @@ export class WebDownstream extends BridgeDownstream {
 
   /** Headers now; the status follows as the trailer frame at end(). */
   protected respondHead(head: OutgoingHeaders): void {
-    this.sendHead(this.webHead(head));
+    this.sendHead(200, this.webHead(head), true);
   }
 
   /**
@@ -112,7 +112,7 @@ export class WebDownstream extends BridgeDownstream {
   protected respondTrailersOnly(head: OutgoingHeaders): void {
     const out = this.webHead(head);
     const body = this.encode(encodeTrailerFrame(statusFields(head)), true);
-    this.sendHead(out);
+    this.sendHead(200, out, true);
     this.writableEnded = true;
     this.endSink(body);
   }
@@ -128,14 +128,6 @@ export class WebDownstream extends BridgeDownstream {
     out["content-type"] = webResponseContentType(this.web);
     if (this.cors !== null) Object.assign(out, this.cors);
     return out;
-  }
-
-  private sendHead(out: Record<string, string | string[]>): void {
-    if (this.h1 !== undefined) {
-      this.h1.writeHead(200, out);
-      // Send the head now: a server stream's first message may be a while away.
-      this.h1.flushHeaders();
-    } else this.h2!.respond({ ":status": 200, ...out });
   }
 
   write(chunk: Buffer, cb?: (err?: Error | null) => void): boolean {
@@ -187,8 +179,8 @@ function webField(_h: BridgeHead, name: string): boolean {
   return name === "x-grpc-web";
 }
 
-function head(web: WebContentType, method: string, target: string, authority: string | undefined, raw: readonly string[]): BridgeHead {
-  return bridgeHead(target, false, authority, upstreamContentType(web), raw, webField, undefined, method);
+function head(web: WebContentType, method: string, target: string, authority: string | undefined, raw: readonly string[], h2: boolean): BridgeHead {
+  return bridgeHead(target, false, authority, upstreamContentType(web), raw, h2, webField, undefined, method);
 }
 
 function contentTypeOf(v: string | string[] | undefined): string | undefined {
@@ -204,13 +196,13 @@ export const GRPC_WEB_BRIDGE: Bridge<WebContentType> = {
     const p = h[":path"];
     const a = h[":authority"] ?? h["host"];
     // (the client's :method: the Call answers one that is not POST with 405, in gRPC-Web's form)
-    startCall(l.ctx, w, head(web, String(h[":method"] ?? ""), typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, raw));
+    startCall(l.ctx, w, head(web, String(h[":method"] ?? ""), typeof p === "string" ? p : "", typeof a === "string" ? a : undefined, raw, true));
   },
   // HTTP/1.1: POST only (another method with a gRPC-Web content type is the listener's 405)
   classifyH1: (_l, req) => (req.method === "POST" ? parseWebContentType(req.headers["content-type"]) : null),
   serveH1(l, web, req, res) {
     const w = new WebDownstream(web, req, res, undefined, responseCors(l.cors, req.headers.origin));
-    startCall(l.ctx, w, head(web, "POST", req.url ?? "", req.headers.host, req.rawHeaders));
+    startCall(l.ctx, w, head(web, "POST", req.url ?? "", req.headers.host, req.rawHeaders, false));
   },
   /**
    * A Trailers-Only gRPC-Web response (HTTP 200, the status in the headers and again as the

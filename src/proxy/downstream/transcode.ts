@@ -199,7 +199,7 @@ export class JsonDownstream extends BridgeDownstream {
     let piece: string;
     if (!this.started) {
       this.started = true;
-      this.sendHead(200);
+      this.jsonHead(200);
       piece = ndjson ? text + "\n" : "[" + text;
     } else piece = ndjson ? text + "\n" : "," + text;
     return this.h1 !== undefined ? this.h1.write(piece) : this.h2!.write(piece);
@@ -216,7 +216,7 @@ export class JsonDownstream extends BridgeDownstream {
     }
     if (!this.started) {
       this.started = true;
-      this.sendHead(200, body.contentType);
+      this.jsonHead(200, body.contentType);
     }
     return this.h1 !== undefined ? this.h1.write(body.data) : this.h2!.write(body.data);
   }
@@ -244,7 +244,7 @@ export class JsonDownstream extends BridgeDownstream {
     }
     if (code === Code.OK) {
       if (this.rule.serverStreaming) {
-        this.sendHead(200);
+        this.jsonHead(200);
         this.endBody(ndjson || this.rule.httpBody ? "" : "[]");
         return;
       }
@@ -255,7 +255,7 @@ export class JsonDownstream extends BridgeDownstream {
         } catch (err) {
           return this.answerStatus(Code.INTERNAL, `transcoding: a response message that is not google.api.HttpBody: ${(err as Error).message}`, undefined);
         }
-        this.sendHead(200, raw.contentType);
+        this.jsonHead(200, raw.contentType);
         this.endBody(raw.data);
         return;
       }
@@ -268,7 +268,7 @@ export class JsonDownstream extends BridgeDownstream {
         }
       }
       if (body === null) return this.answerStatus(Code.INTERNAL, "transcoding: the upstream sent no response message", undefined);
-      this.sendHead(200);
+      this.jsonHead(200);
       this.endBody(body);
       return;
     }
@@ -277,20 +277,17 @@ export class JsonDownstream extends BridgeDownstream {
 
   private answerStatus(code: number, message: string, details: Uint8Array | undefined): void {
     // a Status body, JSON whatever the rule streams
-    this.sendHead(httpStatusOfCode(code), JSON_TYPE);
+    this.jsonHead(httpStatusOfCode(code), JSON_TYPE);
     this.endBody(this.tc.transcoder.status(code, message, details));
   }
 
-  /** The response head; `contentType` is an HttpBody's own ("" for none). */
-  private sendHead(status: number, contentType?: string): void {
-    const out: Record<string, string | string[]> = { ...this.meta };
+  /** The response head (the upstream's metadata, kept for it); `contentType` is an HttpBody's own ("" for none). */
+  private jsonHead(status: number, contentType?: string): void {
+    if (this.h1 !== undefined ? this.h1.headersSent : this.h2!.headersSent || this.h2!.destroyed) return;
+    const out = this.meta;
     if (contentType === undefined) out["content-type"] = this.rule.serverStreaming && this.tc.cfg.streamFormat === "ndjson" ? "application/x-ndjson" : JSON_TYPE;
     else if (contentType !== "") out["content-type"] = contentType;
-    if (this.h1 !== undefined) {
-      if (this.h1.headersSent) return;
-      this.h1.writeHead(status, out);
-      if (this.rule.serverStreaming) this.h1.flushHeaders();
-    } else if (!this.h2!.headersSent && !this.h2!.destroyed) this.h2!.respond({ ":status": status, ...out });
+    this.sendHead(status, out, this.rule.serverStreaming);
   }
 
   private endBody(last: string | Uint8Array): void {
@@ -337,71 +334,101 @@ function statusBody(tc: JsonTranscoding, code: number, message: string): string 
   return tc.transcoder.status(code, message, undefined);
 }
 
-/**
- * Reads a request body of at most `max` bytes; `done` gets it, or null when it was larger
- * (the rest is not read: the caller answers 413 and closes).
- */
-function readBody(req: Readable, max: number, done: (body: Buffer | null) => void): void {
-  const parts: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  req.on("data", (c: Buffer) => {
-    if (over) return;
-    size += c.length;
-    if (size > max) {
-      over = true;
-      req.pause();
-      done(null);
-      return;
-    }
-    parts.push(c);
-  });
-  req.on("end", () => {
-    if (!over) done(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-  });
-  req.on("error", ignore);
-}
-
-type Answer = (status: number, body: string) => void;
-
 /** A request a rule matched: the rule and its path variables, and the query. */
 export interface JsonMatch {
   readonly m: RuleMatch;
   readonly query: string;
 }
 
+const kJsonRequest = Symbol("dojang.jsonRequest");
+type BodyCarrier = Readable & { [kJsonRequest]?: JsonRequest };
+
 /**
- * The common part of both transports: the body read, the request message made, the call
- * started (`makeDown` builds the client side); a bad request answered through `answer`.
+ * One JSON request on its way to a call, over either transport (`h2`: its HTTP/2 stream, else
+ * `h1req`/`h1res`): the body read whole (at most maxBodyBytes; past it the rest is not read, the
+ * answer is 413 and the request is closed), the request message made, the call started; a bad
+ * request answered here, with no call made. One object a request: the body's listeners are
+ * module-level functions that find it in one symbol slot (no closure per call).
  */
-function transcode(
-  ctx: CallContext,
-  tc: JsonTranscoding,
-  j: JsonMatch,
-  req: Readable,
-  authority: string | undefined,
-  raw: readonly string[],
-  answer: Answer,
-  makeDown: (frame: Buffer) => JsonDownstream,
-): void {
-  const m = j.m;
-  const start = (body: Buffer | null): void => {
-    if (body === null) return answer(413, statusBody(tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${tc.cfg.maxBodyBytes})`));
+class JsonRequest {
+  /** the body: its first chunk, the rest (only when it came in more than one), their total */
+  private first: Buffer | null = null;
+  private more: Buffer[] | null = null;
+  private size = 0;
+  private over = false;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly tc: JsonTranscoding,
+    private readonly j: JsonMatch,
+    private readonly src: Readable,
+    private readonly authority: string | undefined,
+    private readonly raw: readonly string[],
+    private readonly h2: ServerHttp2Stream | undefined,
+    private readonly h1req: IncomingMessage | undefined,
+    private readonly h1res: ServerResponse | undefined,
+  ) {}
+
+  run(): void {
+    if (this.j.m.rule.body === "") {
+      // no body is read: whatever the client sent is drained
+      this.src.resume();
+      this.start(Buffer.alloc(0));
+      return;
+    }
+    const src = this.src as BodyCarrier;
+    src[kJsonRequest] = this;
+    src.on("data", onBodyData);
+    src.on("end", onBodyEnd);
+    src.on("error", ignore);
+  }
+
+  onData(c: Buffer): void {
+    if (this.over) return;
+    this.size += c.length;
+    if (this.size > this.tc.cfg.maxBodyBytes) {
+      this.over = true;
+      this.src.pause();
+      this.start(null);
+      return;
+    }
+    if (this.first === null) this.first = c;
+    else (this.more ??= [this.first]).push(c);
+  }
+
+  onEnd(): void {
+    if (this.over) return;
+    this.start(this.more !== null ? Buffer.concat(this.more, this.size) : (this.first ?? Buffer.alloc(0)));
+  }
+
+  /** The body read (null: larger than the limit): the call, or the answer to a bad request. */
+  private start(body: Buffer | null): void {
+    const tc = this.tc;
+    if (body === null) return this.answer(413, statusBody(tc, Code.INVALID_ARGUMENT, `the request body is larger than jsonTranscoding.maxBodyBytes (${tc.cfg.maxBodyBytes})`));
+    const m = this.j.m;
     let msg: Uint8Array;
     try {
-      msg = tc.transcoder.request(m, j.query, body);
+      msg = tc.transcoder.request(m, this.j.query, body);
     } catch (err) {
-      if (err instanceof TranscodeInputError) return answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
+      if (err instanceof TranscodeInputError) return this.answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
       throw err;
     }
     // the call's method is the rule's (a method path); the head is every bridge's (bridge.ts)
-    startCall(ctx, makeDown(frameOf(msg)), bridgeHead(m.rule.grpcPath, false, authority, GRPC_CONTENT_TYPE, raw, jsonField, undefined));
-  };
-  if (m.rule.body === "") {
-    // no body is read: whatever the client sent is drained
-    req.resume();
-    start(Buffer.alloc(0));
-  } else readBody(req, tc.cfg.maxBodyBytes, start);
+    const d = new JsonDownstream(tc, m.rule, frameOf(msg), this.src, this.h1res, this.h2);
+    startCall(this.ctx, d, bridgeHead(m.rule.grpcPath, false, this.authority, GRPC_CONTENT_TYPE, this.raw, this.h2 !== undefined, jsonField, undefined));
+  }
+
+  private answer(status: number, body: string): void {
+    if (this.h2 !== undefined) h2Answer(this.h2, status, body);
+    else h1Answer(this.h1req!, this.h1res!, status, body);
+  }
+}
+
+function onBodyData(this: BodyCarrier, c: Buffer): void {
+  this[kJsonRequest]!.onData(c);
+}
+function onBodyEnd(this: BodyCarrier): void {
+  this[kJsonRequest]!.onEnd();
 }
 
 /**
@@ -440,8 +467,7 @@ export class JsonBridge implements Bridge<JsonMatch> {
   serveH2(l: ListenerSide, j: JsonMatch, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): void {
     stream.on("error", ignore);
     const a = h[":authority"] ?? h["host"];
-    const tc = this.tc;
-    transcode(l.ctx, tc, j, stream, typeof a === "string" ? a : undefined, raw, h2Answer(stream), (frame) => new JsonDownstream(tc, j.m.rule, frame, stream, undefined, stream));
+    new JsonRequest(l.ctx, this.tc, j, stream, typeof a === "string" ? a : undefined, raw, stream, undefined, undefined).run();
   }
 
   classifyH1(_l: ListenerSide, req: IncomingMessage): JsonMatch | null {
@@ -449,13 +475,12 @@ export class JsonBridge implements Bridge<JsonMatch> {
   }
 
   serveH1(l: ListenerSide, j: JsonMatch, req: IncomingMessage, res: ServerResponse): void {
-    const tc = this.tc;
-    transcode(l.ctx, tc, j, req, req.headers.host, req.rawHeaders, h1Answer(req, res), (frame) => new JsonDownstream(tc, j.m.rule, frame, req, res, undefined));
+    new JsonRequest(l.ctx, this.tc, j, req, req.headers.host, req.rawHeaders, undefined, req, res).run();
   }
 
   /** 14 UNAVAILABLE as JSON transcoding answers a status: its HTTP status (503) and a google.rpc.Status body. */
   refuseH1(_l: ListenerSide, _j: JsonMatch, req: IncomingMessage, res: ServerResponse, message: string): void {
-    h1Answer(req, res)(httpStatusOfCode(Code.UNAVAILABLE), statusBody(this.tc, Code.UNAVAILABLE, message));
+    h1Answer(req, res, httpStatusOfCode(Code.UNAVAILABLE), statusBody(this.tc, Code.UNAVAILABLE, message));
   }
 
   /** unknownPaths: notFound answers what no row took (not gRPC's content types: those are gRPC's to refuse). */
@@ -465,14 +490,14 @@ export class JsonBridge implements Bridge<JsonMatch> {
     const a = unclaimed(this.tc, String(h[":method"]), target, contentTypeOf(h["content-type"]));
     if (a === null) return false;
     stream.on("error", ignore);
-    h2Answer(stream)(a[0], a[1]);
+    h2Answer(stream, a[0], a[1]);
     return true;
   }
 
   unclaimedH1(_l: ListenerSide, req: IncomingMessage, res: ServerResponse): boolean {
     const a = unclaimed(this.tc, req.method ?? "", req.url ?? "", req.headers["content-type"]);
     if (a === null) return false;
-    h1Answer(req, res)(a[0], a[1]);
+    h1Answer(req, res, a[0], a[1]);
     return true;
   }
 }
@@ -486,23 +511,21 @@ function contentTypeOf(v: string | string[] | undefined): string | undefined {
   return typeof v === "string" ? v : undefined;
 }
 
-function h2Answer(stream: ServerHttp2Stream): Answer {
-  return (status, body) => {
-    if (stream.destroyed || stream.headersSent) return;
-    stream.respond({ ":status": status, "content-type": JSON_TYPE });
-    // a request still being sent (a body over the limit, a path no rule takes): once the answer
-    // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
-    stream.end(body, () => {
-      if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-    });
-  };
+/** A plain answer made before any call, over HTTP/2. */
+function h2Answer(stream: ServerHttp2Stream, status: number, body: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ":status": status, "content-type": JSON_TYPE });
+  // a request still being sent (a body over the limit, a path no rule takes): once the answer
+  // is out, RST_STREAM(NO_ERROR) tells the client to stop sending (RFC 9113 §8.1)
+  stream.end(body, () => {
+    if (!stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  });
 }
 
-function h1Answer(req: IncomingMessage, res: ServerResponse): Answer {
-  return (status, body) => {
-    if (res.headersSent) return;
-    // a request still being sent is not read to its end: the connection closes after the answer
-    res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
-    res.end(body);
-  };
+/** A plain answer made before any call, over HTTP/1.1. */
+function h1Answer(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) return;
+  // a request still being sent is not read to its end: the connection closes after the answer
+  res.writeHead(status, req.complete ? { "content-type": JSON_TYPE } : { "content-type": JSON_TYPE, connection: "close" });
+  res.end(body);
 }

@@ -110,17 +110,18 @@ export function parseTemplate(source: string): PathTemplate {
 
 /**
  * Matches a request path (without its query; still percent-encoded) against a template: the
- * variables' values by field path ("a.b"; null for a value that does not decode), or null when
- * it does not match.
+ * variables' values, in the order of `t.variables` (null for a value that does not decode), or
+ * null when it does not match.
  */
-export function matchTemplate(t: PathTemplate, path: string): Map<string, string | null> | null {
+export function matchTemplate(t: PathTemplate, path: string): (string | null)[] | null {
   if (path.charCodeAt(0) !== 47 /* / */) return null;
-  let p = path.slice(1);
+  let end = path.length;
   if (t.verb !== "") {
-    const suffix = ":" + t.verb;
-    if (!p.endsWith(suffix)) return null;
-    p = p.slice(0, p.length - suffix.length);
+    // ":" + verb at the end (the verb is a literal: no "/" in it, so it never reaches the leading one)
+    end -= t.verb.length + 1;
+    if (end < 1 || path.charCodeAt(end) !== 58 /* : */ || !path.endsWith(t.verb)) return null;
   }
+  const p = path.slice(1, end);
   const parts = p === "" ? [] : p.split("/");
   const segs = t.segments;
   if (t.rest ? parts.length < segs.length - 1 : parts.length !== segs.length) return null;
@@ -131,11 +132,14 @@ export function matchTemplate(t: PathTemplate, path: string): Map<string, string
     if (part === "") return null;
     if (s.kind === "literal" && part !== s.text) return null;
   }
-  const out = new Map<string, string | null>();
-  for (const v of t.variables) {
-    const end = v.end === segs.length && t.rest ? parts.length : v.end;
-    const raw = parts.slice(v.start, end);
-    out.set(v.path, raw.length === 1 && !(t.rest && v.end === segs.length) ? decodeAll(raw[0]!) : decodeKeepSlash(raw.join("/")));
+  const vars = t.variables;
+  const out = new Array<string | null>(vars.length);
+  for (let k = 0; k < vars.length; k++) {
+    const v = vars[k]!;
+    // a `**` variable runs to the end of the path, and keeps its encoded slashes
+    const toEnd = t.rest && v.end === segs.length;
+    const e = toEnd ? parts.length : v.end;
+    out[k] = !toEnd && e - v.start === 1 ? decodeAll(parts[v.start]!) : decodeKeepSlash(parts.slice(v.start, e).join("/"));
   }
   return out;
 }

@@ -63,17 +63,17 @@ export interface TranscodeRule {
   /** how many literal segments (more literal rules are tried first) */
   readonly literals: number;
   /**
-   * Each path variable's fields (by its field path, as matchTemplate names it), resolved once
-   * here rather than per request; a string is the 400 every request of this rule gets (a
-   * variable through a field whose JSON is not an object).
+   * Each path variable's fields (in the order of template.variables, as matchTemplate gives their
+   * values), resolved once here rather than per request; a string is the 400 every request of
+   * this rule gets (a variable through a field whose JSON is not an object).
    */
-  readonly variableFields: ReadonlyMap<string, readonly DescField[] | string>;
+  readonly variableFields: readonly (readonly DescField[] | string)[];
 }
 
 export interface RuleMatch {
   readonly rule: TranscodeRule;
-  /** the path variables by field path; null for a value that does not percent-decode to UTF-8 */
-  readonly variables: Map<string, string | null>;
+  /** the path variables' values, in the order of rule.template.variables; null for a value that does not percent-decode to UTF-8 */
+  readonly variables: readonly (string | null)[];
 }
 
 /** The descriptor set or one of its rules cannot be used (a config error). */
@@ -196,9 +196,10 @@ export class Transcoder {
           json = { [f.jsonName]: v };
         }
       }
-      for (const [path, value] of m.variables) {
-        if (value === null) throw new TranscodeInputError(`path parameter ${path}: not percent-encoded UTF-8`);
-        const fields = rule.variableFields.get(path)!;
+      for (let i = 0; i < m.variables.length; i++) {
+        const value = m.variables[i]!;
+        if (value === null) throw new TranscodeInputError(`path parameter ${rule.template.variables[i]!.path}: not percent-encoded UTF-8`);
+        const fields = rule.variableFields[i]!;
         if (typeof fields === "string") throw new TranscodeInputError(fields);
         setField(json, fields, [value], undefined);
       }
@@ -416,15 +417,14 @@ function compileRule(method: DescMethod, grpcPath: string, r: HttpRuleShape): Tr
     throw new DescriptorError(`${where}: response_body ${JSON.stringify(r.responseBody)} is not a field of ${method.output.typeName}`);
   }
   const bound = template.variables.map((v) => v.field.map((name, i) => resolve(input, v.field.slice(0, i + 1))?.name ?? name));
-  const variableFields = new Map<string, readonly DescField[] | string>();
-  for (const v of template.variables) {
+  const variableFields = template.variables.map((v): readonly DescField[] | string => {
     try {
-      variableFields.set(v.field.join("."), resolvePath(input, v.field, "path")!);
+      return resolvePath(input, v.field, "path")!;
     } catch (err) {
       if (!(err instanceof TranscodeInputError)) throw err;
-      variableFields.set(v.field.join("."), err.message);
+      return err.message;
     }
-  }
+  });
   if (bodyField !== undefined) bound.push([bodyField.name]);
   return {
     httpMethod,

@@ -6,8 +6,9 @@ import { describe, expect, it } from "vitest";
 import { matchTemplate, parseTemplate, TemplateError } from "../../src/translate/http-template.js";
 
 const m = (t: string, p: string): Record<string, string | null> | null => {
-  const r = matchTemplate(parseTemplate(t), p);
-  return r === null ? null : Object.fromEntries(r);
+  const tt = parseTemplate(t);
+  const r = matchTemplate(tt, p);
+  return r === null ? null : Object.fromEntries(tt.variables.map((v, i) => [v.path, r[i]!]));
 };
 
 describe("parseTemplate", () => {

@@ -22,8 +22,9 @@
 // around each h2load run: the V8 heap bytes allocated per call (what the machine's load does not
 // change) and the process's own CPU over exactly that window. --alloc-profile (with --alloc): V8's
 // sampling heap profiler too, and each shape's top allocating functions (its last round) printed.
-// --callgrind DIR [--cg-calls 3000,9000] [--cg-warmup 2000]: instead, each shape's instructions per
-// call under valgrind's callgrind (the machine's load does not move them; callgrindRun below).
+// --callgrind DIR [--cg-calls 3000,9000] [--cg-warmup 2000] [--cg-node-flags=--single-threaded]:
+// instead, each shape's instructions per call under valgrind's callgrind (the machine's load does
+// not move them; callgrindRun below), the node flags given after the launcher's.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     callgrind: { type: "string" },
     "cg-calls": { type: "string", default: "3000,9000" },
     "cg-warmup": { type: "string", default: "2000" },
+    "cg-node-flags": { type: "string", default: "" },
   },
 });
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -279,18 +281,23 @@ process.exit(0);
  * counts ÷ (N2 − N1) is the per-call figure (bench/callgrind-diff.mjs), given whole and without
  * V8's GC and compilers (which land in one window or the other by chance). The two processes of a
  * shape run at once. Ratios to grpc/off of the same build.
+ * --cg-node-flags=--single-threaded: V8 compiles and collects on the main thread, so what its
+ * optimizing compiler makes of the code no longer depends on when a background job finished. The
+ * same code in two runs then differs by 1–2 % (grpc/off against the build before, which did not
+ * change it: ×1.02), where with the default flags it differed by up to 8 % (×0.93).
  */
 async function callgrindRun() {
   const dir = args.callgrind;
   mkdirSync(dir, { recursive: true });
   const [n1, n2] = args["cg-calls"].split(",").map(Number);
   const warm = Number(args["cg-warmup"]);
+  const cgNodeFlags = args["cg-node-flags"].split(/\s+/).filter((f) => f !== "");
   const dists = [["", join(repo, "dist")], ...(args["alt-dist"] === undefined ? [] : [["@alt", args["alt-dist"]]])];
   const names = args.shapes.split(",").filter((n) => callOf[n] !== undefined);
   const one = async (tag, dist, name, n, prefix) => {
     const { cfgFile, ports } = await writeConfig(`${tag}-${prefix}`);
     const out = join(dir, `${prefix}.out`);
-    const px = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...LAUNCHER_NODE_FLAGS, join(dist, "cli.js"), "--config", cfgFile], {
+    const px = spawn("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...LAUNCHER_NODE_FLAGS, ...cgNodeFlags, join(dist, "cli.js"), "--config", cfgFile], {
       stdio: ["ignore", "ignore", "ignore"],
       env: { ...process.env, DOJANG_MEMORY_PLAN: "" },
     });

@@ -205,7 +205,12 @@ function http1Session(socket: Socket): Http1Session {
   return s;
 }
 
-const kBridge = Symbol("dojang.bridge");
+/**
+ * The one symbol slot a client's request (and its response) carries its handler in: the
+ * BridgeDownstream, and before it exists a bridge's own request reader (transcode.ts JsonRequest).
+ * One property for both, so node's stream objects take one more shape, not two.
+ */
+export const kBridge = Symbol("dojang.bridge");
 type Carrier = EventEmitter & { [kBridge]?: BridgeDownstream };
 
 /** The client side of one bridged call: a Downstream whose subclass translates (see the file comment). */

@@ -28,7 +28,7 @@ import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, frame
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
-import { BridgeDownstream, bridgeHead, endH2With, ignore, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
+import { BridgeDownstream, bridgeHead, endH2With, ignore, kBridge, startCall, type Bridge, type BridgeHead, type ListenerSide } from "./bridge.js";
 
 /** What a listener keeps of its jsonTranscoding: the config and the compiled descriptor set. */
 export interface JsonTranscoding {
@@ -340,15 +340,15 @@ export interface JsonMatch {
   readonly query: string;
 }
 
-const kJsonRequest = Symbol("dojang.jsonRequest");
-type BodyCarrier = Readable & { [kJsonRequest]?: JsonRequest };
+/** (the request carries its JsonRequest in the bridges' slot, until its JsonDownstream takes it: after the body's end) */
+type BodyCarrier = Readable & { [kBridge]?: unknown };
 
 /**
  * One JSON request on its way to a call, over either transport (`h2`: its HTTP/2 stream, else
  * `h1req`/`h1res`): the body read whole (at most maxBodyBytes; past it the rest is not read, the
  * answer is 413 and the request is closed), the request message made, the call started; a bad
  * request answered here, with no call made. One object a request: the body's listeners are
- * module-level functions that find it in one symbol slot (no closure per call).
+ * module-level functions that find it in the bridges' symbol slot (no closure per call).
  */
 class JsonRequest {
   /** the body: its first chunk, the rest (only when it came in more than one), their total */
@@ -377,7 +377,7 @@ class JsonRequest {
       return;
     }
     const src = this.src as BodyCarrier;
-    src[kJsonRequest] = this;
+    src[kBridge] = this;
     src.on("data", onBodyData);
     src.on("end", onBodyEnd);
     src.on("error", ignore);
@@ -425,10 +425,12 @@ class JsonRequest {
 }
 
 function onBodyData(this: BodyCarrier, c: Buffer): void {
-  this[kJsonRequest]!.onData(c);
+  const r = this[kBridge];
+  if (r instanceof JsonRequest) r.onData(c);
 }
 function onBodyEnd(this: BodyCarrier): void {
-  this[kJsonRequest]!.onEnd();
+  const r = this[kBridge];
+  if (r instanceof JsonRequest) r.onEnd();
 }
 
 /**

@@ -283,8 +283,9 @@ process.exit(0);
  * shape run at once. Ratios to grpc/off of the same build.
  * --cg-node-flags=--single-threaded: V8 compiles and collects on the main thread, so what its
  * optimizing compiler makes of the code no longer depends on when a background job finished. The
- * same code in two runs then differs by 1–2 % (grpc/off against the build before, which did not
- * change it: ×1.02), where with the default flags it differed by up to 8 % (×0.93).
+ * same code in two processes of one run then differs by 1–2 % (grpc/off against the build before,
+ * which did not change it: ×1.01 and ×1.02), where with the default flags it differed by up to 8 %
+ * (×0.93); across runs a shape's count still moves by up to 7 %, so compare within a run.
  */
 async function callgrindRun() {
   const dir = args.callgrind;

@@ -344,8 +344,8 @@ export interface JsonMatch {
 type BodyCarrier = Readable & { [kBridge]?: unknown };
 
 /**
- * One JSON request on its way to a call, over either transport (`h2`: its HTTP/2 stream, else
- * `h1req`/`h1res`): the body read whole (at most maxBodyBytes; past it the rest is not read, the
+ * One JSON request on its way to a call, over either transport (`src`: the HTTP/2 stream, `h2`
+ * the same; or node:http's request, `h1res` its response): the body read whole (at most maxBodyBytes; past it the rest is not read, the
  * answer is 413 and the request is closed), the request message made, the call started; a bad
  * request answered here, with no call made. One object a request: the body's listeners are
  * module-level functions that find it in the bridges' symbol slot (no closure per call).
@@ -365,7 +365,6 @@ class JsonRequest {
     private readonly authority: string | undefined,
     private readonly raw: readonly string[],
     private readonly h2: ServerHttp2Stream | undefined,
-    private readonly h1req: IncomingMessage | undefined,
     private readonly h1res: ServerResponse | undefined,
   ) {}
 
@@ -420,7 +419,7 @@ class JsonRequest {
 
   private answer(status: number, body: string): void {
     if (this.h2 !== undefined) h2Answer(this.h2, status, body);
-    else h1Answer(this.h1req!, this.h1res!, status, body);
+    else h1Answer(this.src as IncomingMessage, this.h1res!, status, body);
   }
 }
 
@@ -469,7 +468,7 @@ export class JsonBridge implements Bridge<JsonMatch> {
   serveH2(l: ListenerSide, j: JsonMatch, stream: ServerHttp2Stream, h: IncomingHttpHeaders, raw: readonly string[]): void {
     stream.on("error", ignore);
     const a = h[":authority"] ?? h["host"];
-    new JsonRequest(l.ctx, this.tc, j, stream, typeof a === "string" ? a : undefined, raw, stream, undefined, undefined).run();
+    new JsonRequest(l.ctx, this.tc, j, stream, typeof a === "string" ? a : undefined, raw, stream, undefined).run();
   }
 
   classifyH1(_l: ListenerSide, req: IncomingMessage): JsonMatch | null {
@@ -477,7 +476,7 @@ export class JsonBridge implements Bridge<JsonMatch> {
   }
 
   serveH1(l: ListenerSide, j: JsonMatch, req: IncomingMessage, res: ServerResponse): void {
-    new JsonRequest(l.ctx, this.tc, j, req, req.headers.host, req.rawHeaders, undefined, req, res).run();
+    new JsonRequest(l.ctx, this.tc, j, req, req.headers.host, req.rawHeaders, undefined, res).run();
   }
 
   /** 14 UNAVAILABLE as JSON transcoding answers a status: its HTTP status (503) and a google.rpc.Status body. */

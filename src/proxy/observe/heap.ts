@@ -25,7 +25,8 @@ import type { ConcurrentMarkingMode } from "../../config/index.js";
 // not load the config schema unless it needs it
 import { MEMORY_PLAN_ENV, cgroupMemoryLimit, memoryPlan, planFromEnv, type MemoryPlan } from "../../config/memory.js";
 
-type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async"; flavor?: "regular" | "last-resort" }) => void;
+/** node's gc(), as exposeGc gives it (observe/overload.ts's guards take it too) */
+export type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async"; flavor?: "regular" | "last-resort" }) => void;
 
 /**
  * node's gc(), exposed on demand: a `--expose-gc` flag set at run time applies to contexts made

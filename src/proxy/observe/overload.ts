@@ -27,6 +27,7 @@
 import { PerformanceObserver, constants as perfConstants, type PerformanceObserverEntryList } from "node:perf_hooks";
 import v8 from "node:v8";
 import { DEFAULT_BUFFERS } from "../../config/memory.js";
+import type { GcFn } from "./heap.js";
 
 /** What the guard needs of a call (call.ts's Call); structural, so this layer imports no call code. */
 export interface StalledCall {
@@ -89,8 +90,6 @@ interface Measured {
   /** stalled for IDLE_MS or more: may be cut */
   readonly idle: boolean;
 }
-
-type GcFn = (opts?: { type?: "major" | "minor"; execution?: "sync" | "async" }) => void;
 
 /**
  * After a call is cut for its buffers, one major GC gives the buffers of every call cut meanwhile

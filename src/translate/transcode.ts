@@ -31,6 +31,8 @@ import {
 import { AnySchema, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf/wkt";
 import { statusMessage, withCarriedTypes } from "./google-rpc.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
+import { MESSAGE_PREFIX_BYTES, writePrefix } from "./framing.js";
+import { JsonWire } from "./json-wire.js";
 import { parseJson, ProtoJsonPrinter, ProtoJsonReader } from "./proto-json.js";
 
 export interface TranscodeOptions {
@@ -106,6 +108,8 @@ export class Transcoder {
   readonly skipped: readonly string[];
   private readonly reader: ProtoJsonReader;
   private readonly printer: ProtoJsonPrinter;
+  /** the plain part of the mapping, straight to the wire and back (json-wire.ts); the reader, fromJson and the rest take what it leaves */
+  private readonly wire: JsonWire;
   /** fromJson's and toJson's options, made once (not an object per call) */
   private readonly readOpts: { readonly registry: Registry; readonly ignoreUnknownFields: boolean };
   private readonly writeOpts: { readonly registry: Registry; readonly alwaysEmitImplicit: boolean };
@@ -123,6 +127,7 @@ export class Transcoder {
     this.registry = withCarriedTypes(registry);
     this.reader = new ProtoJsonReader(this.registry, opts.ignoreUnknownFields);
     this.printer = new ProtoJsonPrinter(this.registry);
+    this.wire = new JsonWire(opts.ignoreUnknownFields);
     this.readOpts = { registry: this.registry, ignoreUnknownFields: opts.ignoreUnknownFields };
     this.writeOpts = { registry: this.registry, alwaysEmitImplicit: opts.emitDefaults };
     const httpExt = registry.getExtension("google.api.http");
@@ -171,6 +176,18 @@ export class Transcoder {
    * then the query's parameters for fields neither of those set. Throws TranscodeInputError.
    */
   request(m: RuleMatch, query: string, body: Uint8Array): Uint8Array {
+    return this.build(m, query, body, 0);
+  }
+
+  /** request()'s message as one gRPC frame (uncompressed): the prefix, then the message, in one array. Throws TranscodeInputError. */
+  requestFrame(m: RuleMatch, query: string, body: Uint8Array): Uint8Array {
+    const out = this.build(m, query, body, MESSAGE_PREFIX_BYTES);
+    writePrefix(out, 0, 0, out.length - MESSAGE_PREFIX_BYTES);
+    return out;
+  }
+
+  /** The request message after `headroom` bytes left for the caller. */
+  private build(m: RuleMatch, query: string, body: Uint8Array, headroom: number): Uint8Array {
     const { rule } = m;
     const input = rule.method.input;
     let json: JsonObject = {};
@@ -204,10 +221,18 @@ export class Transcoder {
         setField(json, fields, [value], undefined);
       }
       if (rule.body !== "*" && query !== "") long = this.query(json, m, query) || long;
+      if (!long) {
+        const fast = this.wire.encode(input, json, headroom);
+        if (fast !== undefined) return fast;
+      }
       const checked = this.reader.message(input, json, long);
       const msg = fromJson(input, checked, this.readOpts);
       if (this.reader.foreignTypeUrl) keepTypeUrls(this.registry, input, msg, checked);
-      return toBinary(input, msg);
+      const bytes = toBinary(input, msg);
+      if (headroom === 0) return bytes;
+      const out = new Uint8Array(headroom + bytes.length);
+      out.set(bytes, headroom);
+      return out;
     } catch (err) {
       if (err instanceof TranscodeInputError) throw err;
       // ProtoJsonError, and fromJson's and toBinary's own (a value of the wrong type or out of range)
@@ -250,8 +275,7 @@ export class Transcoder {
   /** One response message as JSON text (or its response_body field). Throws on bytes that are not the message. */
   response(rule: TranscodeRule, bytes: Uint8Array): string {
     const out = rule.method.output;
-    const msg = fromBinary(out, bytes);
-    const json = this.printer.message(out, toJson(out, msg, this.writeOpts)) as JsonObject;
+    const json = (this.opts.emitDefaults ? undefined : this.wire.decode(out, bytes)) ?? (this.printer.message(out, toJson(out, fromBinary(out, bytes), this.writeOpts)) as JsonObject);
     if (rule.responseField === undefined) return JSON.stringify(json);
     const v = json[rule.responseField.jsonName];
     return JSON.stringify(v === undefined ? this.defaultJson(rule.responseField) : v);

@@ -24,7 +24,7 @@ import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:ht
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { JsonTranscodingConfig } from "../../config/index.js";
-import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, frameMessage, messageLength, normalizeTarget, outcome, prefixFlag, type NormalizedTarget } from "../../translate/index.js";
+import { Code, GRPC_CONTENT_TYPE, MESSAGE_PREFIX_BYTES, decodeGrpcMessage, messageLength, normalizeTarget, outcome, prefixFlag, type NormalizedTarget } from "../../translate/index.js";
 import { DescriptorError, TranscodeInputError, Transcoder, httpStatusOfCode, type RuleMatch, type TranscodeRule } from "../../translate/transcode.js";
 import type { CallContext } from "../call/context.js";
 import type { OutgoingHeaders } from "../call/headers.js";
@@ -323,12 +323,6 @@ function jsonField(_h: BridgeHead, name: string): boolean {
   return JSON_OWN.has(name);
 }
 
-/** The request message as one gRPC frame (framing.ts's), as a Buffer over the same bytes. */
-function frameOf(msg: Uint8Array): Buffer {
-  const f = frameMessage(msg);
-  return Buffer.from(f.buffer, f.byteOffset, f.length);
-}
-
 /** A plain answer made before any call (no rule, bad body): a google.rpc.Status JSON body. */
 function statusBody(tc: JsonTranscoding, code: number, message: string): string {
   return tc.transcoder.status(code, message, undefined);
@@ -407,13 +401,13 @@ class JsonRequest {
     const m = this.j.m;
     let msg: Uint8Array;
     try {
-      msg = tc.transcoder.request(m, this.j.query, body);
+      msg = tc.transcoder.requestFrame(m, this.j.query, body);
     } catch (err) {
       if (err instanceof TranscodeInputError) return this.answer(400, statusBody(tc, Code.INVALID_ARGUMENT, err.message));
       throw err;
     }
     // the call's method is the rule's (a method path); the head is every bridge's (bridge.ts)
-    const d = new JsonDownstream(tc, m.rule, frameOf(msg), this.src, this.h1res, this.h2);
+    const d = new JsonDownstream(tc, m.rule, Buffer.from(msg.buffer, msg.byteOffset, msg.length), this.src, this.h1res, this.h2);
     startCall(this.ctx, d, bridgeHead(m.rule.grpcPath, false, this.authority, GRPC_CONTENT_TYPE, this.raw, this.h2 !== undefined, jsonField, undefined));
   }
 

@@ -351,14 +351,16 @@ export class WireReader {
     // Istio's ext_authz sample answers with) took ~8 µs against ~1.5 µs (a string appended to
     // 700 times); below ~24 bytes the loop is the cheaper (no view, no call into C++).
     if (end - start > SHORT_STRING) return decodeUtf8(b.subarray(start, end), strict);
-    // ASCII, the usual case, without a view or a decoder call
-    let s = "";
-    for (let i = start; i < end; i++) {
-      const c = b[i]!;
+    // ASCII, the usual case, without a view or a decoder call: the codes gathered, then one string
+    // (appending a character at a time made a string per character: 6 and 20 bytes took ~2.5x as long)
+    const n = end - start;
+    const codes = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const c = b[start + i]!;
       if (c >= 0x80) return decodeUtf8(b.subarray(start, end), strict);
-      s += String.fromCharCode(c);
+      codes[i] = c;
     }
-    return s;
+    return String.fromCharCode.apply(null, codes);
   }
 
   bytes(): Uint8Array {

@@ -59,6 +59,8 @@ interface Field {
   readonly message: DescMessage | undefined;
   /** its place in Plan.fields */
   readonly index: number;
+  /** what toJson prints for it when it is not set and implicit fields are emitted (emitDefaults), or undefined: nothing */
+  readonly dflt: JsonValue | undefined;
 }
 
 interface Plan {
@@ -116,6 +118,33 @@ function kindOf(f: DescField): number {
   return f.message!.typeName.startsWith("google.protobuf.") || (f as { delimitedEncoding?: boolean }).delimitedEncoding === true ? NONE : MESSAGE;
 }
 
+const NO_ITEMS: JsonValue = Object.freeze([]) as unknown as JsonValue;
+const NO_ENTRIES: JsonValue = Object.freeze({}) as unknown as JsonValue;
+
+/** What toJson prints, with alwaysEmitImplicit, for a field that is not set (undefined: nothing, as for a message or a oneof). */
+function defaultOf(f: DescField): JsonValue | undefined {
+  if (f.fieldKind === "list") return NO_ITEMS;
+  if (f.fieldKind === "map") return NO_ENTRIES;
+  if (f.oneof !== undefined || f.presence !== 2 /* IMPLICIT */) return undefined;
+  if (f.fieldKind === "enum") return f.enum.typeName === "google.protobuf.NullValue" ? null : (f.enum.value[f.enum.values[0]!.number]?.name ?? f.enum.values[0]!.number);
+  if (f.fieldKind !== "scalar") return undefined;
+  switch (f.scalar) {
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      return "";
+    case ScalarType.BOOL:
+      return false;
+    case ScalarType.INT64:
+    case ScalarType.UINT64:
+    case ScalarType.SINT64:
+    case ScalarType.FIXED64:
+    case ScalarType.SFIXED64:
+      return "0";
+    default:
+      return 0;
+  }
+}
+
 function planOf(desc: DescMessage): Plan | null {
   // an extension would be printed by name from the registry: the full path's
   if (desc.proto.extensionRange.length > 0) return null;
@@ -140,10 +169,12 @@ function planOf(desc: DescMessage): Plan | null {
       tag: ((f.number << 3) | wire) >>> 0,
       lenTag: ((f.number << 3) | WIRE_LEN) >>> 0,
       numbers: e === undefined ? undefined : new Map(e.values.map((v) => [v.name, v.number])),
-      names: e === undefined ? undefined : new Map(e.values.map((v) => [v.number, v.name])),
+      // (by number as toJson looks a value up: an alias does not replace the first name)
+      names: e === undefined ? undefined : new Map(e.values.map((v) => [v.number, e.value[v.number]!.name])),
       zero: e === undefined ? 0 : e.values[0]!.number,
       message: kind === MESSAGE ? f.message : undefined,
       index,
+      dflt: defaultOf(f),
     };
     byKey.set(f.jsonName, field);
     byKey.set(f.name, field);
@@ -166,7 +197,11 @@ export class JsonWire {
   private wn: number[] = [];
   private count = 0;
 
-  constructor(private readonly ignoreUnknownFields: boolean) {}
+  constructor(
+    private readonly ignoreUnknownFields: boolean,
+    /** print implicit fields that are not set, with their zero value (toJson's alwaysEmitImplicit) */
+    private readonly emitDefaults = false,
+  ) {}
 
   private plan(desc: DescMessage): Plan | null {
     let p = this.plans.get(desc);
@@ -412,9 +447,9 @@ export class JsonWire {
   // === wire → JSON ===
 
   /**
-   * The JSON of the binary `desc` message in `bytes`, as toJson and the printer give it without
-   * emitDefaults (fields by number; floats printed as protojson prints them); or undefined: the
-   * full path decides.
+   * The JSON of the binary `desc` message in `bytes`, as toJson and the printer give it (fields by
+   * number; floats printed as protojson prints them; with emitDefaults, toJson's
+   * alwaysEmitImplicit); or undefined: the full path decides.
    */
   decode(desc: DescMessage, bytes: Uint8Array): JsonObject | undefined {
     const p = this.plan(desc);
@@ -469,11 +504,16 @@ export class JsonWire {
       vals[f.index] = v;
     }
     const out: JsonObject = {};
+    const emitDefaults = this.emitDefaults;
     for (let i = 0; i < vals.length; i++) {
       const v = vals[i];
-      if (v === undefined) continue;
       const f = p.fields[i]!;
-      if (f.implicit ? isZero(f, v) : f.list && (v as JsonValue[]).length === 0) continue; // (a packed run may hold no element)
+      if (v === undefined) {
+        if (emitDefaults && f.dflt !== undefined) out[f.jsonName] = f.dflt;
+        continue;
+      }
+      // a zero is printed only with emitDefaults (and a packed run may hold no element)
+      if (!emitDefaults && (f.implicit ? isZero(f, v) : f.list && (v as JsonValue[]).length === 0)) continue;
       out[f.jsonName] = v;
     }
     return out;

@@ -127,7 +127,7 @@ export class Transcoder {
     this.registry = withCarriedTypes(registry);
     this.reader = new ProtoJsonReader(this.registry, opts.ignoreUnknownFields);
     this.printer = new ProtoJsonPrinter(this.registry);
-    this.wire = new JsonWire(opts.ignoreUnknownFields);
+    this.wire = new JsonWire(opts.ignoreUnknownFields, opts.emitDefaults);
     this.readOpts = { registry: this.registry, ignoreUnknownFields: opts.ignoreUnknownFields };
     this.writeOpts = { registry: this.registry, alwaysEmitImplicit: opts.emitDefaults };
     const httpExt = registry.getExtension("google.api.http");
@@ -275,7 +275,7 @@ export class Transcoder {
   /** One response message as JSON text (or its response_body field). Throws on bytes that are not the message. */
   response(rule: TranscodeRule, bytes: Uint8Array): string {
     const out = rule.method.output;
-    const json = (this.opts.emitDefaults ? undefined : this.wire.decode(out, bytes)) ?? (this.printer.message(out, toJson(out, fromBinary(out, bytes), this.writeOpts)) as JsonObject);
+    const json = this.wire.decode(out, bytes) ?? (this.printer.message(out, toJson(out, fromBinary(out, bytes), this.writeOpts)) as JsonObject);
     if (rule.responseField === undefined) return JSON.stringify(json);
     const v = json[rule.responseField.jsonName];
     return JSON.stringify(v === undefined ? this.defaultJson(rule.responseField) : v);

@@ -4,7 +4,8 @@
 // test/behaviour/json-transcoding-gateway.test.ts). On random JSON and random bytes, whatever the
 // fast path answers is exactly what the full path answers (the same bytes, the same text), and
 // whatever the full path refuses the fast path leaves to it; on every well-typed plain message
-// it does answer (so the property cannot hold by deferring everything).
+// it does answer (so the property cannot hold by deferring everything). Printing, with and
+// without emitDefaults (toJson's alwaysEmitImplicit).
 import { create, createFileRegistry, fromBinary, fromJson, toBinary, toJson, type DescMessage, type JsonObject, type JsonValue, type Registry } from "@bufbuild/protobuf";
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
@@ -32,10 +33,10 @@ function fullEncode(reg: Registry, desc: DescMessage, json: JsonObject, ignoreUn
   }
 }
 
-/** The full path, wire → JSON text: fromBinary, toJson, the printer. */
-function fullDecode(reg: Registry, desc: DescMessage, bytes: Uint8Array): string | Error {
+/** The full path, wire → JSON text: fromBinary, toJson (with emitDefaults: alwaysEmitImplicit), the printer. */
+function fullDecode(reg: Registry, desc: DescMessage, bytes: Uint8Array, emitDefaults = false): string | Error {
   try {
-    return JSON.stringify(new ProtoJsonPrinter(reg).message(desc, toJson(desc, fromBinary(desc, bytes), { registry: reg, alwaysEmitImplicit: false })));
+    return JSON.stringify(new ProtoJsonPrinter(reg).message(desc, toJson(desc, fromBinary(desc, bytes), { registry: reg, alwaysEmitImplicit: emitDefaults })));
   } catch (err) {
     return err as Error;
   }
@@ -135,6 +136,7 @@ return plainKinds;
 describe("json-wire against the full path", () => {
   const wire = new JsonWire(false);
   const lenient = new JsonWire(true);
+  const defaults = new JsonWire(false, true);
 
   it("property: every well-typed plain Kinds, both ways, is answered and is the full path's answer", () => {
     fc.assert(
@@ -143,6 +145,7 @@ describe("json-wire against the full path", () => {
         const bytes = toBinary(KINDS, msg);
         const text = fullDecode(judge.registry, KINDS, bytes);
         expect(fastDecode(wire, KINDS, bytes)).toBe(text);
+        expect(fastDecode(defaults, KINDS, bytes)).toBe(fullDecode(judge.registry, KINDS, bytes, true));
         // the JSON a client would send (the full path's own print of it), back to the wire
         const json = JSON.parse(text as string) as JsonObject;
         const want = fullEncode(judge.registry, KINDS, json, false);
@@ -210,6 +213,8 @@ describe("json-wire against the full path", () => {
         if (cut && bytes.length > 0) bytes = bytes.subarray(0, bytes.length - 1);
         const full = fullDecode(judge.registry, KINDS, bytes);
         const fast = fastDecode(wire, KINDS, bytes);
+        const withDefaults = fastDecode(defaults, KINDS, bytes);
+        if (withDefaults !== undefined) expect(withDefaults).toBe(fullDecode(judge.registry, KINDS, bytes, true));
         if (fast === undefined) return;
         answered++;
         expect(fast).toBe(full);
@@ -243,6 +248,10 @@ describe("json-wire against the full path", () => {
     const bytes = toBinary(TWO, create(TWO, { a: 0, unpacked: [1, 2], packed: [3n, -4n], child: { s: "é" } } as never));
     expect(fastDecode(w, TWO, bytes)).toBe(fullDecode(two, TWO, bytes));
     expect(fastDecode(w, TWO, bytes)).toBe('{"a":0,"unpacked":[1,2],"packed":["3","-4"],"child":{"s":"é"}}');
+    // emitDefaults: proto2's fields have presence (nothing to print when unset) but its lists print []
+    expect(fastDecode(new JsonWire(false, true), TWO, new Uint8Array())).toBe(fullDecode(two, TWO, new Uint8Array(), true));
+    expect(fastDecode(new JsonWire(false, true), TWO, new Uint8Array())).toBe('{"unpacked":[],"packed":[]}');
+    expect(fastDecode(new JsonWire(false, true), NESTED, new Uint8Array())).toBe('{"name":"","id":"0","tags":[]}');
   });
 
   it("known answers: bytes written from the encoding spec, headroom left in front, and what is left to the full path", () => {

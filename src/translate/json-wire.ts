@@ -19,11 +19,10 @@
 //
 // Pure: no I/O.
 import { ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { float32Text } from "./proto-json.js";
+import { float32Text, rawJSON } from "./proto-json.js";
 import { int32Size, utf8Size, varintSize, WIRE_I32, WIRE_I64, WIRE_LEN, WIRE_START_GROUP, WIRE_VARINT, WireError, WireReader, writeDouble, writeFixed32, writeFixed64, writeFloat, writeInt64, writeUtf8, writeVarint } from "./proto-wire.js";
 
-// JSON.rawJSON (V8 11.4+, Node 22 and 24) and String.prototype.isWellFormed (ES2024) are not in TypeScript's es2023 lib.
-const rawJSON = (JSON as unknown as { rawJSON(text: string): JsonValue }).rawJSON;
+// String.prototype.isWellFormed (ES2024) is not in TypeScript's es2023 lib.
 const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /** A field's value kind beyond the scalar types (ScalarType's numbers are 1..18). */
@@ -604,8 +603,8 @@ function numberJson(v: number, float: boolean): JsonValue {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "Infinity";
   if (v === -Infinity) return "-Infinity";
-  if (Object.is(v, -0)) return rawJSON("-0");
-  return float && v !== 0 ? rawJSON(float32Text(v)) : v;
+  if (Object.is(v, -0)) return rawJSON("-0") as JsonValue;
+  return float && v !== 0 ? (rawJSON(float32Text(v)) as JsonValue) : v;
 }
 
 function int64Text(lo: number, hi: number): string {

@@ -29,7 +29,8 @@ class LongNumber {
 
 // JSON.parse's reviver context and JSON.rawJSON (V8 since 11.4: Node 22 and 24) are not in TypeScript's es2023 lib.
 type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
-const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+/** JSON.rawJSON: a value JSON.stringify prints as the given text (json-wire.ts prints with it too). */
+export const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
 
 /** A run of 16 digits (dots between allowed): only then may a number lose digits in a double. */
 const LONG_NUMBER = /[0-9][0-9.]{15}/;

@@ -1,7 +1,7 @@
 // The JSON transcoder alone (src/translate/transcode.ts), in one process: Transcoder.request and
 // Transcoder.response on the bench's Item (the same message and rule as bench/json-transcoding.mjs),
 // µs per call and V8 heap bytes per call, for this build's dist/ and, with --alt-dist DIR, another
-// build's, in interleaved rounds (a before/after in one run; read the ratios). No sockets: what a
+// build's, in interleaved rounds after a warm-up round each (a before/after in one run; read the ratios). No sockets: what a
 // JSON call's translation costs, apart from the bridge and node:http2 around it.
 // The descriptor set is compiled by protoc (scripts/engines.mjs installs it) from the tests' shop.proto.
 //
@@ -67,6 +67,11 @@ function time(f) {
 
 const builds = [await load("dist", join(repo, "dist"))];
 if (args["alt-dist"] !== undefined) builds.push(await load("alt", args["alt-dist"]));
+// a round each, not counted: V8 compiles the hot functions in the first
+for (const b of builds) {
+  time(() => b.tc.request(b.m, "", body));
+  time(() => b.tc.response(b.m.rule, b.bin));
+}
 for (let r = 0; r < Number(args.rounds); r++) {
   for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
     const [rq, rqB] = time(() => b.tc.request(b.m, "", body));

@@ -121,7 +121,8 @@ describe("the xDS guide, step by step (docs/guides/xds.md)", () => {
       30_000,
       200,
     ).catch((err: Error) => {
-      throw new Error(`${err.message}\n${d.stdout()}\n${cpOut}`);
+      // dojang's stderr too: a dojang that stopped before it was ready says why there
+      throw new Error(`${err.message}\n${d.stdout()}\n${d.stderr()}\n${cpOut}`);
     });
     expectShown(move(shownAfter("xds-guide:health")), (health.stdout + health.stderr).trim(), "dojang health");
     expect(logLines(d).find((l) => l["msg"] === "listener bound")).toMatchObject({ listener: "ingress", address: `127.0.0.1:${listen}`, trigger: "xds" });

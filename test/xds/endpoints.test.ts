@@ -267,8 +267,10 @@ describe("EDS updates applied to the cluster in place (go-control-plane)", () =>
       await sleep(500);
       // b got nothing new, c and e get calls
       expect(b.peers.length).toBe(calledB);
+      // every endpoint of the new set gets calls, b none: the picker chooses at random, so calls
+      // until all three answered (at most 60), where a fixed 9 missed one now and then under load
       const after = new Set<string>();
-      for (let i = 0; i < 9; i++) after.add((await call(client)).who);
+      for (let i = 0; i < 60 && after.size < 3; i++) after.add((await call(client)).who);
       expect(after).toEqual(new Set(["a", "c", "e"]));
       // the load runs on until the drained stream has finished, and for 60 calls at least
       await done;

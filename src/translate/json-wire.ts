@@ -126,8 +126,12 @@ function defaultOf(f: DescField): JsonValue | undefined {
   if (f.fieldKind === "map") return NO_ENTRIES;
   if (f.oneof !== undefined || f.presence !== 2 /* IMPLICIT */) return undefined;
   if (f.fieldKind === "enum") return f.enum.typeName === "google.protobuf.NullValue" ? null : (f.enum.value[f.enum.values[0]!.number]?.name ?? f.enum.values[0]!.number);
-  if (f.fieldKind !== "scalar") return undefined;
-  switch (f.scalar) {
+  return f.fieldKind === "scalar" ? scalarZeroJson(f.scalar) : undefined;
+}
+
+/** A scalar's zero value as toJson prints it (64-bit integers as strings). */
+export function scalarZeroJson(scalar: ScalarType): JsonValue {
+  switch (scalar) {
     case ScalarType.STRING:
     case ScalarType.BYTES:
       return "";

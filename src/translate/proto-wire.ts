@@ -261,20 +261,8 @@ export class WireReader {
 
   /** An int64 as a number: exact within ±2^53. */
   int64(): number {
-    const b = this.b;
-    let lo = 0;
-    let hi = 0;
-    for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw new WireError("varint runs past the end");
-      const x = b[this.pos++]!;
-      if (i < 4) lo |= (x & 0x7f) << (7 * i);
-      else if (i === 4) {
-        lo |= (x & 0x0f) << 28;
-        hi |= (x & 0x7f) >> 4;
-      } else hi |= (x & 0x7f) << (7 * i - 32);
-      if (x < 0x80) return (hi | 0) * 0x100000000 + (lo >>> 0);
-    }
-    throw new WireError("varint longer than ten bytes");
+    this.varint64();
+    return (this.hi | 0) * 0x100000000 + this.lo;
   }
 
   bool(): boolean {

@@ -32,7 +32,7 @@ import { AnySchema, FileDescriptorSetSchema, type Any } from "@bufbuild/protobuf
 import { statusMessage, withCarriedTypes } from "./google-rpc.js";
 import { matchTemplate, parseTemplate, TemplateError, type PathTemplate } from "./http-template.js";
 import { MESSAGE_PREFIX_BYTES, writePrefix } from "./framing.js";
-import { JsonWire } from "./json-wire.js";
+import { JsonWire, scalarZeroJson } from "./json-wire.js";
 import { parseJson, ProtoJsonPrinter, ProtoJsonReader } from "./proto-json.js";
 
 export interface TranscodeOptions {
@@ -304,21 +304,7 @@ export class Transcoder {
       case "enum":
         return f.enum.values.find((v) => v.number === 0)?.name ?? 0;
       case "scalar":
-        switch (f.scalar) {
-          case ScalarType.STRING:
-          case ScalarType.BYTES:
-            return "";
-          case ScalarType.BOOL:
-            return false;
-          case ScalarType.INT64:
-          case ScalarType.UINT64:
-          case ScalarType.SINT64:
-          case ScalarType.FIXED64:
-          case ScalarType.SFIXED64:
-            return "0";
-          default:
-            return 0;
-        }
+        return scalarZeroJson(f.scalar);
     }
   }
 

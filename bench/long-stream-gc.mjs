@@ -8,15 +8,21 @@
 // heap limits V8 has derived so far, and a process that served other shapes first (bench/run.mjs)
 // may not show what a sidecar that only streams does (docs/contributing/performance.md).
 //
-//   node bench/long-stream-gc.mjs [--alt "--no-external-memory-accounted-in-global-limit"]
+//   node bench/long-stream-gc.mjs [--alt="--no-external-memory-accounted-in-global-limit"]
 //        [--calls 24] [--rounds 4] [--dist DIR] [--results-dir DIR]
+//        [--proxy naive [--ballast N]]
+//
+// --proxy naive runs the plain node:http2 pipe (lib/naive-proxy.mjs, 4 MiB windows) in dojang's
+// place, with the launcher's flags as they were before the heap-growing factor (below), plus
+// --ballast N: N small objects kept alive (lib/ballast.mjs, a heap the size of dojang's, with a
+// start-up GC as dojang's): whether a storm is dojang's code or V8's pacing of any such heap.
 //
 // Loopback only; every process it starts is stopped by pid.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { STREAM_COUNT_HEADER, STREAM_MESSAGE_BYTES, STREAM_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
@@ -31,6 +37,8 @@ const { values: a } = parseArgs({
     rounds: { type: "string", default: "4" },
     dist: { type: "string", default: join(REPO, "dist") },
     "results-dir": { type: "string" },
+    proxy: { type: "string", default: "dojang" },
+    ballast: { type: "string", default: "0" },
   },
 });
 const CALLS = Number(a.calls);
@@ -74,6 +82,12 @@ function load(port, calls) {
   return (calls * MESSAGES * STREAM_MESSAGE_BYTES) / 1e6 / secs;
 }
 
+let started = 0;
+if (a.proxy !== "dojang" && a.proxy !== "naive") throw new Error("--proxy is dojang or naive");
+// dojang's launcher flags before the heap-growing factor (src/cli.ts), for the plain pipe
+const NAIVE_FLAGS = ["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--max-semi-space-size=2"];
+const NAIVE = join(REPO, "bench", "lib", "naive-proxy.mjs");
+const BALLAST = pathToFileURL(join(REPO, "bench", "lib", "ballast.mjs")).href;
 async function measure(v, upstreamPort) {
   const port = await freePort();
   const cfg = join(tmp, `${v.name}.json`);
@@ -94,11 +108,15 @@ async function measure(v, upstreamPort) {
   const spawnedMs = performance.now();
   const env = { ...process.env };
   delete env["DOJANG_MEMORY_PLAN"];
-  const p = startProcess(`dojang-${v.name}`, process.execPath, ["--trace-gc", ...v.flags, join(resolve(a.dist), "cli.js"), "--config", cfg], { cpus: "0", logDir: tmp, cwd: REPO, env, pipeStdout: true });
-  let out = "";
-  p.child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
-  // every line read, not only the exit seen
-  const closed = new Promise((r) => p.child.once("close", r));
+  // --trace-gc goes to a file, not a pipe: the harness waits in spawnSync while h2load runs and
+  // reads nothing, and a full pipe (a storm's lines) would block dojang's main thread on write
+  const argv =
+    a.proxy === "naive"
+      ? [...NAIVE_FLAGS, "--expose-gc", `--import=${BALLAST}`, "--trace-gc", ...v.flags, NAIVE, String(port), `http://127.0.0.1:${upstreamPort}`, String(4 * 1048576)]
+      : ["--trace-gc", ...v.flags, join(resolve(a.dist), "cli.js"), "--config", cfg];
+  env["BALLAST_OBJECTS"] = a.ballast;
+  const p = startProcess(`${a.proxy}-${v.name}-${++started}`, process.execPath, argv, { cpus: "0", logDir: tmp, cwd: REPO, env });
+  const closed = p.exited;
   let m;
   try {
     await waitPortOf(p.child, port, 3);
@@ -116,6 +134,7 @@ async function measure(v, upstreamPort) {
     await stopProcess(p);
     await closed;
   }
+  const out = readFileSync(p.stdoutFile, "utf8");
   const count = (kind) => [...out.matchAll(/\s(\d+) ms: (Mark-Compact|Scavenge)\b/g)].filter((x) => x[2] === kind && Number(x[1]) >= m.fromMs).length;
   return { mbs: m.mbs, cpuUsPerMiB: m.cpuUsPerMiB, rssMiB: m.rssMiB, peakRssMiB: m.peakRssMiB, markCompacts: count("Mark-Compact"), scavenges: count("Scavenge") };
 }
@@ -139,10 +158,10 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const by = (name, k) => median(rows.filter((x) => x.variant === name).map((x) => x[k]));
 const lines = [
-  `# One long stream through a fresh dojang: ${CALLS} calls of 1,024 × 64 KiB per round, ${ROUNDS} rounds`,
+  `# One long stream through a fresh ${a.proxy === "naive" ? `node:http2 pipe (${a.ballast} ballast objects)` : "dojang"}: ${CALLS} calls of 1,024 × 64 KiB per round, ${ROUNDS} rounds`,
   "",
   `- node ${process.version}; proxy on CPU 0, upstream and h2load on CPU 1; each measurement a new process after 2 warm-up calls`,
-  `- default: dojang as its launcher starts it; alt: the same + \`${a.alt}\` (node flags on the command line come after the launcher's and win)`,
+  `- default: ${a.proxy === "naive" ? `the pipe with \`${NAIVE_FLAGS.join(" ")}\`` : "dojang as its launcher starts it"}; alt: the same + \`${a.alt}\` (node flags on the command line come after the launcher's and win)`,
   "",
   "| variant | MB/s | µs CPU per MiB | RSS MiB after | peak RSS MiB | mark-compacts | scavenges |",
   "|---|---:|---:|---:|---:|---:|---:|",
@@ -158,6 +177,6 @@ console.log("\n" + lines.join("\n"));
 if (a["results-dir"] !== undefined) {
   mkdirSync(a["results-dir"], { recursive: true });
   writeFileSync(join(a["results-dir"], "latest.md"), lines.join("\n") + "\n");
-  writeFileSync(join(a["results-dir"], "latest.json"), JSON.stringify({ calls: CALLS, rounds: ROUNDS, alt: a.alt, node: process.version, rows }, null, 2) + "\n");
+  writeFileSync(join(a["results-dir"], "latest.json"), JSON.stringify({ proxy: a.proxy, ballast: Number(a.ballast), calls: CALLS, rounds: ROUNDS, alt: a.alt, node: process.version, rows }, null, 2) + "\n");
 }
 process.exit(0);

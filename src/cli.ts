@@ -55,6 +55,18 @@ const FLAG = "--no-memory-reducer";
 // mark-compact storm"). Its price, dead reads of cut calls waiting longer, the overload guard
 // pays back (observe/overload.ts). A node flag given on the command line comes after it and wins.
 const EXTERNAL_MEMORY_FLAG = "--external-memory-accounted-in-global-limit";
+// That global limit grows by V8's global controller's factor, which it keeps at its minimum, 1.1
+// (`--trace-gc-verbose`: "[GlobalMemoryController] factor 1.1 ... mutator=0": it sees no
+// allocation rate for external memory). A long stream has 20-25 MB of socket reads alive at any
+// moment, so once a mark-compact has set that limit, the next one comes after ~25 MB more: one
+// per ~40 ms at 1 GB/s, each promoting the reads in flight, which only the next one frees. Not
+// dojang's code: the plain node:http2 pipe does the same once its heap holds a few MB of live
+// objects (`bench/long-stream-gc.mjs --proxy naive --ballast N`; docs/contributing/performance.md,
+// "The storm's second cause"). A fixed factor of 3 (V8's own ranges over 1.1-4) spaces them
+// ~100 MB apart: a long stream at 0.64x the CPU per MiB and 1.51x the MB/s, at 1.05x the RSS,
+// unary calls within their spread (bench/results/heap-growing-ab). A node flag given on the
+// command line comes after it and wins.
+const HEAP_GROWING_FLAG = "--heap-growing-percent=200";
 const PLAN_ENV = "DOJANG_MEMORY_PLAN";
 // src/config/handover.ts (a literal here: the launcher imports nothing before it has to)
 const HANDOVER_ENV = "DOJANG_CONFIG_HANDOVER";
@@ -75,7 +87,7 @@ if (process.env[PLAN_ENV] === undefined && typeof process.execve === "function" 
   // started dojang is not)
   delete process.env[HANDOVER_ENV];
   const found = await launch?.(process.argv.slice(2), process.env);
-  const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), EXTERNAL_MEMORY_FLAG, ...(found?.plan.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
+  const flags = [...(process.env["DOJANG_MEMORY_REDUCER"] === "on" ? [] : [FLAG]), EXTERNAL_MEMORY_FLAG, HEAP_GROWING_FLAG, ...(found?.plan.nodeFlags ?? [])].filter((f) => !process.execArgv.includes(f));
   if (flags.length > 0 || found?.handover !== undefined) {
     // "" when there is no plan: the served process derives one itself and says it is not applied
     const env: NodeJS.ProcessEnv = { ...process.env, [PLAN_ENV]: found === undefined ? "" : JSON.stringify(found.plan) };

@@ -11,7 +11,7 @@ import { freePort } from "./peers.mjs";
  * DOJANG_MEMORY_PLAN set to "" the launcher does not re-execute; under callgrind it must not)
  * gives them itself, so that it measures the process dojang runs.
  */
-export const LAUNCHER_NODE_FLAGS = Object.freeze(["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--max-semi-space-size=2"]);
+export const LAUNCHER_NODE_FLAGS = Object.freeze(["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--heap-growing-percent=200", "--max-semi-space-size=2"]);
 
 /** Starts a node child that prints one JSON line when ready; resolves with it and the process. */
 export function startNode(name, file, argv) {

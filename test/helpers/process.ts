@@ -7,7 +7,7 @@
 // afterAll; and at the latest when the test file's fork exits). Cleanup only ever signals the
 // groups spawned here.
 import { spawn, type ChildProcess, type SpawnOptions } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -26,8 +26,56 @@ export function assertDistBuilt(): void {
   }
 }
 
-/** A port that was free a moment ago: bind 127.0.0.1:0, read the port, close. */
+/**
+ * A port that was free a moment ago, for a process that binds it later (a config's address).
+ * Not the kernel's port 0: that hands out a port of the ephemeral range, which every outbound
+ * connection of every test running beside this one draws its local port from too, so the port
+ * could be taken as a connection's source port before its process binds it (a dojang that then
+ * failed to bind its admin port and stopped: test/docs/xds-guide.test.ts under the full suite).
+ * The ports come from below the ephemeral range instead, a block of PORT_BLOCK per vitest pool
+ * slot (VITEST_POOL_ID), in turn from a random start, each one checked by binding it; the test
+ * files running at once never draw from the same block.
+ */
 export async function freePort(): Promise<number> {
+  const block = portBlock();
+  if (block === undefined) return kernelPort();
+  for (let i = 0; i < PORT_BLOCK; i++) {
+    const port = block.base + (block.next++ % PORT_BLOCK);
+    if (await canBind(port)) return port;
+  }
+  return kernelPort();
+}
+
+/** ports per vitest pool slot */
+const PORT_BLOCK = 500;
+let ports: { base: number; next: number } | null | undefined;
+
+function portBlock(): { base: number; next: number } | undefined {
+  if (ports !== undefined) return ports ?? undefined;
+  ports = null;
+  let low = 32768;
+  try {
+    low = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  } catch {
+    // not Linux: the common default
+  }
+  const slot = Number(process.env["VITEST_POOL_ID"] ?? "1");
+  const base = low - PORT_BLOCK * (1 + (Number.isInteger(slot) && slot > 0 ? slot : 1));
+  if (!(base >= 1024)) return undefined;
+  ports = { base, next: Math.floor(Math.random() * PORT_BLOCK) };
+  return ports;
+}
+
+function canBind(port: number): Promise<boolean> {
+  const srv = net.createServer();
+  return new Promise<boolean>((r) => {
+    srv.once("error", () => r(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => r(true)));
+  });
+}
+
+/** The kernel's pick (bind 127.0.0.1:0, read the port, close): where no block is available. */
+async function kernelPort(): Promise<number> {
   const srv = net.createServer();
   await new Promise<void>((r, j) => {
     srv.once("error", j);

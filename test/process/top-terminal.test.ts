@@ -34,6 +34,18 @@ async function paneShows(name: string, what: string | RegExp, ms = 20_000): Prom
   }, ms, 100);
 }
 
+/**
+ * The pane once it shows `what` and a table under its header: after a key that changes the
+ * window or the rows, top redraws its header at once and the table when the new /stats answer is
+ * in, so a screen caught in between has the new header and no table yet.
+ */
+async function tableShows(name: string, what: string): Promise<string> {
+  return waitFor(`the pane to show ${what} and its table`, () => {
+    const s = pane(name);
+    return s.includes(what) && /^(METHOD|ROUTE|ENDPOINT)\s/m.test(s) ? s : undefined;
+  }, 20_000, 100);
+}
+
 /** The table rows' first cells, in the order on screen. */
 function rowNames(screen: string): string[] {
   const lines = screen.split("\n");
@@ -105,16 +117,16 @@ describe("dojang top in a terminal (tmux)", () => {
     updateDocsImage(join(dir, "top.png"), "dojang-top.png");
 
     tm("send-keys", "-t", "keys", "s");
-    s = await paneShows("keys", "sort success");
+    s = await tableShows("keys", "sort success");
     expect(rowNames(s)).toEqual(["shop.Cart/Put", "test.Echo/Unary"]);
     tm("send-keys", "-t", "keys", "c");
-    s = await paneShows("keys", "sort calls");
+    s = await tableShows("keys", "sort calls");
     expect(rowNames(s)).toEqual(["test.Echo/Unary", "shop.Cart/Put"]);
     tm("send-keys", "-t", "keys", "w");
-    s = await paneShows("keys", "window 10m");
+    s = await tableShows("keys", "window 10m");
     expect(rowNames(s)).toEqual(["test.Echo/Unary", "shop.Cart/Put"]);
     tm("send-keys", "-t", "keys", "b");
-    s = await paneShows("keys", "by route");
+    s = await tableShows("keys", "by route");
     expect(s).toContain("ROUTE");
     expect(rowNames(s)).toEqual(["main prefix:/"]);
     tm("send-keys", "-t", "keys", "q");

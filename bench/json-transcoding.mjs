@@ -27,7 +27,6 @@
 // not move them; callgrindRun below), the node flags given after the launcher's.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,6 +35,7 @@ import { create, createFileRegistry, fromBinary, toBinary } from "@bufbuild/prot
 import { FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
 import { freePort } from "./lib/peers.mjs";
 import { parseH2loadOutput } from "./lib/h2load.mjs";
+import { ITEM, compileShop } from "./lib/shop.mjs";
 import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPort, waitPortOf } from "./lib/standalone.mjs";
 
 const { values: args } = parseArgs({
@@ -57,14 +57,10 @@ const { values: args } = parseArgs({
 });
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = mkdtempSync(join(tmpdir(), "dojang-json-bench-"));
-const require = createRequire(import.meta.url);
-const googleapis = join(dirname(require.resolve("@grpc/grpc-js-xds/package.json")), "deps", "googleapis");
-const protoDir = join(repo, "test", "fixtures", "transcode");
-const setFile = join(tmp, "shop.binpb");
-execFileSync("protoc", ["-I", protoDir, "-I", googleapis, "--include_imports", `--descriptor_set_out=${setFile}`, join(protoDir, "shop.proto")]);
+const setFile = compileShop(tmp);
 
 // the same Item both ways: as JSON for the transcoded call, as a framed message for the gRPC ones
-const item = { id: "item-1", title: "A Tale of Two Cities", priceCents: "1999", color: "RED", tags: ["classic", "novel"], inStock: true, size: { width: 12.5, weightGrams: "420" } };
+const item = ITEM;
 const json = JSON.stringify(item);
 const reg = createFileRegistry(fromBinary(FileDescriptorSetSchema, readFileSync(setFile)));
 const itemDesc = reg.getMessage("dojang.test.shop.v1.Item");

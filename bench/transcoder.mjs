@@ -6,14 +6,13 @@
 // The descriptor set is compiled by protoc (scripts/engines.mjs installs it) from the tests' shop.proto.
 //
 // usage: npm run build && node bench/transcoder.mjs [--alt-dist DIR] [--calls 200000] [--rounds 5]
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import v8 from "node:v8";
+import { ITEM, compileShop } from "./lib/shop.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -24,16 +23,11 @@ const { values: args } = parseArgs({
 });
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = mkdtempSync(join(tmpdir(), "dojang-transcoder-bench-"));
-const require = createRequire(import.meta.url);
-const googleapis = join(dirname(require.resolve("@grpc/grpc-js-xds/package.json")), "deps", "googleapis");
-const protoDir = join(repo, "test", "fixtures", "transcode");
-const setFile = join(tmp, "shop.binpb");
-execFileSync("protoc", ["-I", protoDir, "-I", googleapis, "--include_imports", `--descriptor_set_out=${setFile}`, join(protoDir, "shop.proto")]);
-const descriptorSet = readFileSync(setFile);
+const descriptorSet = readFileSync(compileShop(tmp));
 rmSync(tmp, { recursive: true, force: true });
 
-// the bench's Item (bench/json-transcoding.mjs), POSTed to /v1/items/{id}:archive with body "*"
-const item = { id: "item-1", title: "A Tale of Two Cities", priceCents: "1999", color: "RED", tags: ["classic", "novel"], inStock: true, size: { width: 12.5, weightGrams: "420" } };
+// the bench's Item (bench/lib/shop.mjs), POSTed to /v1/items/{id}:archive with body "*"
+const item = ITEM;
 const body = Buffer.from(JSON.stringify(item));
 const calls = Number(args.calls);
 

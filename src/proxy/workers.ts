@@ -59,6 +59,18 @@ let configFromText: Awaited<ReturnType<typeof loadConfigParsers>>["configFromTex
   throw new Error("dojang: workers: the config parser is not loaded");
 };
 
+/**
+ * Whether every worker the primary still lists has exited. Not "the list is empty": node removes
+ * a worker from cluster.workers only once it has both exited and disconnected, in whichever order
+ * those two come, and the cluster's 'exit' for the last worker can come before its 'disconnect'
+ * (seen under load: the primary never resolved its wait and did not exit on SIGTERM). At that
+ * 'exit' the worker is still listed, but dead.
+ */
+export function allWorkersDead(workers: readonly ({ isDead(): boolean } | undefined)[]): boolean {
+  for (const w of workers) if (w !== undefined && !w.isDead()) return false;
+  return true;
+}
+
 export function isWorkerProcess(): boolean {
   return cluster.isWorker;
 }
@@ -580,7 +592,7 @@ export async function runPrimary(
       } else if (code !== 0 && code !== null) {
         exitCode = 1;
       }
-      if (stopping && Object.keys(cluster.workers ?? {}).length === 0) resolve();
+      if (stopping && allWorkersDead(Object.values(cluster.workers ?? {}))) resolve();
     });
   });
   // A reload (SIGHUP, POST /reload, watchConfig): the primary reads and checks the file once,

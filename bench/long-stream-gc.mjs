@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { STREAM_COUNT_HEADER, STREAM_MESSAGE_BYTES, STREAM_PATH, frame } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
 import { cpuNs, rssKiB, startProcess, stopProcess, which } from "./lib/proc.mjs";
-import { startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
+import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPortOf } from "./lib/standalone.mjs";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const { values: a } = parseArgs({
@@ -85,7 +85,7 @@ function load(port, calls) {
 let started = 0;
 if (a.proxy !== "dojang" && a.proxy !== "naive") throw new Error("--proxy is dojang or naive");
 // dojang's launcher flags before the heap-growing factor (src/cli.ts), for the plain pipe
-const NAIVE_FLAGS = ["--no-memory-reducer", "--external-memory-accounted-in-global-limit", "--max-semi-space-size=2"];
+const NAIVE_FLAGS = LAUNCHER_NODE_FLAGS.filter((f) => !f.startsWith("--heap-growing-percent="));
 const NAIVE = join(REPO, "bench", "lib", "naive-proxy.mjs");
 const BALLAST = pathToFileURL(join(REPO, "bench", "lib", "ballast.mjs")).href;
 async function measure(v, upstreamPort) {

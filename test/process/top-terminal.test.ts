@@ -40,10 +40,7 @@ async function paneShows(name: string, what: string | RegExp, ms = 20_000): Prom
  * in, so a screen caught in between has the new header and no table yet.
  */
 async function tableShows(name: string, what: string): Promise<string> {
-  return waitFor(`the pane to show ${what} and its table`, () => {
-    const s = pane(name);
-    return s.includes(what) && /^(METHOD|ROUTE|ENDPOINT)\s/m.test(s) ? s : undefined;
-  }, 20_000, 100);
+  return paneShows(name, new RegExp(`${what}[^]*^(METHOD|ROUTE|ENDPOINT)\\s`, "m"));
 }
 
 /** The table rows' first cells, in the order on screen. */

@@ -190,13 +190,21 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     }
     const r = await bystander;
     peak = Math.max(peak, rssMiB(p.pid));
-    const growth = peak - before;
     const count = (pred: (atk: RawH2Client, id: number) => boolean): number => atks.reduce((n, atk, i) => n + ids[i]!.filter((id) => pred(atk, id)).length, 0);
     const rst = (atk: RawH2Client, id: number, code: number) => atk.on(id).some((f) => f.type === FRAME.RST_STREAM && f.errorCode === code);
     // cut: RST_STREAM ENHANCE_YOUR_CALM, or cut at its head (a Trailers-Only 8; grpc-status's value is sent raw)
-    const cut = count((atk, id) => rst(atk, id, ENHANCE_YOUR_CALM) || atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));
-    const refusedN = count((atk, id) => rst(atk, id, REFUSED_STREAM));
+    const cutNow = () => count((atk, id) => rst(atk, id, ENHANCE_YOUR_CALM) || atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));
     const readOne = count((atk, id) => atk.on(id).some((f) => f.type === FRAME.DATA));
+    // The budget cuts a call when it stalls, and on a loaded machine the last stalls come later
+    // than 3 s (a full-suite run counted 956 of 984 cut by then): keep sampling the RSS, up to
+    // 12 s more, until the cuts are in. The bound below then holds over the longer window too.
+    for (let t = 0; t < 120 && cutNow() < minCut - readOne; t++) {
+      await sleep(100);
+      peak = Math.max(peak, rssMiB(p.pid));
+    }
+    const growth = peak - before;
+    const cut = cutNow();
+    const refusedN = count((atk, id) => rst(atk, id, REFUSED_STREAM));
     const answered = count((atk, id) => atk.on(id).some((f) => f.type === FRAME.HEADERS));
     console.log(
       `zero-window ${connections}×${streams}: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}); upstream saw ${upstream.big} calls and sent ${(upstream.sent / 2 ** 20).toFixed(1)} MiB; attacker streams answered ${answered}, refused ${refusedN}, cut ${cut}, given a frame ${readOne}; bystander ${r.ok}/200`,

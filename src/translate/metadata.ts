@@ -18,18 +18,24 @@
  *    controls) in case a field gets this far; node drops most such fields itself (see README,
  *    "Bad requests and abusive clients").
  *
- * One pass per field and no allocation unless the field is refused: this runs inside
- * copyRequestHeaders' single pass over rawHeaders, on every call.
+ * One scan per string and no allocation unless the field is refused: this runs inside
+ * copyRequestHeaders' single pass over rawHeaders, on every call. The scans are regular
+ * expressions, not charCodeAt loops: V8's compiled regexp reads a flat string about 4× faster
+ * per character (1 KB value: 0.6 µs against 2.4 µs; a 19-character one: 24 ns against 42 ns;
+ * docs/contributing/benchmarks.md), which counts for a long token sent on every call. Where a
+ * field is refused, the offset the message names is found by String.prototype.search.
  */
 
 import { goQuote } from "./go-text.js";
 
 const BIN_SUFFIX = "-bin";
 
-/** 0-9 a-z _ - . */
-function isNameChar(c: number): boolean {
-  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f || c === 0x2e;
-}
+/** A character outside a metadata name's 0-9 a-z _ - . */
+const BAD_NAME_CHAR = /[^0-9a-z_.-]/;
+/** A character outside printable ASCII (%x20-%x7E), in a value that is not -bin */
+const BAD_VALUE_CHAR = /[^\x20-\x7e]/;
+/** Base64's alphabet only (no padding, nothing else): the common -bin value, decided without the loop */
+const PLAIN_BASE64 = /^[A-Za-z0-9+/]*$/;
 
 /** RFC 4648 §4 alphabet: A-Z a-z 0-9 + / */
 function isBase64Char(c: number): boolean {
@@ -46,6 +52,8 @@ const PAD = 0x3d; // "="
 export function base64ErrorOffset(v: string): number {
   const n = v.length;
   const padded = n % 4 === 0;
+  // alphabet only: the loop below would run to its end, where only the length decides
+  if (PLAIN_BASE64.test(v)) return !padded && n % 4 === 1 ? n - 1 : -1;
   for (let i = 0; i < n; i++) {
     const c = v.charCodeAt(i);
     if (isBase64Char(c)) continue;
@@ -76,9 +84,7 @@ export function isBinaryHeader(name: string): boolean {
 export function requestFieldProblem(name: string, value: string): string | null {
   const nl = name.length;
   if (nl === 0) return "malformed header: empty metadata name";
-  for (let i = 0; i < nl; i++) {
-    if (!isNameChar(name.charCodeAt(i))) return `malformed header: metadata name ${goQuote(name)} has a character gRPC does not allow (0-9 a-z _ - .)`;
-  }
+  if (BAD_NAME_CHAR.test(name)) return `malformed header: metadata name ${goQuote(name)} has a character gRPC does not allow (0-9 a-z _ - .)`;
   if (isBinaryHeader(name)) {
     const at = base64ErrorOffset(value);
     return at < 0 ? null : `malformed binary metadata in header ${goQuote(name)}: illegal base64 data at input byte ${at}`;
@@ -88,9 +94,6 @@ export function requestFieldProblem(name: string, value: string): string | null 
   if (value.charCodeAt(0) === 0x20 || value.charCodeAt(vl - 1) === 0x20) {
     return `malformed header: value of ${goQuote(name)} has leading or trailing whitespace`;
   }
-  for (let i = 0; i < vl; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e) return `malformed header: value of ${goQuote(name)} has a byte outside printable ASCII at offset ${i}`;
-  }
-  return null;
+  if (!BAD_VALUE_CHAR.test(value)) return null;
+  return `malformed header: value of ${goQuote(name)} has a byte outside printable ASCII at offset ${value.search(BAD_VALUE_CHAR)}`;
 }

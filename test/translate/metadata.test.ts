@@ -95,6 +95,23 @@ describe("requestFieldProblem() (issue 10 item 9)", () => {
     );
   });
 
+  it("names the offset of the first byte outside printable ASCII, in short values and in long ones", () => {
+    const firstBad = (v: string): number => [...v].findIndex((_, i) => v.charCodeAt(i) < 0x20 || v.charCodeAt(i) > 0x7e);
+    const token = "Bearer " + "eyJhbGciOiJSUzI1NiJ9".repeat(60);
+    expect(requestFieldProblem("authorization", token)).toBeNull();
+    expect(requestFieldProblem("authorization", `${token}\x01`)).toBe('malformed header: value of "authorization" has a byte outside printable ASCII at offset 1207');
+    expect(requestFieldProblem("x-foo", "ab\u00e9\u{1f600}")).toMatch(/at offset 2$/);
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 300, unit: "binary" }), (v) => {
+        const inner = `a${v}a`;
+        const at = firstBad(inner);
+        const p = requestFieldProblem("x-foo", inner);
+        if (at < 0) expect(p).toBeNull();
+        else expect(p).toBe(`malformed header: value of "x-foo" has a byte outside printable ASCII at offset ${at}`);
+      }),
+    );
+  });
+
   it("reads a field whose name ends in -bin as binary only when something precedes the suffix", () => {
     expect(isBinaryHeader("x-bin")).toBe(true);
     expect(isBinaryHeader("-bin")).toBe(false);

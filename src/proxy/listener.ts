@@ -225,6 +225,7 @@ export class Listener {
       s.on("close", () => {
         conn.clearTimers();
         untrack(conn);
+        responseBuffers.forgetSession(s);
         if (this.sessions.delete(s)) live.downstreamSessions--;
       });
       s.on("error", (err) => ctx.log.debug({ err: err.message, listener: this.cfg.name }, "client session error"));

@@ -503,6 +503,7 @@ const CALL_FIELD_WRITERS: Readonly<Record<string, string>> = {
   upTrailers: "response-body.ts",
   reading: "call.ts",
   downDrainHooked: "call.ts",
+  countedAtHead: "call.ts",
   trace: "call.ts",
   replyType: "call.ts",
 };

@@ -59,7 +59,7 @@ const RESOURCE_EXHAUSTED = "8";
  * Whether the budget cut a stalled stream, as its client sees it on the wire. Two forms, one cut:
  * RST_STREAM ENHANCE_YOUR_CALM when its response head had gone out (what is queued for it is
  * dropped), or a trailers-only RESOURCE_EXHAUSTED when the cut came at its response head (the
- * unread budget, src/proxy/observe/overload.ts cutUnreadAtHead: a connection already at its share
+ * unread budget, src/proxy/observe/overload.ts unreadAtHead: a connection already at its share
  * of unread calls gets no more). Which form a stream gets is event order: the second, whenever
  * the client's SETTINGS (window 0) and its first streams' stalls are processed before a stream's
  * response head comes back (seen on 83 to 95 of a connection's 100 streams when the streams

@@ -125,16 +125,19 @@ const SENT_PER_CALL = 64 * 1024 + 64 * 1024 + 64 * 1024;
  * ENHANCE_YOUR_CALM, or a Trailers-Only 8 when cut at its head): none of one connection's 12
  * (they fit its 1 MiB); of ten connections' 120, all but the process's 51; of 1,000 taken before
  * the window closed, all but the connection's 12 (less those that got a frame first: a slow
- * reader's, which the idle rule governs).
+ * reader's, which the idle rule governs). minCutAtHead: of those, the ones cut at their response
+ * heads, before any of their DATA was taken (a call on a connection whose window is under one
+ * frame is unread from its head, observe/overload.ts unreadAtHead); the build before counted
+ * them from their first stall and cut only 532 to 765 of the late case's 987 there.
  */
 const CASES = [
-  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000, late: false, refused: 988, minCut: 0 },
-  { name: "10 connections × 100 streams", connections: 10, streams: 100, late: false, refused: 880, minCut: 120 - UNREAD_PROCESS_CALLS },
-  { name: "1 connection × 1,000 streams, window 0 sent after them", connections: 1, streams: 1000, late: true, refused: 0, minCut: 1000 - UNREAD_STREAMS },
+  { name: "1 connection × 1,000 streams", connections: 1, streams: 1000, late: false, refused: 988, minCut: 0, minCutAtHead: 0 },
+  { name: "10 connections × 100 streams", connections: 10, streams: 100, late: false, refused: 880, minCut: 120 - UNREAD_PROCESS_CALLS, minCutAtHead: 0 },
+  { name: "1 connection × 1,000 streams, window 0 sent after them", connections: 1, streams: 1000, late: true, refused: 0, minCut: 1000 - UNREAD_STREAMS, minCutAtHead: 950 },
 ] as const;
 
 describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (real dojang process)", () => {
-  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams, late, refused, minCut }) => {
+  it.each(CASES)(`$name: RSS grows under ${BOUND_MIB} MiB, a bystander's calls all succeed, a window-0 client that reads gets its whole answer`, { timeout: 90_000 }, async ({ connections, streams, late, refused, minCut, minCutAtHead }) => {
     const { p, address } = await startTarget(tmp, upstream.address);
     const by = echoClient(address);
     clients.push(by);
@@ -205,9 +208,10 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     const growth = peak - before;
     const cut = cutNow();
     const refusedN = count((atk, id) => rst(atk, id, REFUSED_STREAM));
+    const cutAtHead = count((atk, id) => atk.headerBlocks(id).some((b) => b.some(([, v]) => v === "8")));
     const answered = count((atk, id) => atk.on(id).some((f) => f.type === FRAME.HEADERS));
     console.log(
-      `zero-window ${connections}×${streams}: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}); upstream saw ${upstream.big} calls and sent ${(upstream.sent / 2 ** 20).toFixed(1)} MiB; attacker streams answered ${answered}, refused ${refusedN}, cut ${cut}, given a frame ${readOne}; bystander ${r.ok}/200`,
+      `zero-window ${connections}×${streams}: rss before ${before.toFixed(1)} MiB, peak ${peak.toFixed(1)} MiB (+${growth.toFixed(1)}); upstream saw ${upstream.big} calls and sent ${(upstream.sent / 2 ** 20).toFixed(1)} MiB; attacker streams answered ${answered}, refused ${refusedN}, cut ${cut} (${cutAtHead} at their heads), given a frame ${readOne}; bystander ${r.ok}/200`,
     );
     const readerBytes = reader.on(1).reduce((n, f) => n + (f.type === FRAME.DATA ? f.length : 0), 0);
     // the trailers: node sends grpc-status's name Huffman-coded (decodeHeaderBlock shows it so), its value raw
@@ -227,6 +231,7 @@ describe("attack: 1,000 calls at window 0 with 2 MiB answers, no memory limit (r
     expect(answered).toBeLessThanOrEqual(connections * streams - refused);
     if (minCut === 0) expect(cut).toBe(0);
     else expect(cut).toBeGreaterThanOrEqual(minCut - readOne);
+    expect(cutAtHead).toBeGreaterThanOrEqual(minCutAtHead);
     expect(growth).toBeLessThan(BOUND_MIB);
   });
 });

@@ -39,7 +39,7 @@ import { BY_FILTER, BY_RETRY, HeldResponse } from "./held.js";
 import { recordCall, type RecordedCall } from "./record.js";
 import { Wire, type WireHost } from "./wire.js";
 import { forwardUpstreamStatus, respondHead, respondLocal, sendTrailers, type RespondHost } from "./respond.js";
-import { clientStreamWindow, forgetTrailers, responseData, responseTrailers, type ResponseHost } from "./response-body.js";
+import { forgetTrailers, responseData, responseTrailers, type ResponseHost } from "./response-body.js";
 import { filtersFor, nextAfter, resetsWithCodes, runAttemptOpen, runAttemptStart, runEnd, runRequestEnd, runRequestHead, runResponseHead, runTrailers, statusExtra } from "./filter-run.js";
 import { checkRequestHead, newRequestId, timeoutHeaderFor, upstreamHead, type HeadHost } from "./request-head.js";
 import type { IdleGroup } from "./idle.js";
@@ -136,6 +136,8 @@ export class Call
   reading = false;
   /** 'drain' is listened to on the first write() that returns false (most calls never need it) */
   private downDrainHooked = false;
+  /** a response head came while its client's window was under one frame: the guard counted the call as unread (onAttemptHead) */
+  private countedAtHead = false;
   /**
    * streamIdleTimeout (issue 10 item 12): watched only when the timeout is on and shorter than
    * the call's deadline, never reset per chunk, and without a timer of its own (idle.ts: one
@@ -364,9 +366,13 @@ export class Call
 
   onAttemptHead(a: Attempt, headers: IncomingHttpHeaders, flags: number, raw: readonly string[]): void {
     if (this.done || a !== this.attempt) return;
-    // issue 22: while calls wait unread, one more at a window under one frame may be cut here,
-    // before its DATA is taken (observe/overload.ts); nothing to do on the normal path.
-    if (responseBuffers.unreadCalls > 0 && responseBuffers.cutUnreadAtHead(this, clientStreamWindow(this))) return;
+    // issue 22: a call whose client's window is under one frame is unread from its head: counted
+    // now, and cut here past the unread budgets, before its DATA is taken (observe/overload.ts);
+    // one test on the normal path.
+    if (responseBuffers.narrowClients) {
+      this.countedAtHead = true;
+      if (responseBuffers.unreadAtHead(this)) return;
+    }
     replayNoMore(this); // the upstream took the stream: no transparent retry from here on
     // A retry is still possible (the buffer is kept): a status decides it, a message commits.
     const r = this.retry;
@@ -597,7 +603,7 @@ export class Call
   }
 
   onDownstreamClose(): void {
-    if (this.downDrainHooked) responseBuffers.unstall(this);
+    if (this.downDrainHooked || this.countedAtHead) responseBuffers.unstall(this);
     if (!this.done) {
       // The client went away (RST_STREAM CANCEL or a dropped connection): cancel upstream now.
       // PROTOCOL_ERROR: nghttp2 reset a malformed request (e.g. DATA beyond its content-length,

@@ -139,6 +139,9 @@ export function onClientSettings(this: ConnSession, settings: http2.Settings): v
   if (conn === undefined) return;
   const w = settings.initialWindowSize;
   conn.narrowLimit = w !== undefined && w < UNREAD_WINDOW_BELOW ? responseBuffers.unreadCallsPerConnection : Infinity;
+  // and the calls it has open already are unread from their response heads (a client that
+  // closes its window after opening its streams; observe/overload.ts unreadAtHead)
+  responseBuffers.noteClientWindow(this, w);
 }
 
 function onCountedStreamClose(this: ConnStream): void {

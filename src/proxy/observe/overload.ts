@@ -171,20 +171,22 @@ export class ResponseBufferGuard {
    */
   private readonly narrow = new Set<object>();
 
+  /**
+   * Some client's window is under one frame: the gate of unreadAtHead on the call's path (a field,
+   * not a getter: one load and one test per response head otherwise).
+   */
+  narrowClients = false;
+
   /** A client session's SETTINGS (downstream/guards.ts): its advertised initial stream window. */
   noteClientWindow(session: object, initialWindowSize: number | undefined): void {
     if (initialWindowSize !== undefined && initialWindowSize < UNREAD_WINDOW_BELOW) this.narrow.add(session);
     else this.narrow.delete(session);
+    this.narrowClients = this.narrow.size !== 0;
   }
 
   /** A client session closed. */
   forgetSession(session: object): void {
-    this.narrow.delete(session);
-  }
-
-  /** Some client's window is under one frame: the gate of unreadAtHead on the call's path (one test otherwise). */
-  get narrowClients(): boolean {
-    return this.narrow.size !== 0;
+    if (this.narrow.delete(session)) this.narrowClients = this.narrow.size !== 0;
   }
 
   /**

@@ -11,7 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { engineBinary } from "../helpers/engines.js";
-import { REPO_ROOT, assertDistBuilt, childEnv, freePort, killSpawned, logLines, runCli, spawnDojang, spawnGroup, tempDir, waitFor } from "../helpers/process.js";
+import { assertDistBuilt, childEnv, freePort, killSpawned, logLine, REPO_ROOT, runCli, spawnDojang, spawnGroup, tempDir, waitFor } from "../helpers/process.js";
 import { DOC_PAGES, blockAfterMarker, readDoc } from "../helpers/readme.js";
 
 const guide = readDoc(DOC_PAGES.xds);
@@ -125,8 +125,8 @@ describe("the xDS guide, step by step (docs/guides/xds.md)", () => {
       throw new Error(`${err.message}\n${d.stdout()}\n${d.stderr()}\n${cpOut}`);
     });
     expectShown(move(shownAfter("xds-guide:health")), (health.stdout + health.stderr).trim(), "dojang health");
-    expect(logLines(d).find((l) => l["msg"] === "listener bound")).toMatchObject({ listener: "ingress", address: `127.0.0.1:${listen}`, trigger: "xds" });
-    expect(logLines(d).find((l) => l["msg"] === "xds: the initial fetch is complete")).toMatchObject({ listeners: ["ingress"], clusters: ["echo"] });
+    expect(await logLine(d, (l) => l["msg"] === "listener bound", "listener bound")).toMatchObject({ listener: "ingress", address: `127.0.0.1:${listen}`, trigger: "xds" });
+    expect(await logLine(d, (l) => l["msg"] === "xds: the initial fetch is complete", "the initial fetch is complete")).toMatchObject({ listeners: ["ingress"], clusters: ["echo"] });
 
     // 6. the call, routed by what the control plane sent
     const call = async (): Promise<string> => {

@@ -402,6 +402,15 @@ export function logLines(p: DojangProcess): Record<string, any>[] {
 }
 
 /**
+ * The first of the process's log lines that `pred` takes, waited for (up to `ms`): a line is
+ * logged before what the test saw through another channel (an ACK, an HTTP answer), but reaches
+ * the test through the process's stdout pipe, which a loaded machine may deliver later.
+ */
+export function logLine(p: DojangProcess, pred: (l: Record<string, any>) => boolean, what: string, ms = 10_000): Promise<Record<string, any>> {
+  return waitFor(`log line: ${what}`, () => logLines(p).find(pred), ms);
+}
+
+/**
  * A Unary handler that answers after n ms, n being the request payload (a cancelled call stops
  * its timer); the answer is `reply(n, request)`, "done:<n>" unless told.
  */

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { makeCgroup, cgroupEntry } from "../helpers/cgroup.js";
-import { CLI, assertDistBuilt, childEnv, configYaml, freePort, httpGet, killSpawned, logLines, runCli, sleep, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
+import { assertDistBuilt, childEnv, CLI, configYaml, freePort, httpGet, killSpawned, logLine, logLines, runCli, sleep, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
 import { echoClient, startGrpcServer, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 
 const MiB = 1_048_576;
@@ -138,7 +138,7 @@ describe("under a real 128 MiB memory cgroup", () => {
       expect(cg.read("cgroup.procs").split("\n")).toContain(String(p.pid));
       const plan = await planOf(admin);
       expect(plan).toMatchObject({ limitBytes: 128 * MiB, source: "cgroup", semiSpaceMiB: 2, oldSpaceMiB: 42, applied: true });
-      expect(logLines(p).find((l) => l["msg"] === "dojang started")?.["memory"]).toMatchObject({ limit_mib: 128, source: "cgroup" });
+      expect((await logLine(p, (l) => l["msg"] === "dojang started", "dojang started"))["memory"]).toMatchObject({ limit_mib: 128, source: "cgroup" });
 
       // 50 connections × 20 streams of 100 B unary calls, for 5 s
       const body = Buffer.alloc(100, 1);

@@ -14,6 +14,7 @@ import {
   freePort,
   httpGet,
   killSpawned,
+  logLine,
   logLines,
   occupyPort,
   runCli,
@@ -176,7 +177,7 @@ describe("dojang reload", () => {
     await waitReady(p, admin);
     await waitFor("the pid file", () => (existsSync(pidFile) ? true : undefined));
     expect(readFileSync(pidFile, "utf8")).toBe(`${p.pid}\n`);
-    expect(logLines(p).find((l) => l["msg"] === "dojang primary started")?.["pid"]).toBe(p.pid);
+    expect((await logLine(p, (l) => l["msg"] === "dojang primary started", "dojang primary started"))["pid"]).toBe(p.pid);
     writeFileSync(file, configYaml({ listenPort, adminPort, upstream: "127.0.0.1:2", extraTop: "workers: 2" }));
     const r = await runCli(["reload", "--config", file, "--pid-file", pidFile], childEnv(), 20_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);

@@ -14,6 +14,7 @@ import {
   freePort,
   httpGet,
   killSpawned,
+  logLine,
   logLines,
   spawnDojang,
   tempDir,
@@ -231,7 +232,7 @@ describe("config `faults:` are reloaded with the rest (API rules stay)", () => {
     dir.write("dojang.yaml", withRule("PERMISSION_DENIED"));
     process.kill(p.pid, "SIGHUP");
     await waitFor("the new rule", async () => ((await unary(c, Buffer.from("x"))).err?.code === grpc.status.PERMISSION_DENIED ? true : undefined), 5000, 50);
-    expect(logLines(p).find((l) => l["msg"] === "config reloaded")).toMatchObject({ applied: ["listeners[0].faults"], notApplied: [], file, level: 30 });
+    expect(await logLine(p, (l) => l["msg"] === "config reloaded", "config reloaded")).toMatchObject({ applied: ["listeners[0].faults"], notApplied: [], file, level: 30 });
 
     dir.write("dojang.yaml", withRule("NOT_A_CODE"));
     process.kill(p.pid, "SIGHUP");

@@ -7,7 +7,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, scrape, startGrpcServer, type GrpcServer } from "../helpers/peers.js";
-import { assertDistBuilt, childEnv, freePort, httpGet, logLines, sleep, spawnDojang, tempDir, waitFor, type DojangProcess } from "../helpers/process.js";
+import { assertDistBuilt, childEnv, freePort, httpGet, logLine, logLines, sleep, spawnDojang, tempDir, waitFor, type DojangProcess } from "../helpers/process.js";
 import { describeEnd } from "../../src/xds/client.js";
 import { bootstrapYaml, cla, edsCluster, listener, route, routeConfig, startControlPlane, T, type ControlPlane } from "./control-plane.js";
 
@@ -154,7 +154,7 @@ describe("a dojang process whose control plane serves it at once", () => {
       });
       expect(Date.now() - t0).toBeLessThan(30_000);
       expect(await call(`127.0.0.1:${port}`)).toBe("up");
-      expect(logLines(d).find((l) => l["msg"] === "xds: the initial fetch is complete")).toMatchObject({ listeners: ["xds-in"], clusters: ["svc"] });
+      expect(await logLine(d, (l) => l["msg"] === "xds: the initial fetch is complete", "the initial fetch is complete")).toMatchObject({ listeners: ["xds-in"], clusters: ["svc"] });
     } finally {
       await cp.close();
       await up.close();
@@ -179,7 +179,7 @@ describe("a dojang process whose control plane is not there", () => {
       const cfg = JSON.parse((await httpGet(admin, "/config")).body) as { xds: { connected: boolean; channel: string; initialFetch: string } };
       expect(cfg.xds).toMatchObject({ connected: false, channel: "TRANSIENT_FAILURE", initialFetch: "timed out" });
       expect(sample(await scrape(admin), "dojang_xds_connected")).toBe(0);
-      expect(logLines(d).find((l) => String(l["msg"]).startsWith("xds: the initial fetch did not complete"))).toMatchObject({ pending: ["cds", "lds"], afterMs: 1000 });
+      expect(await logLine(d, (l) => String(l["msg"]).startsWith("xds: the initial fetch did not complete"), "the initial fetch did not complete")).toMatchObject({ pending: ["cds", "lds"], afterMs: 1000 });
     } finally {
       tmp.remove();
     }

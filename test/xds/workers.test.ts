@@ -12,7 +12,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoClient, sample, scrape, startGrpcServer, type EchoClient, type GrpcServer } from "../helpers/peers.js";
-import { assertDistBuilt, childEnv, freePort, httpGet, logLines, sleep, spawnDojang, tempDir, waitFor, waitReady, type DojangProcess } from "../helpers/process.js";
+import { assertDistBuilt, childEnv, freePort, httpGet, logLine, logLines, sleep, spawnDojang, tempDir, waitFor, waitReady, type DojangProcess } from "../helpers/process.js";
 import { childPids, ownersOf } from "../helpers/sockets.js";
 import { bootstrapYaml, cla, edsCluster, listener, route, routeConfig, startControlPlane, T, type ControlPlane, type CpEvent } from "./control-plane.js";
 
@@ -182,8 +182,12 @@ describe("xDS with workers: 2 (real processes, go-control-plane)", () => {
       let since = (await cp.events()).length;
       let v = await push(base([b.server.address, c.server.address]));
       await answer(T.endpoint, since, false, v);
-      // the primary's line for it: applied in place (each worker got the delta), not by a reload
-      expect(logLines(p).find((x) => x["msg"] === "xds: update accepted (ACK)" && x["type"] === "eds" && x["version"] === v)).toMatchObject({ how: "endpoints" });
+      // the primary's line for it: applied in place (each worker got the delta), not by a reload.
+      // Waited for: the line is logged before the ACK is sent, but reaches this test through the
+      // primary's stdout pipe, which a loaded machine delivers after the control plane has the
+      // ACK (a clean-clone run read the log too early and missed it)
+      const ack = await logLine(p, (x) => x["msg"] === "xds: update accepted (ACK)" && x["type"] === "eds" && x["version"] === v, `the primary's ACK of eds ${v}`);
+      expect(ack).toMatchObject({ how: "endpoints" });
       const moved = await overFreshConnections(b, 6);
       const movedC = await overFreshConnections(c, 6);
       expect([...moved.who, ...movedC.who].every((w) => w === "b" || w === "c")).toBe(true);

@@ -4,22 +4,8 @@
 // the real attack is test/process/zero-window-rss.test.ts (RSS bounds) and
 // test/behaviour/attack-slow-reader.test.ts (the cuts themselves).
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ResponseBufferGuard, type StalledCall } from "../../src/proxy/observe/overload.js";
-
-/** An unread call of connection `session`: its client window (0) is under one frame. */
-function call(session: object): StalledCall & { cut: string | undefined } {
-  const c = {
-    done: false,
-    cut: undefined as string | undefined,
-    down: { writableLength: 0, session, destroyed: false },
-    attempt: null,
-    cutForOverload(message: string) {
-      c.cut = message;
-      c.done = true;
-    },
-  };
-  return c;
-}
+import { ResponseBufferGuard } from "../../src/proxy/observe/overload.js";
+import { stalledCall as call } from "../helpers/stalled-call.js";
 
 describe("ResponseBufferGuard: a major GC after cuts", () => {
   beforeEach(() => {

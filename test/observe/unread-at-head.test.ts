@@ -4,23 +4,8 @@
 // calls; the real attack, where the client closes its window after opening 1,000 streams, is
 // test/process/zero-window-rss.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ResponseBufferGuard, type StalledCall } from "../../src/proxy/observe/overload.js";
-
-type FakeCall = StalledCall & { cut: string | undefined };
-
-function call(session: object): FakeCall {
-  const c = {
-    done: false,
-    cut: undefined as string | undefined,
-    down: { writableLength: 0, session, destroyed: false },
-    attempt: null,
-    cutForOverload(message: string) {
-      c.cut = message;
-      c.done = true;
-    },
-  };
-  return c;
-}
+import { ResponseBufferGuard } from "../../src/proxy/observe/overload.js";
+import { stalledCall as call } from "../helpers/stalled-call.js";
 
 describe("ResponseBufferGuard.unreadAtHead: a window under one frame makes a call unread from its head", () => {
   beforeEach(() => {

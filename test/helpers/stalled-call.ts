@@ -1,0 +1,19 @@
+// A fake call for the response-buffer guard's unit tests (observe/overload.ts StalledCall): a call
+// of client connection `session`, holding nothing, that records the guard's cut.
+import type { StalledCall } from "../../src/proxy/observe/overload.js";
+
+export type FakeStalledCall = StalledCall & { cut: string | undefined };
+
+export function stalledCall(session: object): FakeStalledCall {
+  const c = {
+    done: false,
+    cut: undefined as string | undefined,
+    down: { writableLength: 0, session, destroyed: false },
+    attempt: null,
+    cutForOverload(message: string) {
+      c.cut = message;
+      c.done = true;
+    },
+  };
+  return c;
+}

@@ -11,6 +11,7 @@ import { formatHostPort } from "../config/units.js";
 import { loadConfigParsers, type FaultParsers } from "../config/parsers.js";
 import { DojangError } from "../errors.js";
 import { AdminServer } from "./admin/admin.js";
+import { ActiveCalls } from "./call/active.js";
 import type { CallContext } from "./call/context.js";
 import type { Tracing } from "./observe/tracing.js";
 import { Listener, type HealthTargets, type ListenerOwner } from "./listener.js";
@@ -274,7 +275,7 @@ export class Dojang {
       stats: this.stats,
       tap: this.tap,
       tracing: this.tracing,
-      active: new Set(),
+      active: new ActiveCalls(),
       onCallClosed: this.onCallClosed,
     };
     const health = { current: snap.health.get(l.name)! };

@@ -157,6 +157,7 @@ describe("no import cycles at run time (grpc-js runs madge -c; type-only imports
 const CALL_ORDER = [
   "headers.ts",
   "downstream.ts",
+  "active.ts",
   "context.ts",
   "idle.ts",
   "retry-buffer.ts",
@@ -485,6 +486,7 @@ const CALL_FIELD_WRITERS: Readonly<Record<string, string>> = {
   idleMs: "deadline.ts",
   idleSeen: "idle.ts",
   idleSlot: "idle.ts",
+  activeSlot: "active.ts",
   responded: "call.ts",
   // the status: settle() only
   done: "call.ts",

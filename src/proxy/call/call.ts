@@ -25,7 +25,8 @@ import http2, { type IncomingHttpHeaders } from "node:http2";
 import { Code, GRPC_CONTENT_TYPE, grpcReplyContentType, isMethodPath, newScanner, outcome, redactTarget, type DecidedBy, type FrameScanner, type Outcome } from "../../translate/index.js";
 import { goQuote } from "../../translate/go-text.js";
 import type { CompiledRoute } from "../router.js";
-import type { ActiveCall, CallContext, ListenerRoutes } from "./context.js";
+import type { ActiveCall } from "./active.js";
+import type { CallContext, ListenerRoutes } from "./context.js";
 import type { Cluster } from "../upstream/cluster.js";
 import type { MethodSeries } from "../observe/metrics.js";
 import type { Trace } from "../observe/tracing.js";
@@ -148,6 +149,7 @@ export class Call
   idleMs = 0;
   idleSeen = -1;
   idleSlot = -1;
+  activeSlot = -1;
   /**
    * gRPC-Web (src/proxy/downstream/grpc-web.ts): "grpc-web" or "grpc-web-text" when `down` is
    * the gRPC-Web adapter (a Downstream that translates); undefined for a native stream, which

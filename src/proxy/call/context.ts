@@ -3,7 +3,6 @@
 // metrics, loggers, clock, journal and drain bookkeeping. Types only.
 import type { Logger } from "pino";
 import type { RedactableField } from "../../config/index.js";
-import type { Outcome } from "../../translate/index.js";
 import type { Journal } from "../observe/log.js";
 import type { TapHub } from "../observe/tap.js";
 import type { Stats } from "../observe/windows.js";
@@ -11,7 +10,7 @@ import type { Metrics } from "../observe/metrics.js";
 import type { Tracing } from "../observe/tracing.js";
 import type { Router } from "../router.js";
 import type { Cluster } from "../upstream/cluster.js";
-import type { Downstream } from "./downstream.js";
+import type { ActiveCalls } from "./active.js";
 import type { FilterFactory } from "./filter.js";
 
 /**
@@ -30,15 +29,6 @@ export interface ListenerRoutes {
  */
 export interface RoutesCell {
   current: ListenerRoutes;
-}
-
-/** A call in flight, as its listener and the process see it (drain, the bytes a connection moved). */
-export interface ActiveCall {
-  readonly down: Downstream;
-  readonly reqScan: { readonly bytes: number };
-  readonly respScan: { readonly bytes: number };
-  /** dojang's own status for the call (the drain timeout's 14 "shutdown") */
-  finish(o: Outcome): void;
 }
 
 /** What every call on one listener shares; built once at start. */
@@ -65,7 +55,7 @@ export interface CallContext {
   /** live tap subscribers (GET /tap): with none, a call pays one length test */
   readonly tap: TapHub;
   /** calls in flight on this listener (drain: what is left at the timeout gets 14 "shutdown") */
-  readonly active: Set<ActiveCall>;
+  readonly active: ActiveCalls;
   /** called when a call's downstream stream has closed (drain bookkeeping) */
   readonly onCallClosed: () => void;
   /** OpenTelemetry traces (config `tracing`); null when off: each call pays one test */

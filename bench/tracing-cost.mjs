@@ -41,6 +41,11 @@
 //
 //   node bench/tracing-cost.mjs --mode header [--calls 4000] [--rounds 7]
 //
+// With --only without|with|withNeverIndexed, one variant alone (--warmup requests, then --calls):
+// run it under valgrind's callgrind twice with two --calls and the difference is its instructions
+// per request, load-independent (the floor the unsampled call's traceparent is judged against):
+//   valgrind --tool=callgrind --callgrind-out-file=F node bench/tracing-cost.mjs --mode header --only with --warmup 3000 --calls 200
+//
 // Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -73,6 +78,8 @@ const { values: a } = parseArgs({
     rate: { type: "string", default: "5000" },
     protocol: { type: "string", default: "http/protobuf" },
     endpoint: { type: "string" },
+    // header mode
+    only: { type: "string" },
   },
 });
 const children = [];
@@ -230,6 +237,17 @@ async function header() {
   };
   const n = Number(a.calls ?? 4000);
   const names = ["without", "with", "withNeverIndexed"];
+  if (a.only !== undefined) {
+    // one variant, for valgrind's callgrind: --warmup requests, then --calls more; two runs with
+    // different --calls give the instructions per request by difference (bench/callgrind-diff.mjs)
+    const v = names.indexOf(a.only);
+    if (v < 0) throw new Error(`--only ${a.only}: ${names.join(", ")}`);
+    await run(v, Number(a.warmup));
+    await run(v, n);
+    console.log(JSON.stringify({ only: a.only, warmup: Number(a.warmup), calls: n }));
+    s.close();
+    return;
+  }
   const out = { without: [], with: [], withNeverIndexed: [] };
   for (let r = 0; r < Number(a.rounds); r++) {
     for (let i = 0; i < 3; i++) {

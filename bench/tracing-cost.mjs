@@ -3,9 +3,9 @@
 // which the bench starts on free ports and stops).
 //
 // --mode proxy (the default): the ratios, in one run. dojang processes side by side on the fast
-// upstream: tracing off, on at sampleRatio 1, on at 0.01 (each `--protocols`), and with
+// upstream: tracing off, on at each of --ratios (1 and 0.01; each `--protocols`), and with
 // --base-dist DIR the same build before the change with tracing off (the plain path before/after)
-// and, with --base-traced, on at 1 and 0.01. Every round runs --calls 100 B unary calls through
+// and, with --base-traced, on at the same --ratios. Every round runs --calls 100 B unary calls through
 // each, in a rotated order (with --together: through all of them at once, each from its own
 // connections, so that the machine's load falls on every process alike), and reads each
 // process's CPU (every thread's time on a CPU, /proc/<pid>/task/*/schedstat, in ns) from its
@@ -14,7 +14,7 @@
 // alike); their medians over rounds are
 // printed with their spread (quartiles, extremes). Spans go to the real receiver.
 //
-//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10]
+//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10] [--ratios 1,0.01]
 //        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json]
 //
 // --mode standalone: one Tracing without the proxy around it: begin() + attemptStart() + end()
@@ -70,6 +70,10 @@ const { values: a } = parseArgs({
     rounds: { type: "string", default: "7" },
     protocols: { type: "string", default: "http/protobuf" },
     together: { type: "boolean", default: false },
+    // the sampleRatios traced (0: every call unsampled, nothing exported)
+    ratios: { type: "string", default: "1,0.01" },
+    // node flags for every dojang, e.g. "--cpu-prof --cpu-prof-dir=DIR" (its pid is printed)
+    "node-args": { type: "string", default: "" },
     // both
     calls: { type: "string" },
     dist: { type: "string", default: join(REPO, "dist") },
@@ -324,9 +328,11 @@ async function startDojang(name, dist, upstreamPort, tracing) {
   const file = join(tmp, `${name.replaceAll("/", "_")}.yaml`);
   writeFileSync(file, JSON.stringify(cfg)); // JSON is YAML
   // the launcher's own flags given here, so that it does not re-execute node (one process to read)
-  const p = spawn(process.execPath, [...LAUNCHER_NODE_FLAGS, join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
+  const nodeArgs = a["node-args"] === "" ? [] : a["node-args"].split(" ");
+  const p = spawn(process.execPath, [...LAUNCHER_NODE_FLAGS, ...nodeArgs, join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
   children.push(p);
   await waitPort(port);
+  if (nodeArgs.length > 0) console.error(`${name}: pid ${p.pid}`);
   return { name, p, port };
 }
 
@@ -368,7 +374,7 @@ async function load(port, n) {
 async function proxies() {
   const calls = Number(a.calls ?? 3000);
   const rounds = Number(a.rounds);
-  const endpoint = await startSink();
+  const endpoint = a.endpoint ?? (await startSink());
   const up = await startFastUpstream();
   children.push(up.p);
   // (exportInterval and maxQueueSize at their defaults: batches of 512 spans go as they fill)
@@ -376,14 +382,12 @@ async function proxies() {
   const trBase = (ratio) => ({ endpoint, sampleRatio: ratio });
   const shapes = [await startDojang("off", a.dist, up.port, null)];
   for (const proto of a.protocols.split(",")) {
-    shapes.push(await startDojang(`on-1 ${proto}`, a.dist, up.port, tr(1, proto)));
-    shapes.push(await startDojang(`on-0.01 ${proto}`, a.dist, up.port, tr(0.01, proto)));
+    for (const r of a.ratios.split(",").map(Number)) shapes.push(await startDojang(`on-${r} ${proto}`, a.dist, up.port, tr(r, proto)));
   }
   if (a["base-dist"] !== undefined) {
     shapes.push(await startDojang("base off", a["base-dist"], up.port, null));
     if (a["base-traced"]) {
-      shapes.push(await startDojang("base on-1", a["base-dist"], up.port, trBase(1)));
-      shapes.push(await startDojang("base on-0.01", a["base-dist"], up.port, trBase(0.01)));
+      for (const r of a.ratios.split(",").map(Number)) shapes.push(await startDojang(`base on-${r}`, a["base-dist"], up.port, trBase(r)));
     }
   }
   for (const s of shapes) await load(s.port, Number(a.warmup));
@@ -429,9 +433,8 @@ async function proxies() {
   const out = { shape: a.shape, calls, rounds, cpuUsPerCall: Object.fromEntries([...per].map(([n, v]) => [n, +median(v).toFixed(1)])), ratios: {} };
   for (const [n] of per) if (n !== "off" && !n.startsWith("base")) out.ratios[`${n} / off`] = ratio(n, "off");
   if (per.has("base off")) out.ratios["off / base off"] = ratio("off", "base off");
-  if (per.has("base on-1")) {
-    out.ratios["base on-1 / base off"] = ratio("base on-1", "base off");
-    out.ratios["base on-0.01 / base off"] = ratio("base on-0.01", "base off");
+  if (per.has("base off")) {
+    for (const [n] of per) if (n.startsWith("base on-")) out.ratios[`${n} / base off`] = ratio(n, "base off");
   }
   out.rawUsPerCall = Object.fromEntries([...per].map(([n, v]) => [n, v.map((x) => +x.toFixed(1))]));
   console.log(JSON.stringify(out, null, 1));

@@ -20,7 +20,8 @@ const CALL_DECIDED_BY = {
   upstream_reset: "the upstream reset the stream with RST_STREAM; mapped by http2ErrConvTab",
   upstream_unreachable: "dojang could not connect to any upstream endpoint",
   upstream_connection_lost: "the upstream connection closed or failed before the call ended",
-  deadline: "the call's deadline (grpc-timeout or route timeout) passed in dojang",
+  deadline:
+    "the call's deadline (grpc-timeout or route timeout) passed in dojang; also an upstream's DEADLINE_EXCEEDED that arrives once that deadline has passed (the upstream counts down the budget dojang sent it, and its status is forwarded as it came)",
   message_too_large: "a message's declared length exceeded the route's size limit",
   no_route: "no route matched the request's :path or authority, or its :path is not a gRPC method path (refused before routing: 12, as grpc-go refuses a malformed method name)",
   bad_request: "the request was not valid gRPC (content-type, grpc-timeout, method, headers or metadata, a message cut short by END_STREAM)",

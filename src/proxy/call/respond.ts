@@ -8,6 +8,7 @@ import http2, { type IncomingHttpHeaders } from "node:http2";
 import { Code, classifyResponseHead, encodeGrpcMessage, outcome, parseGrpcStatus, statusTrailers, trailersOnlyHeaders, type DecidedBy, type Outcome } from "../../translate/index.js";
 import type { Attempt } from "./attempt.js";
 import type { CallContext } from "./context.js";
+import { pastDeadline } from "./deadline.js";
 import type { Downstream } from "./downstream.js";
 import { runResponseHeadSent, runTrailersSent, shapeResponseHead, type ChainHost } from "./filter-run.js";
 import { copyHeaders, headerList, type OutgoingHeaders } from "./headers.js";
@@ -24,6 +25,8 @@ export interface RespondHost extends ChainHost {
   readonly responded: boolean;
   readonly attempts: number;
   readonly pendingTrailers: OutgoingHeaders | undefined;
+  /** the call's deadline (its ctx.now() clock; Infinity without one) */
+  readonly deadlineAt: number;
   /** fixes the call's status once (false: it was fixed already); `encoded`: the message is a header value as the upstream sent it */
   settle(code: number, message: string | undefined, decidedBy: DecidedBy, encoded?: boolean): boolean;
   /** respond() was called downstream (Trailers-Only is no longer possible) */
@@ -56,7 +59,12 @@ export function forwardUpstreamStatus(c: RespondHost, block: OutgoingHeaders, tr
     if (trailersOnly && block["content-type"] === undefined) block["content-type"] = c.replyType;
   } else {
     // Forwarded unchanged; decoded only when logged (the log shows what the client reads).
-    if (!c.settle(gs, typeof gm === "string" ? gm : undefined, "upstream", true)) return;
+    // The upstream's DEADLINE_EXCEEDED once the call's own deadline has passed is the deadline
+    // deciding: the upstream counts down the budget dojang sent it, so its timer and dojang's
+    // expire together, and which of the two a loaded process handles first is node's event
+    // order (a turn reads its I/O before its timers run), not who decided.
+    const by: DecidedBy = gs === Code.DEADLINE_EXCEEDED && pastDeadline(c) ? "deadline" : "upstream";
+    if (!c.settle(gs, typeof gm === "string" ? gm : undefined, by, true)) return;
     c.attempt!.status = gs;
   }
   writeStatus(c, block, trailersOnly);

@@ -17,3 +17,10 @@ export function stalledCall(session: object): FakeStalledCall {
   };
   return c;
 }
+
+/** A client session whose SETTINGS advertised a stream window of 0 to `g` (narrow: its calls are unread). */
+export function narrowSession(g: { noteClientWindow(session: object, w: number | undefined): boolean }): object {
+  const s = {};
+  g.noteClientWindow(s, 0);
+  return s;
+}

@@ -5,7 +5,7 @@
 // test/behaviour/attack-slow-reader.test.ts (the cuts themselves).
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ResponseBufferGuard } from "../../src/proxy/observe/overload.js";
-import { stalledCall as call } from "../helpers/stalled-call.js";
+import { narrowSession, stalledCall as call } from "../helpers/stalled-call.js";
 
 describe("ResponseBufferGuard: a major GC after cuts", () => {
   beforeEach(() => {
@@ -27,9 +27,9 @@ describe("ResponseBufferGuard: a major GC after cuts", () => {
 
   it("runs one major GC 20 ms after a burst of cuts, not one per cut", () => {
     const { g, gcs } = guard();
-    const s = {};
+    const s = narrowSession(g);
     const calls = Array.from({ length: 12 }, () => call(s));
-    for (const c of calls) g.stall(c, 0);
+    for (const c of calls) g.stall(c, true);
     // the first two fit the connection's budget; the ten after them were cut at once
     expect(calls.filter((c) => c.cut !== undefined)).toHaveLength(10);
     expect(g.unreadCuts).toBe(10);
@@ -45,13 +45,13 @@ describe("ResponseBufferGuard: a major GC after cuts", () => {
   it("runs at most one a second: cuts 100 ms after a release wait until a second after it", () => {
     // t = 0: one cut; t = 20: the release; t = 120: two cuts, released at t = 1,020
     const { g, gcs } = guard();
-    const s = {};
-    for (let i = 0; i < 3; i++) g.stall(call(s), 0);
+    const s = narrowSession(g);
+    for (let i = 0; i < 3; i++) g.stall(call(s), true);
     vi.advanceTimersByTime(20);
     expect(gcs).toHaveLength(1);
     vi.advanceTimersByTime(100);
-    g.stall(call(s), 0);
-    g.stall(call(s), 0);
+    g.stall(call(s), true);
+    g.stall(call(s), true);
     vi.advanceTimersByTime(899);
     expect(gcs).toHaveLength(1);
     vi.advanceTimersByTime(1);
@@ -61,14 +61,14 @@ describe("ResponseBufferGuard: a major GC after cuts", () => {
 
   it("runs none without a gc() (the library: its host owns the heap), and none without a cut", () => {
     const { g, gcs } = guard(false);
-    const s = {};
-    for (let i = 0; i < 5; i++) g.stall(call(s), 0);
+    const s = narrowSession(g);
+    for (let i = 0; i < 5; i++) g.stall(call(s), true);
     expect(g.unreadCuts).toBe(3);
     vi.advanceTimersByTime(5000);
     expect(g.releases).toBe(0);
     const other = guard();
-    other.g.stall(call({}), 0);
-    other.g.stall(call({}), 0);
+    other.g.stall(call(narrowSession(other.g)), true);
+    other.g.stall(call(narrowSession(other.g)), true);
     vi.advanceTimersByTime(5000);
     expect(other.gcs).toEqual([]);
     expect(gcs).toEqual([]);

@@ -5,7 +5,7 @@
 // test/process/zero-window-rss.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ResponseBufferGuard } from "../../src/proxy/observe/overload.js";
-import { stalledCall as call } from "../helpers/stalled-call.js";
+import { narrowSession, stalledCall as call } from "../helpers/stalled-call.js";
 
 describe("ResponseBufferGuard.unreadAtHead: a window under one frame makes a call unread from its head", () => {
   beforeEach(() => {
@@ -31,8 +31,7 @@ describe("ResponseBufferGuard.unreadAtHead: a window under one frame makes a cal
 
   it("after a client's SETTINGS closes its window, its calls past 12 are cut at their heads, with the connection's message", () => {
     const g = guard();
-    const s = {};
-    g.noteClientWindow(s, 0);
+    const s = narrowSession(g);
     expect(g.narrowClients).toBe(true);
     const calls = Array.from({ length: 40 }, () => call(s));
     const cutAtHead = calls.map((c) => g.unreadAtHead(c));
@@ -45,13 +44,12 @@ describe("ResponseBufferGuard.unreadAtHead: a window under one frame makes a cal
 
   it("a call counted at its head leaves the count when it drains or ends, and its first stall does not count it twice", () => {
     const g = guard();
-    const s = {};
-    g.noteClientWindow(s, 0);
+    const s = narrowSession(g);
     const a = call(s);
     const b = call(s);
     g.unreadAtHead(a);
     g.unreadAtHead(b);
-    g.stall(a, 0); // its first write did not drain
+    g.stall(a, true); // its first write did not drain
     expect(g.unreadCalls).toBe(2);
     g.unstall(a); // drained: the client reads
     g.unstall(b); // ended

@@ -64,11 +64,6 @@ interface WithReadableState {
   readonly _readableState?: { highWaterMark: number };
 }
 
-/** The initial stream window the call's client advertised (its SETTINGS); undefined when the connection is not HTTP/2 or sent none. */
-export function clientStreamWindow(c: ResponseHost): number | undefined {
-  return (c.down.session as { remoteSettings?: { initialWindowSize?: number } } | undefined)?.remoteSettings?.initialWindowSize;
-}
-
 /** AttemptOwner.onAttemptData: a DATA chunk from the upstream. */
 export function responseData(c: ResponseHost, a: Attempt, chunk: Buffer): void {
   if (c.done || a !== c.attempt) return;
@@ -117,9 +112,9 @@ export function responseData(c: ResponseHost, a: Attempt, chunk: Buffer): void {
     if (rs !== undefined) rs.highWaterMark = STREAM_QUEUE_BYTES;
     c.attempt!.pause();
     // The client is behind: this call's buffers now count against the budgets (overload.ts). At
-    // a first stall, the client's advertised stream window tells an unread call (one frame
-    // cannot reach it), which the guard may cut at once.
-    responseBuffers.stall(c, hwm === STREAM_QUEUE_BYTES ? clientStreamWindow(c) : undefined);
+    // a first stall, a client whose advertised stream window is under one frame tells an unread
+    // call (one frame cannot reach it), which the guard may cut at once.
+    responseBuffers.stall(c, hwm === STREAM_QUEUE_BYTES);
     if (c.done) return;
     c.waitForDrain();
   }

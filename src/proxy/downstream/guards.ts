@@ -5,7 +5,7 @@
 // listener (src/proxy/listener.ts) installs them on each session and stream.
 import http2, { type ServerHttp2Session } from "node:http2";
 import { kRequestBytes, type RequestBytesSession } from "../call/headers.js";
-import { UNREAD_WINDOW_BELOW, responseBuffers } from "../observe/overload.js";
+import { responseBuffers } from "../observe/overload.js";
 import { connOf, kConn, kOpenedAt, type ConnSession, type ConnState, type ConnStream } from "./connection.js";
 
 /**
@@ -137,11 +137,10 @@ export function countStream(conn: ConnState, stream: ConnStream): boolean {
 export function onClientSettings(this: ConnSession, settings: http2.Settings): void {
   const conn = this[kConn];
   if (conn === undefined) return;
-  const w = settings.initialWindowSize;
-  conn.narrowLimit = w !== undefined && w < UNREAD_WINDOW_BELOW ? responseBuffers.unreadCallsPerConnection : Infinity;
-  // and the calls it has open already are unread from their response heads (a client that
+  // (the calls it has open already are unread from their response heads too: a client that
   // closes its window after opening its streams; observe/overload.ts unreadAtHead)
-  responseBuffers.noteClientWindow(this, w);
+  const narrow = responseBuffers.noteClientWindow(this, settings.initialWindowSize);
+  conn.narrowLimit = narrow ? responseBuffers.unreadCallsPerConnection : Infinity;
 }
 
 function onCountedStreamClose(this: ConnStream): void {

@@ -134,13 +134,14 @@ export class ResponseBufferGuard {
   }
 
   /**
-   * The call's client stream refused a write (its upstream is paused now). `clientWindow`: the
-   * client's advertised initial stream window at the call's first stall (undefined otherwise).
+   * The call's client stream refused a write (its upstream is paused now). `mayBeUnread`: its
+   * first stall at one queued frame, where a client whose window is under one frame (narrow,
+   * from its SETTINGS) tells an unread call.
    */
-  stall(c: StalledCall, clientWindow?: number): void {
+  stall(c: StalledCall, mayBeUnread = false): void {
     if (this.stalled.has(c)) return;
     this.stalled.set(c, performance.now());
-    if (clientWindow !== undefined && clientWindow < UNREAD_WINDOW_BELOW) this.addUnread(c);
+    if (mayBeUnread && this.isNarrow(c)) this.addUnread(c);
     if (this.timer === undefined) {
       this.timer = setInterval(sweepGuard, SWEEP_MS, this);
       this.timer.unref();
@@ -177,11 +178,22 @@ export class ResponseBufferGuard {
    */
   narrowClients = false;
 
-  /** A client session's SETTINGS (downstream/guards.ts): its advertised initial stream window. */
-  noteClientWindow(session: object, initialWindowSize: number | undefined): void {
-    if (initialWindowSize !== undefined && initialWindowSize < UNREAD_WINDOW_BELOW) this.narrow.add(session);
+  /**
+   * A client session's SETTINGS (downstream/guards.ts): its advertised initial stream window.
+   * Whether it is narrow (its window under one frame) is decided here only; the connection's
+   * stream limit follows the answer.
+   */
+  noteClientWindow(session: object, initialWindowSize: number | undefined): boolean {
+    const narrow = initialWindowSize !== undefined && initialWindowSize < UNREAD_WINDOW_BELOW;
+    if (narrow) this.narrow.add(session);
     else this.narrow.delete(session);
     this.narrowClients = this.narrow.size !== 0;
+    return narrow;
+  }
+
+  private isNarrow(c: StalledCall): boolean {
+    const s = c.down.session;
+    return s !== undefined && this.narrow.has(s);
   }
 
   /** A client session closed. */
@@ -199,9 +211,8 @@ export class ResponseBufferGuard {
    * Its caller unstalls the call at its end.
    */
   unreadAtHead(c: StalledCall): boolean {
-    const s = c.down.session;
-    if (s === undefined || !this.narrow.has(s)) return false;
-    this.stall(c, 0);
+    if (!this.isNarrow(c)) return false;
+    this.stall(c, true);
     return c.done;
   }
 

@@ -14,8 +14,8 @@
 // alike); their medians over rounds are
 // printed with their spread (quartiles, extremes). Spans go to the real receiver.
 //
-//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--shape 10x10] [--ratios 1,0.01]
-//        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json]
+//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--threads] [--shape 10x10] [--ratios 1,0.01]
+//        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json,grpc]
 //
 // --mode standalone: one Tracing without the proxy around it: begin() + attemptStart() + end()
 // per call, paced at --rate calls/s so that the batch exports run between them, with the export's
@@ -48,14 +48,14 @@
 //
 // Loopback only; every process it starts is stopped by pid; a hard stop ends a run that hangs.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { UNARY_PATH, connect, frame, grpcRequestHeaders, waitConnect } from "./lib/grpc.mjs";
 import { freePort } from "./lib/peers.mjs";
-import { cpuNs } from "./lib/proc.mjs";
+import { cpuNs, cpuNsByThread } from "./lib/proc.mjs";
 import { LAUNCHER_NODE_FLAGS, startFastUpstream, waitPort } from "./lib/standalone.mjs";
 
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -70,10 +70,15 @@ const { values: a } = parseArgs({
     rounds: { type: "string", default: "7" },
     protocols: { type: "string", default: "http/protobuf" },
     together: { type: "boolean", default: false },
+    // also split each process's CPU by thread (the main thread, V8's workers, ...) and give the
+    // main thread's ratios: work on the call's thread against work beside it (JIT, GC marking)
+    threads: { type: "boolean", default: false },
     // the sampleRatios traced (0: every call unsampled, nothing exported)
     ratios: { type: "string", default: "1,0.01" },
     // node flags for every dojang, e.g. "--cpu-prof --cpu-prof-dir=DIR" (its pid is printed)
     "node-args": { type: "string", default: "" },
+    // each dojang's stdout to <dir>/<name>.stdout (what --node-args' V8 traces print); else dropped
+    "stdout-dir": { type: "string" },
     // both
     calls: { type: "string" },
     dist: { type: "string", default: join(REPO, "dist") },
@@ -82,6 +87,8 @@ const { values: a } = parseArgs({
     rate: { type: "string", default: "5000" },
     protocol: { type: "string", default: "http/protobuf" },
     endpoint: { type: "string" },
+    // proxy mode, --protocols grpc with --endpoint: the collector's OTLP/gRPC origin
+    "grpc-endpoint": { type: "string" },
     // header mode
     only: { type: "string" },
   },
@@ -103,7 +110,8 @@ const median = (xs) => {
   return s.length % 2 === 1 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** The real OTLP receiver on free ports: its OTLP/HTTP traces URL. */
+/** The real OTLP receiver on free ports: its OTLP/HTTP traces URL (and in `sinkGrpc` its OTLP/gRPC origin). */
+let sinkGrpc;
 async function startSink() {
   const [g, h, api] = [await freePort(), await freePort(), await freePort()];
   const p = spawn(join(REPO, ".engines/bin/otelsink"), ["-grpc", `127.0.0.1:${g}`, "-http", `127.0.0.1:${h}`, "-api", `127.0.0.1:${api}`], { stdio: ["ignore", "pipe", "inherit"] });
@@ -116,6 +124,7 @@ async function startSink() {
     });
     p.on("exit", (c) => rej(new Error(`otelsink exited (${c})`)));
   });
+  sinkGrpc = `http://127.0.0.1:${g}`;
   return `http://127.0.0.1:${h}/v1/traces`;
 }
 
@@ -329,7 +338,8 @@ async function startDojang(name, dist, upstreamPort, tracing) {
   writeFileSync(file, JSON.stringify(cfg)); // JSON is YAML
   // the launcher's own flags given here, so that it does not re-execute node (one process to read)
   const nodeArgs = a["node-args"] === "" ? [] : a["node-args"].split(" ");
-  const p = spawn(process.execPath, [...LAUNCHER_NODE_FLAGS, ...nodeArgs, join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", "ignore", "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
+  const out = a["stdout-dir"] === undefined ? "ignore" : openSync(join(a["stdout-dir"], `${name.replaceAll(/[/ ]/g, "_")}.stdout`), "w");
+  const p = spawn(process.execPath, [...LAUNCHER_NODE_FLAGS, ...nodeArgs, join(resolve(dist), "cli.js"), "--config", file], { stdio: ["ignore", out, "inherit"], cwd: REPO, env: { ...process.env, DOJANG_MEMORY_PLAN: "" } });
   children.push(p);
   await waitPort(port);
   if (nodeArgs.length > 0) console.error(`${name}: pid ${p.pid}`);
@@ -378,7 +388,8 @@ async function proxies() {
   const up = await startFastUpstream();
   children.push(up.p);
   // (exportInterval and maxQueueSize at their defaults: batches of 512 spans go as they fill)
-  const tr = (ratio, protocol) => ({ endpoint, sampleRatio: ratio, protocol });
+  // (protocol grpc: the receiver's OTLP/gRPC origin, or --grpc-endpoint)
+  const tr = (ratio, protocol) => ({ endpoint: protocol === "grpc" ? (a["grpc-endpoint"] ?? sinkGrpc) : endpoint, sampleRatio: ratio, protocol });
   const trBase = (ratio) => ({ endpoint, sampleRatio: ratio });
   const shapes = [await startDojang("off", a.dist, up.port, null)];
   for (const proto of a.protocols.split(",")) {
@@ -398,9 +409,20 @@ async function proxies() {
   // the calls it carries (the idle work between rounds is in every process's figure alike).
   const per = new Map(shapes.map((s) => [s.name, []]));
   const mark = new Map();
+  // --threads: the same, by thread group (µs per call), per process
+  const perT = new Map(shapes.map((s) => [s.name, {}]));
+  const markT = new Map();
   const count = (s, now) => {
     if (mark.has(s.name)) per.get(s.name).push((now - mark.get(s.name)) / calls);
     mark.set(s.name, now);
+    if (!a.threads) return;
+    const t = cpuNsByThread(s.p.pid);
+    const m = markT.get(s.name);
+    if (m !== undefined) {
+      const into = perT.get(s.name);
+      for (const k of new Set([...Object.keys(t), ...Object.keys(m)])) (into[k] ??= []).push(((t[k] ?? 0) - (m[k] ?? 0)) / 1000 / calls);
+    }
+    markT.set(s.name, t);
   };
   for (let r = 0; r < rounds; r++) {
     if (a.together) {
@@ -435,6 +457,15 @@ async function proxies() {
   if (per.has("base off")) out.ratios["off / base off"] = ratio("off", "base off");
   if (per.has("base off")) {
     for (const [n] of per) if (n.startsWith("base on-")) out.ratios[`${n} / base off`] = ratio(n, "base off");
+  }
+  if (a.threads) {
+    out.threadsUsPerCall = Object.fromEntries([...perT].map(([n, g]) => [n, Object.fromEntries(Object.entries(g).map(([k, v]) => [k, +median(v).toFixed(2)]))]));
+    out.mainThreadRatios = {};
+    for (const [n, g] of perT) {
+      if (n === "off") continue;
+      const s = g.main.map((v, i) => v / perT.get("off").main[i]);
+      out.mainThreadRatios[`${n} / off`] = +median(s).toFixed(3);
+    }
   }
   out.rawUsPerCall = Object.fromEntries([...per].map(([n, v]) => [n, v.map((x) => +x.toFixed(1))]));
   console.log(JSON.stringify(out, null, 1));

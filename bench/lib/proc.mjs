@@ -29,6 +29,25 @@ export function cpuNs(pid) {
   return sum;
 }
 
+/**
+ * cpuNs by thread: the main thread's (tid = pid) under "main", every other thread's under its name
+ * (/proc/<pid>/task/<tid>/comm: V8's platform workers, which compile and mark concurrently, are
+ * "V8 DefaultWorke"; libuv's pool "libuv-worker"), in ns.
+ */
+export function cpuNsByThread(pid) {
+  const out = {};
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const ns = Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, "utf8").split(" ")[0]);
+      const name = t === String(pid) ? "main" : readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim();
+      out[name] = (out[name] ?? 0) + ns;
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+
 /** Every process this harness started and has not seen exit: killed on harness exit. */
 const live = new Map();
 

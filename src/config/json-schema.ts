@@ -359,10 +359,10 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
   faultInjection: { description: "The fault rule set: seed (percentages replay identically) and maxActiveFaults." },
   watchConfig: { description: "Reload the whole config when its file changes (CLI only), as SIGHUP and POST /reload do.", kind: FLAG, default: false },
   tracing: {
-    description: "OpenTelemetry traces: a SERVER span per sampled call and a CLIENT span per attempt, exported as OTLP/HTTP in bounded batches (null = off, the default). Needs a restart.",
+    description: "OpenTelemetry traces: a SERVER span per sampled call and a CLIENT span per attempt, exported as OTLP (HTTP or gRPC) in bounded batches (null = off, the default). Needs a restart.",
     default: null,
   },
-  "tracing.endpoint": { description: "The OTLP/HTTP traces URL spans are POSTed to (http or https), e.g. http://127.0.0.1:4318/v1/traces.", kind: { type: "string", pattern: withEnv("https?://\\S+") } },
+  "tracing.endpoint": { description: "The OTLP/HTTP traces URL spans are POSTed to (http or https), e.g. http://127.0.0.1:4318/v1/traces; with protocol grpc the collector's origin, e.g. http://127.0.0.1:4317 (https: TLS).", kind: { type: "string", pattern: withEnv("https?://\\S+") } },
   "tracing.serviceName": { description: "The service.name of dojang's spans.", kind: NAME, default: DEFAULTS.tracing.serviceName },
   "tracing.sampleRatio": {
     description: "The share of new traces sampled (calls that arrive without a traceparent or B3 parent), 0 to 1; a parent's sampled flag is always followed.",
@@ -375,8 +375,8 @@ const KEYS: Readonly<Record<string, KeyDoc>> = {
     default: DEFAULTS.tracing.maxQueueSize,
   },
   "tracing.protocol": {
-    description: "The OTLP/HTTP body: http/protobuf (application/x-protobuf) or http/json (application/json); every OpenTelemetry Collector takes both.",
-    kind: enumKind(["http/protobuf", "http/json"]),
+    description: "How spans are sent: OTLP/HTTP with a protobuf (http/protobuf, application/x-protobuf) or JSON (http/json, application/json) body, or OTLP/gRPC (grpc: TraceService/Export over HTTP/2); an OpenTelemetry Collector's OTLP receiver takes all three.",
+    kind: enumKind(["http/protobuf", "http/json", "grpc"]),
     default: DEFAULTS.tracing.protocol,
   },
   "tracing.exportInterval": { description: "The longest a span waits before its batch is sent (a batch also goes when 512 spans wait).", kind: durationKind(1), default: dur(DEFAULTS.tracing.exportIntervalMs) },

@@ -382,7 +382,7 @@ export interface MemoryConfig {
  * a CLIENT span per attempt, exported as OTLP/HTTP in bounded batches.
  */
 export interface TracingConfig {
-  /** the OTLP/HTTP traces URL (http or https), e.g. http://127.0.0.1:4318/v1/traces */
+  /** the OTLP/HTTP traces URL (http or https), e.g. http://127.0.0.1:4318/v1/traces; for grpc the collector's origin, e.g. http://127.0.0.1:4317 */
   readonly endpoint: string;
   /** the resource's service.name */
   readonly serviceName: string;
@@ -394,12 +394,12 @@ export interface TracingConfig {
   readonly exportIntervalMs: number;
   /** one export may take this long; then it is given up (its spans are lost, counted) */
   readonly exportTimeoutMs: number;
-  /** the OTLP/HTTP body: protobuf (application/x-protobuf) or JSON (application/json) */
+  /** OTLP/HTTP with a protobuf (application/x-protobuf) or JSON (application/json) body, or OTLP/gRPC */
   readonly protocol: TracingProtocol;
 }
 
-/** `tracing.protocol`: OTLP/HTTP's two encodings, named as OTEL_EXPORTER_OTLP_PROTOCOL names them. */
-export type TracingProtocol = "http/protobuf" | "http/json";
+/** `tracing.protocol`: OTLP/HTTP's two encodings and OTLP/gRPC, named as OTEL_EXPORTER_OTLP_PROTOCOL names them. */
+export type TracingProtocol = "http/protobuf" | "http/json" | "grpc";
 
 export interface Config {
   /** Omitted (or null) → no admin listener. */

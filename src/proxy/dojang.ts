@@ -500,7 +500,9 @@ export class Dojang {
   async start(): Promise<void> {
     if (this.cfg.tracing !== null && this.tracing === null) {
       const { Tracing } = await import("./observe/tracing.js");
-      const t = new Tracing(this.cfg.tracing, this.metrics.registry, this.log);
+      // OTLP/gRPC rides a cluster of its own (upstream/otlp-grpc.ts); OTLP/HTTP is the exporter's default
+      const transport = this.cfg.tracing.protocol === "grpc" ? new (await import("./upstream/otlp-grpc.js")).GrpcTransport(this.cfg.tracing, this.metrics, this.log) : undefined;
+      const t = new Tracing(this.cfg.tracing, this.metrics.registry, this.log, Math.random, transport);
       this.tracing = t;
       // (before any listener listens: no call has started)
       for (const l of this.listeners) (l.ctx as { tracing: Tracing | null }).tracing = t;

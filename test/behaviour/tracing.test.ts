@@ -22,6 +22,8 @@ import type { DojangHandle } from "../../src/index.js";
 
 interface Sink {
   readonly otlpHttp: string;
+  /** the receiver's OTLP/gRPC origin (protocol grpc) */
+  readonly otlpGrpc: string;
   spans(traceId: string): Promise<FlatSpan[]>;
   total(): Promise<number>;
 }
@@ -50,6 +52,7 @@ async function startSink(): Promise<Sink> {
   const api = `http://127.0.0.1:${a}`;
   return {
     otlpHttp: `http://127.0.0.1:${h}/v1/traces`,
+    otlpGrpc: `http://127.0.0.1:${g}`,
     async spans(traceId) {
       const r = await fetch(`${api}/api/traces/${traceId}`);
       return flatten((await r.json()) as OtlpJson);
@@ -391,6 +394,117 @@ describe("tracing.protocol: the export's wire format, decoded by the backend", (
     },
     60_000,
   );
+});
+
+describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC receiver", () => {
+  it("every export is one TraceService/Export call on the receiver's gRPC port, which decodes the call's two spans with their attributes; the exporter counts 2 spans exported", async () => {
+    const sink = await startSink();
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpGrpc, protocol: "grpc", sampleRatio: 1, exportInterval: "50ms" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+    await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+    const traceId = proxy.calls.at(-1)!.trace_id!;
+    const spans = await waitFor("two spans", async () => {
+      const ss = await sink.spans(traceId);
+      return ss.length >= 2 ? ss : undefined;
+    }, 20_000, 50);
+    const server = spans.find((s) => s.kind === OTLP_SERVER)!;
+    const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
+    expect(server.service).toBe("dojang");
+    expect(server.attrs).toMatchObject({ "rpc.system": "grpc", "rpc.service": "test.Echo", "rpc.method": "Unary", "rpc.grpc.status_code": 0, "dojang.decided_by": "upstream", "dojang.attempts": 1 });
+    expect(attempt.parentSpanId).toBe(server.spanId);
+    expect(attempt.attrs).toMatchObject({ "dojang.attempt": 1, "server.address": "127.0.0.1", "rpc.grpc.status_code": 0 });
+    const m = await waitFor("2 spans counted exported", async () => {
+      const t = await scrape(proxy.adminAddress);
+      return sample(t, "dojang_trace_spans_exported_total") >= 2 ? t : undefined;
+    }, 10_000, 50);
+    expect(sample(m, "dojang_trace_spans_exported_total")).toBe(2);
+    expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "export_failed" })).toBe(0);
+    // one HTTP/2 connection to the collector, shown as the cluster named by its address
+    expect(sample(m, "dojang_upstream_connects_total", { cluster: sink.otlpGrpc.slice("http://".length), result: "ok" })).toBe(1);
+  }, 60_000);
+
+  it("endpoint with a path: refused at start, naming the origin form it wants", async () => {
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    await expect(startProxy(up.address, { top: { tracing: { endpoint: "http://127.0.0.1:4317/v1/traces", protocol: "grpc" } } })).rejects.toThrow(/with protocol grpc the endpoint is the collector's origin, like "http:\/\/127\.0\.0\.1:4317"/);
+  });
+
+  it("a collector that answers UNAVAILABLE: the batch is lost and counted, never retried into a call; what it received was a framed Export call with the export's deadline", async () => {
+    const collector = await startRawUpstream((st) => {
+      st.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": "overloaded" }, { endStream: true });
+    });
+    cleanups.push(() => collector.close());
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "3s" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+    const m = await waitFor("2 spans counted export_failed", async () => {
+      const t = await scrape(proxy.adminAddress);
+      return sample(t, "dojang_trace_spans_dropped_total", { reason: "export_failed" }) >= 2 ? t : undefined;
+    }, 10_000, 50);
+    expect(sample(m, "dojang_trace_spans_dropped_total", { reason: "export_failed" })).toBe(2);
+    expect(sample(m, "dojang_trace_spans_exported_total")).toBe(0);
+    expect(collector.seen.length).toBe(1);
+    const h = collector.seen[0]!.headers;
+    expect(h[":path"]).toBe("/opentelemetry.proto.collector.trace.v1.TraceService/Export");
+    expect(h["content-type"]).toBe("application/grpc");
+    expect(h["te"]).toBe("trailers");
+    expect(h["grpc-timeout"]).toBe("3000m");
+    expect(h[":authority"]).toBe(collector.address);
+    const body = Buffer.concat(collector.seen[0]!.body);
+    expect(body[0]).toBe(0); // uncompressed
+    expect(body.readUInt32BE(1)).toBe(body.length - 5);
+  }, 30_000);
+
+  it("a collector that never answers: each export ends at exportTimeout with RST_STREAM(CANCEL) on the collector's side, its spans counted; calls never wait", async () => {
+    const collector = await startRawUpstream(() => {
+      /* takes the request, never answers */
+    });
+    cleanups.push(() => collector.close());
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "300ms" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const t0 = performance.now();
+    for (let i = 0; i < 3; i++) expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+    // three calls while the collector holds every export: none of them waited for it (generous on a loaded machine)
+    expect(performance.now() - t0).toBeLessThan(3000);
+    await waitFor("6 spans counted export_failed", async () => {
+      const t = await scrape(proxy.adminAddress);
+      return sample(t, "dojang_trace_spans_dropped_total", { reason: "export_failed" }) >= 6 ? true : undefined;
+    }, 15_000, 50);
+    await waitFor("the collector saw its streams reset", () => (collector.seen.length > 0 && collector.seen.every((r) => r.rstCode !== undefined) ? true : undefined), 5000, 20);
+    // RST_STREAM CANCEL (RFC 9113 §7: 0x8)
+    expect(new Set(collector.seen.map((r) => r.rstCode))).toEqual(new Set([8]));
+    const m = await scrape(proxy.adminAddress);
+    expect(sample(m, "dojang_trace_spans_exported_total")).toBe(0);
+  }, 30_000);
+
+  it("a collector gone (nothing listens): every call succeeds and the lost spans are counted", async () => {
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const closed = await freePort();
+    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "500ms" } } });
+    cleanups.push(() => proxy.close(0));
+    const client = echoClient(proxy.address);
+    cleanups.push(async () => client.close());
+    const results = await Promise.all(Array.from({ length: 20 }, () => unary(client, Buffer.from("x"))));
+    expect(results.filter((r) => r.err !== null)).toEqual([]);
+    await waitFor("export_failed counted", async () => {
+      const t = await scrape(proxy.adminAddress);
+      return sample(t, "dojang_trace_spans_dropped_total", { reason: "export_failed" }) > 0 ? true : undefined;
+    }, 15_000, 100);
+  }, 30_000);
 });
 
 describe("tracing: a fault on the call's span", () => {

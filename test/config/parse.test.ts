@@ -756,6 +756,9 @@ describe("parseConfigText(): tracing", () => {
       protocol: "http/protobuf",
     });
     expect(parse(`${MINIMAL}\ntracing:\n  endpoint: http://127.0.0.1:4318/v1/traces\n  protocol: http/json\n`).tracing?.protocol).toBe("http/json");
+    const g = parse(`${MINIMAL}\ntracing:\n  endpoint: https://collector.example:4317\n  protocol: grpc\n`).tracing;
+    expect(g?.protocol).toBe("grpc");
+    expect(g?.endpoint).toBe("https://collector.example:4317/");
   });
 
   it.each<[string, string, RegExp]>([
@@ -764,7 +767,9 @@ describe("parseConfigText(): tracing", () => {
     ["credentials in the endpoint", "tracing: { endpoint: \"http://u:p@127.0.0.1:4318/v1/traces\" }", /^tracing\.endpoint: the endpoint must not carry credentials/],
     ["a ratio above 1", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, sampleRatio: 1.5 }", /^tracing\.sampleRatio: expected a number from 0 to 1, got 1\.5/],
     ["an unknown key", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, ratio: 1 }", /^tracing\.ratio: unknown key "ratio"/],
-    ["gRPC as the protocol (OTLP/HTTP only)", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, protocol: grpc }", /^tracing\.protocol: expected "http\/protobuf" or "http\/json"/],
+    ["gRPC with an OTLP/HTTP path (OTLP/gRPC's path is its service's)", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, protocol: grpc }", /^tracing\.endpoint: "http:\/\/127\.0\.0\.1:4318\/v1\/traces": with protocol grpc the endpoint is the collector's origin, like "http:\/\/127\.0\.0\.1:4317"/],
+    ["gRPC with a query", "tracing: { endpoint: \"http://127.0.0.1:4317/?x=1\", protocol: grpc }", /^tracing\.endpoint: .*with protocol grpc the endpoint is the collector's origin/],
+    ["a protocol OTLP does not name", "tracing: { endpoint: http://127.0.0.1:4318/v1/traces, protocol: http/grpc }", /^tracing\.protocol: expected "http\/protobuf", "http\/json" or "grpc"/],
   ])("refuses %s", (_why, block, re) => {
     const got = issues(`${MINIMAL}\n${block}\n`);
     expect(got).toHaveLength(1);

@@ -209,6 +209,19 @@ describe.each(["protobuf", "json"] as const)("OTLP %s: a batch as the collector 
   });
 });
 
+describe("OTLP/gRPC's message: the same ExportTraceServiceRequest behind gRPC's 5-byte prefix", () => {
+  it("flag 0 (uncompressed), the big-endian length of what follows, and what follows decodes as the OTLP/HTTP body does", () => {
+    const s = server();
+    const bare = encodeProtobuf(new PbWriter(64), head, [s, attempt(s)]);
+    const framed = encodeProtobuf(new PbWriter(64), head, [s, attempt(s)], true);
+    expect(framed.length).toBe(bare.length + 5);
+    expect(framed[0]).toBe(0);
+    expect(framed.readUInt32BE(1)).toBe(bare.length);
+    expect(framed.subarray(5).equals(bare)).toBe(true);
+    expect(decode("protobuf", framed.subarray(5)).resourceSpans[0]!.scopeSpans[0]!.spans.map((x) => x.kind)).toEqual([2, 3]);
+  });
+});
+
 describe("unixTime: performance.now() milliseconds as Unix time", () => {
   it("counts from performance.timeOrigin, to the nanosecond", () => {
     const [s, ns] = unixTime(0);

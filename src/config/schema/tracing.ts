@@ -1,5 +1,6 @@
-// The `tracing` block: where spans go (an OTLP/HTTP traces URL), the service name, the sampling
-// ratio for new traces, the export queue's bounds, and the wire format (OTLP/HTTP protobuf or JSON).
+// The `tracing` block: where spans go (an OTLP/HTTP traces URL, or for OTLP/gRPC the collector's
+// origin), the service name, the sampling ratio for new traces, the export queue's bounds, and the
+// wire format (OTLP/HTTP protobuf or JSON, or OTLP/gRPC).
 
 import { z } from "zod";
 import { describeValue } from "../issues.js";
@@ -7,7 +8,7 @@ import { DEFAULTS, LIMITS } from "../types.js";
 import { count, durationMs, expected, name } from "./scalars.js";
 
 /** An http(s) URL (no credentials in it: /config shows the config). */
-const otlpUrl = z.string({ error: expected('an OTLP/HTTP traces URL like "http://127.0.0.1:4318/v1/traces"') }).transform((v, ctx) => {
+const otlpUrl = z.string({ error: expected('an OTLP traces URL like "http://127.0.0.1:4318/v1/traces" (or "http://127.0.0.1:4317" for protocol grpc)') }).transform((v, ctx) => {
   let u: URL;
   try {
     u = new URL(v);
@@ -44,7 +45,15 @@ export const tracing = z.strictObject(
     maxQueueSize: count(LIMITS.traceQueue).default(DEFAULTS.tracing.maxQueueSize),
     exportInterval: durationMs(1).default(DEFAULTS.tracing.exportIntervalMs),
     exportTimeout: durationMs(1).default(DEFAULTS.tracing.exportTimeoutMs),
-    protocol: z.enum(["http/protobuf", "http/json"], { error: expected('"http/protobuf" or "http/json"') }).default(DEFAULTS.tracing.protocol),
+    protocol: z.enum(["http/protobuf", "http/json", "grpc"], { error: expected('"http/protobuf", "http/json" or "grpc"') }).default(DEFAULTS.tracing.protocol),
   },
   { error: expected("a mapping like { endpoint: http://127.0.0.1:4318/v1/traces }") },
-);
+).superRefine((t, ctx) => {
+  // OTLP/gRPC calls /opentelemetry.proto.collector.trace.v1.TraceService/Export on the
+  // collector's origin: a path or query given with it would be silently dropped, so it is refused
+  if (t.protocol !== "grpc") return;
+  const u = new URL(t.endpoint);
+  if (u.pathname !== "/" || u.search !== "") {
+    ctx.issues.push({ code: "custom", path: ["endpoint"], message: `${describeValue(t.endpoint)}: with protocol grpc the endpoint is the collector's origin, like "http://127.0.0.1:4317" (no path: the call's path is the OTLP service's)`, input: t.endpoint });
+  }
+});

@@ -1,10 +1,15 @@
-// The span export queue and its OTLP/HTTP sender: ended spans wait in a bounded queue and leave
-// in batches (up to 512 spans, at most `exportInterval` after the first of them ended), encoded
-// and POSTed on a timer's turn, never on a call's. A span that finds the queue full is dropped
-// and counted; a batch the collector refuses, that cannot be sent, or that has no answer within
-// `exportTimeout` (its request is then destroyed) is lost and counted. At most four exports are
-// in flight; while four are, ended spans wait in the queue (and past its bound are dropped), so
-// a slow or absent collector costs a call nothing but the push.
+// The span export queue and its sender: ended spans wait in a bounded queue and leave in batches
+// (up to 512 spans, at most `exportInterval` after the first of them ended), encoded and sent on a
+// timer's turn, never on a call's. A span that finds the queue full is dropped and counted; a
+// batch the collector refuses, that cannot be sent, or that has no answer within `exportTimeout`
+// (its request is then ended) is lost and counted. At most four exports are in flight; while four
+// are, ended spans wait in the queue (and past its bound are dropped), so a slow or absent
+// collector costs a call nothing but the push.
+//
+// The sending is a transport's (ExportTransport): OTLP/HTTP's POST over node:http(s) here
+// (HttpTransport, protocols http/protobuf and http/json), or OTLP/gRPC's unary Export over a
+// cluster of dojang's own (src/proxy/upstream/otlp-grpc.ts, protocol grpc: the layers keep
+// node:http2 out of observe/, so the process assembly hands it in).
 import type http from "node:http";
 import { createRequire } from "node:module";
 import type { Logger } from "pino";
@@ -22,6 +27,72 @@ const BATCH_MAX = 512;
 /** Exports in flight at once. */
 const IN_FLIGHT_MAX = 4;
 
+/**
+ * How a batch leaves: send() gets the encoded batch and calls `done` exactly once, with undefined
+ * when the collector took it, else the reason, within the config's exportTimeout; close() ends
+ * what is in flight (each reports its end) and what it holds open.
+ */
+export interface ExportTransport {
+  /** the batch as protobuf behind gRPC's 5-byte prefix (OTLP/gRPC), else as the protocol's OTLP/HTTP body */
+  readonly framed: boolean;
+  send(body: Buffer, done: (err: Error | undefined) => void): void;
+  close(): void;
+}
+
+/** OTLP/HTTP: one POST per batch on a keep-alive agent (node:http, or node:https for an https endpoint). */
+export class HttpTransport implements ExportTransport {
+  readonly framed = false;
+  private readonly requests = new Set<http.ClientRequest>();
+  private readonly agent: http.Agent;
+  private readonly post: typeof http.request;
+  private readonly target: { protocol: string; hostname: string; port: string; path: string };
+  private readonly contentType: string;
+
+  constructor(private readonly cfg: TracingConfig) {
+    this.contentType = cfg.protocol === "http/json" ? "application/json" : "application/x-protobuf";
+    const u = new URL(cfg.endpoint);
+    const tls = u.protocol === "https:";
+    const mod = (tls ? require("node:https") : require("node:http")) as typeof http;
+    this.post = mod.request;
+    this.agent = new mod.Agent({ keepAlive: true, maxSockets: IN_FLIGHT_MAX });
+    const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
+    this.target = { protocol: u.protocol, hostname: host, port: u.port, path: `${u.pathname}${u.search}` };
+  }
+
+  send(body: Buffer, done: (err: Error | undefined) => void): void {
+    let settled = false;
+    const req = this.post({
+      ...this.target,
+      method: "POST",
+      agent: this.agent,
+      headers: { "content-type": this.contentType, "content-length": body.length },
+    });
+    this.requests.add(req);
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.cfg.exportTimeoutMs} ms (tracing.exportTimeout)`)), this.cfg.exportTimeoutMs);
+    timer.unref();
+    const end = (err: Error | undefined): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      this.requests.delete(req);
+      done(err);
+    };
+    req.on("response", (res) => {
+      const status = res.statusCode ?? 0;
+      res.on("error", (e) => end(e));
+      res.on("end", () => end(status >= 200 && status < 300 ? undefined : new Error(`the collector answered HTTP ${status}`)));
+      res.resume();
+    });
+    req.on("error", (e) => end(e));
+    req.end(body);
+  }
+
+  close(): void {
+    for (const req of this.requests) req.destroy(new Error("shutting down"));
+    this.agent.destroy();
+  }
+}
+
 /** The counters the queue and the sender move (registered by observe/tracing.ts). */
 export interface ExportCounters {
   readonly exported: client.Counter;
@@ -38,7 +109,6 @@ export class SpanExporter {
   private timer: NodeJS.Timeout | null = null;
   private immediate: NodeJS.Immediate | null = null;
   private inFlight = 0;
-  private readonly requests = new Set<http.ClientRequest>();
   /** flush()/shutdown() waiting for the queue and the exports in flight to empty */
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
@@ -46,27 +116,17 @@ export class SpanExporter {
   private readonly batchMax: number;
   private readonly pb: PbWriter | null;
   private readonly batchHead: BatchHead;
-  private readonly agent: http.Agent;
-  private readonly send: typeof http.request;
-  private readonly target: { protocol: string; hostname: string; port: string; path: string };
-  private readonly contentType: string;
 
   constructor(
     private readonly cfg: TracingConfig,
     private readonly counters: ExportCounters,
     private readonly log: Logger,
+    /** how batches leave (protocol grpc: handed in by the process assembly) */
+    private readonly transport: ExportTransport = new HttpTransport(cfg),
   ) {
     this.batchMax = Math.min(BATCH_MAX, cfg.maxQueueSize);
     this.batchHead = new BatchHead(cfg.serviceName, "dojang");
-    this.pb = cfg.protocol === "http/protobuf" ? new PbWriter(64 * 1024) : null;
-    this.contentType = cfg.protocol === "http/protobuf" ? "application/x-protobuf" : "application/json";
-    const u = new URL(cfg.endpoint);
-    const tls = u.protocol === "https:";
-    const mod = (tls ? require("node:https") : require("node:http")) as typeof http;
-    this.send = mod.request;
-    this.agent = new mod.Agent({ keepAlive: true, maxSockets: IN_FLIGHT_MAX });
-    const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
-    this.target = { protocol: u.protocol, hostname: host, port: u.port, path: `${u.pathname}${u.search}` };
+    this.pb = cfg.protocol === "http/json" ? null : new PbWriter(64 * 1024);
   }
 
   /** An ended span: queued for export, or dropped (counted) when the queue is full. */
@@ -134,42 +194,20 @@ export class SpanExporter {
     const n = batch.length;
     let body: Buffer;
     try {
-      body = this.pb !== null ? encodeProtobuf(this.pb, this.batchHead, batch) : encodeJson(this.batchHead, batch);
+      body = this.pb !== null ? encodeProtobuf(this.pb, this.batchHead, batch, this.transport.framed) : encodeJson(this.batchHead, batch);
     } catch (err) {
       this.failed(n, err as Error);
       return;
     }
     this.inFlight++;
-    let settled = false;
-    const req = this.send({
-      ...this.target,
-      method: "POST",
-      agent: this.agent,
-      headers: { "content-type": this.contentType, "content-length": body.length },
-    });
-    this.requests.add(req);
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.cfg.exportTimeoutMs} ms (tracing.exportTimeout)`)), this.cfg.exportTimeoutMs);
-    timer.unref();
-    const done = (err: Error | undefined): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      this.requests.delete(req);
+    this.transport.send(body, (err) => {
       this.inFlight--;
       if (err === undefined) this.counters.exported.inc(n);
       else this.failed(n, err);
       this.schedule();
       if (this.inFlight === 0 && this.queue.length === this.head) this.wakeIdle();
       else if (this.idleWaiters.length > 0) this.drainNow();
-    };
-    req.on("response", (res) => {
-      const status = res.statusCode ?? 0;
-      res.on("error", (e) => done(e));
-      res.on("end", () => done(status >= 200 && status < 300 ? undefined : new Error(`the collector answered HTTP ${status}`)));
-      res.resume();
     });
-    req.on("error", (e) => done(e));
-    req.end(body);
   }
 
   /** An export that failed or timed out: its spans are lost (logged at most once a minute). */
@@ -212,8 +250,7 @@ export class SpanExporter {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.immediate !== null) clearImmediate(this.immediate);
-    for (const req of this.requests) req.destroy(new Error("shutting down"));
-    this.agent.destroy();
+    this.transport.close();
     this.wakeIdle();
   }
 }

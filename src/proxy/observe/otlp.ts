@@ -1,7 +1,8 @@
 // dojang's spans as OTLP sends them: the lean records a traced call fills (one fixed shape for
 // the call's SERVER span, one for an attempt's CLIENT span: per-call values in fields, no
 // attribute map), what is constant for a gRPC method encoded once, and a batch's two wire forms
-// for OTLP/HTTP, protobuf (`application/x-protobuf`) and JSON (`application/json`).
+// for OTLP/HTTP, protobuf (`application/x-protobuf`) and JSON (`application/json`), and the same
+// protobuf as OTLP/gRPC's one message (behind gRPC's 5-byte prefix).
 //
 // The messages are opentelemetry-proto's (collector/trace/v1 ExportTraceServiceRequest,
 // trace/v1, common/v1, resource/v1; field numbers as the official definitions give them, quoted
@@ -13,7 +14,7 @@
 // official Go bindings of the .proto files (its -decode mode).
 //
 // Encoding runs when a batch is exported (otlp-export.ts), never on a call's turn.
-import { codeName } from "../../translate/index.js";
+import { MESSAGE_PREFIX_BYTES, codeName, writePrefix } from "../../translate/index.js";
 import { spanStatusFor } from "../../translate/trace-context.js";
 
 /** The call's facts at its end, for the SERVER span (record.ts gathers them; kept as given). */
@@ -470,7 +471,11 @@ export class BatchHead {
  * scope_spans (2) → [scope (1), spans (2)…]]. `w` is reused from batch to batch; the bytes are
  * copied out.
  */
-export function encodeProtobuf(w: PbWriter, head: BatchHead, spans: readonly SpanData[]): Buffer {
+/**
+ * A batch as one ExportTraceServiceRequest: the OTLP/HTTP body, or with `framed` the gRPC message
+ * OTLP/gRPC sends (its prefix, uncompressed, then the same bytes), made in the same one copy.
+ */
+export function encodeProtobuf(w: PbWriter, head: BatchHead, spans: readonly SpanData[], framed = false): Buffer {
   w.pos = 0;
   w.byte(0x0a); // ExportTraceServiceRequest.resource_spans = 1
   const rs = w.begin();
@@ -489,8 +494,10 @@ export function encodeProtobuf(w: PbWriter, head: BatchHead, spans: readonly Spa
   w.end(ss);
   w.end(rs);
   // (copy() is a memcpy; Buffer.from(a Buffer) copied byte by byte, measured at ~40 % of the encoding)
-  const out = Buffer.allocUnsafeSlow(w.pos);
-  w.buf.copy(out, 0, 0, w.pos);
+  const at = framed ? MESSAGE_PREFIX_BYTES : 0;
+  const out = Buffer.allocUnsafeSlow(at + w.pos);
+  if (framed) writePrefix(out, 0, 0, w.pos);
+  w.buf.copy(out, at, 0, w.pos);
   return out;
 }
 

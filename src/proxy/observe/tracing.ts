@@ -2,7 +2,7 @@
 // per attempt (a retry's attempts are siblings under the call's span, each with its number, as
 // Envoy's spawn_upstream_span), with the RPC semantic conventions' attributes and dojang's own
 // (decided_by, the budget in and out, the fault applied), exported as OTLP/HTTP (protobuf or
-// JSON) in bounded batches off the calls' turns (otlp-export.ts).
+// JSON) or OTLP/gRPC in bounded batches off the calls' turns (otlp-export.ts).
 //
 // No SDK, no auto-instrumentation and no context manager: the call's trace context is read from
 // its headers with src/translate/trace-context.ts (pure), the sampling decision is made there
@@ -31,7 +31,7 @@ import {
   type TraceParent,
 } from "../../translate/trace-context.js";
 import { KIND_CLIENT, KIND_SERVER, MethodSpans, statusMessage, type CallEndFacts, type ClientSpanData, type ServerSpanData } from "./otlp.js";
-import { SpanExporter } from "./otlp-export.js";
+import { SpanExporter, type ExportTransport } from "./otlp-export.js";
 
 export type { CallEndFacts } from "./otlp.js";
 
@@ -194,6 +194,8 @@ export class Tracing {
     log: Logger,
     /** draws in [0, 1) for the ratio (injected for tests) */
     private readonly rand: () => number = Math.random,
+    /** how batches leave; undefined: OTLP/HTTP (protocol grpc's is handed in: otlp-export.ts) */
+    transport?: ExportTransport,
   ) {
     const exported = new client.Counter({ name: "dojang_trace_spans_exported_total", help: "Spans the collector accepted.", registers: [registry] });
     const dropped = new client.Counter({
@@ -206,7 +208,7 @@ export class Tracing {
     const exportFailed = dropped.labels("export_failed");
     queueFull.inc(0);
     exportFailed.inc(0);
-    this.exporter = new SpanExporter(cfg, { exported, queueFull, exportFailed }, log);
+    this.exporter = new SpanExporter(cfg, { exported, queueFull, exportFailed }, log, transport);
   }
 
   /**

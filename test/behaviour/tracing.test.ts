@@ -16,7 +16,9 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { engineBinary } from "../helpers/engines.js";
-import { freePort, spawnGroup, waitFor } from "../helpers/process.js";
+import { startTlsFront } from "../helpers/auth.js";
+import { CertDir } from "../helpers/certs.js";
+import { assertDistBuilt, childEnv, freePort, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
 import { echoClient, frame, rawCall, sample, scrape, startGrpcServer, startProxy, startRawUpstream, statusOf, unary, type GrpcServer } from "../helpers/peers.js";
 import type { DojangHandle } from "../../src/index.js";
 
@@ -489,6 +491,55 @@ describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC r
     const m = await scrape(proxy.adminAddress);
     expect(sample(m, "dojang_trace_spans_exported_total")).toBe(0);
   }, 30_000);
+
+  it("https: TLS to the collector (Go's crypto/tls in front of its gRPC receiver), verified against the trust store: with the test CA trusted the spans arrive; without it none do and they count as export_failed", async () => {
+    assertDistBuilt();
+    const sink = await startSink();
+    const certs = new CertDir();
+    cleanups.push(async () => certs.remove());
+    const ca = certs.ca("collector-ca");
+    const front = await startTlsFront(sink.otlpGrpc.slice("http://".length), certs.leaf(ca, "collector", { cn: "127.0.0.1", ip: ["127.0.0.1"] }));
+    const up = await startRawUpstream((s) => okWithMessage(s));
+    cleanups.push(() => up.close());
+    const d = tempDir();
+    cleanups.push(async () => d.remove());
+    // two real dojang processes: the system's CAs and the test CA (NODE_EXTRA_CA_CERTS), and the system's alone
+    const run = async (name: string, env: NodeJS.ProcessEnv): Promise<{ admin: string; traceId: string }> => {
+      const [listen, admin] = [await freePort(), await freePort()];
+      const file = d.write(`${name}.yaml`, JSON.stringify({
+        admin: { address: `127.0.0.1:${admin}` },
+        logLevel: "warn",
+        listeners: [{ name: "main", address: `127.0.0.1:${listen}`, routes: [{ match: { prefix: "/" }, cluster: "backend" }] }],
+        clusters: [{ name: "backend", endpoints: [up.address] }],
+        tracing: { endpoint: `https://${front.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "50ms", exportTimeout: "3s" },
+      }));
+      const p = spawnDojang(["--config", file], env);
+      cleanups.push(async () => {
+        if (!p.hasExited) process.kill(-p.pid, "SIGKILL");
+      });
+      await waitReady(p, `127.0.0.1:${admin}`, 30_000);
+      const client = echoClient(`127.0.0.1:${listen}`);
+      cleanups.push(async () => client.close());
+      const traceId = name === "trusted" ? "5b8efff798038103d269b633813fc60c" : "6c9f00a8a9149214e37ac744924ad71d";
+      const m = new grpc.Metadata();
+      m.set("traceparent", `00-${traceId}-eee19b7ec3c1b174-01`);
+      expect((await unary(client, Buffer.from("x"), m)).err).toBeNull();
+      return { admin: `127.0.0.1:${admin}`, traceId };
+    };
+    const trusted = await run("trusted", childEnv({ NODE_EXTRA_CA_CERTS: ca.certFile }));
+    const spans = await waitFor("two spans through TLS", async () => {
+      const ss = await sink.spans(trusted.traceId);
+      return ss.length >= 2 ? ss : undefined;
+    }, 20_000, 50);
+    expect(spans.map((x) => x.kind).sort()).toEqual([OTLP_SERVER, OTLP_CLIENT]);
+    const untrusted = await run("untrusted", childEnv({ NODE_EXTRA_CA_CERTS: undefined }));
+    await waitFor("the untrusted process's 2 spans counted export_failed", async () => {
+      const t = await scrape(untrusted.admin);
+      return sample(t, "dojang_trace_spans_dropped_total", { reason: "export_failed" }) >= 2 ? true : undefined;
+    }, 20_000, 100);
+    expect(await sink.spans(untrusted.traceId)).toEqual([]);
+    expect(sample(await scrape(untrusted.admin), "dojang_trace_spans_exported_total")).toBe(0);
+  }, 90_000);
 
   it("a collector gone (nothing listens): every call succeeds and the lost spans are counted", async () => {
     const up = await startRawUpstream((s) => okWithMessage(s));

@@ -19,7 +19,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:ht
 import { Readable, addAbortSignal } from "node:stream";
 import { Code, decideUpstreamEnd, outcome, type Outcome } from "../../translate/index.js";
 import type { AttemptResult, Endpoint } from "../upstream/endpoint.js";
-import { describeConnectError, type SlotWaiter, type UpstreamSession } from "../upstream/session.js";
+import { describeConnectError, kStreamOwner, type SlotWaiter, type UpstreamSession } from "../upstream/session.js";
 import { headerList, type OutgoingHeaders } from "./headers.js";
 import type { ReplaySink } from "./retry-buffer.js";
 
@@ -47,8 +47,7 @@ const REQUEST_OPTIONS = [
   { endStream: true, waitForTrailers: true },
 ] as const;
 
-const kAttempt = Symbol("dojang.attempt");
-type AttemptStream = ClientHttp2Stream & { [kAttempt]?: Attempt };
+type AttemptStream = ClientHttp2Stream & { [kStreamOwner]?: Attempt };
 
 /** What an attempt reports to (implemented by Call). Every method is called with the attempt. */
 export interface AttemptOwner {
@@ -189,7 +188,7 @@ export class Attempt implements SlotWaiter, ReplaySink {
     sess.opened++;
     this.headers = undefined;
     this.up = up;
-    (up as AttemptStream)[kAttempt] = this;
+    (up as AttemptStream)[kStreamOwner] = this;
     up.on("response", onUpResponse);
     up.on("data", onUpData);
     up.on("trailers", onUpTrailers);
@@ -454,10 +453,10 @@ export class Attempt implements SlotWaiter, ReplaySink {
   }
 }
 
-// === module-level listeners: `this` is the stream, the attempt is in its kAttempt slot ===
+// === module-level listeners: `this` is the stream, the attempt is in its kStreamOwner slot ===
 
 function attemptOf(s: unknown): Attempt {
-  return (s as AttemptStream)[kAttempt]!;
+  return (s as AttemptStream)[kStreamOwner]!;
 }
 /** What waits for the head (Attempt.early). */
 const EARLY_DATA = 1;

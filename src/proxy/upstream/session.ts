@@ -8,6 +8,16 @@ import http2, { type ClientHttp2Session } from "node:http2";
 import type { ClusterConfig } from "../../config/index.js";
 import { httpsUrl, isVerificationError, upstreamTlsOptions } from "./tls.js";
 
+/**
+ * The one slot on an upstream stream that names what drives it: a proxied call's Attempt
+ * (call/attempt.ts) or a side call's UnaryCall (unary.ts, which OTLP/gRPC's exports also ride).
+ * One symbol for both, so that every ClientHttp2Stream dojang opens takes the same hidden class:
+ * node's stream code runs on every call's streams, and with a second shape of stream (a side
+ * call's, an export's) its inline caches went from polymorphic to megamorphic in every process
+ * that made one (docs/contributing/benchmarks.md, Performance 4, ninth stop).
+ */
+export const kStreamOwner = Symbol("dojang.streamOwner");
+
 export type SessionState = "connecting" | "ready" | "draining" | "closed";
 
 /** Resets dojang may send on one upstream connection before it retires it (UpstreamSession.noteReset). */

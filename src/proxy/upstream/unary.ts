@@ -17,7 +17,7 @@ import http2, { type ClientHttp2Stream, type IncomingHttpHeaders } from "node:ht
 import { Code, decideUnaryEnd, unaryMessage, type UnaryStatus } from "../../translate/index.js";
 import type { Cluster } from "./cluster.js";
 import type { AttemptResult, Endpoint } from "./endpoint.js";
-import type { SlotWaiter, UpstreamSession } from "./session.js";
+import { kStreamOwner, type SlotWaiter, type UpstreamSession } from "./session.js";
 import { failureOfGrpcCode, type Settle, type SideFailure } from "./side-call.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
@@ -55,8 +55,7 @@ export function unaryTarget(cluster: Cluster, path: string, authority: string, t
   };
 }
 
-const kUnary = Symbol("dojang.unary");
-type UnaryStream = ClientHttp2Stream & { [kUnary]?: UnaryCall<unknown> };
+type UnaryStream = ClientHttp2Stream & { [kStreamOwner]?: UnaryCall<unknown> };
 
 /** request() options: the request's END_STREAM rides on its one DATA frame (end(message)). */
 const REQUEST_OPTIONS = { endStream: false } as const;
@@ -149,7 +148,7 @@ export class UnaryCall<T> implements SlotWaiter {
     s.active++;
     s.opened++;
     this.stream = st;
-    (st as UnaryStream)[kUnary] = this as UnaryCall<unknown>;
+    (st as UnaryStream)[kStreamOwner] = this as UnaryCall<unknown>;
     st.on("response", onResponse);
     st.on("data", onData);
     st.on("trailers", onTrailers);
@@ -319,7 +318,7 @@ function headerString(v: string | string[] | number | undefined): string | undef
 }
 
 function unaryOf(s: unknown): UnaryCall<unknown> {
-  return (s as UnaryStream)[kUnary]!;
+  return (s as UnaryStream)[kStreamOwner]!;
 }
 function onResponse(this: ClientHttp2Stream, headers: IncomingHttpHeaders, flags: number): void {
   unaryOf(this).onResponse(headers, flags);

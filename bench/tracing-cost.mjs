@@ -14,7 +14,7 @@
 // alike); their medians over rounds are
 // printed with their spread (quartiles, extremes). Spans go to the real receiver.
 //
-//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced] [--together] [--threads] [--shape 10x10] [--ratios 1,0.01]
+//   node bench/tracing-cost.mjs [--base-dist DIR] [--base-traced [--base-protocol P]] [--together] [--threads] [--shape 10x10] [--ratios 1,0.01]
 //        [--calls 3000] [--warmup 2000] [--rounds 7] [--protocols http/protobuf,http/json,grpc]
 //
 // --mode standalone: one Tracing without the proxy around it: begin() + attemptStart() + end()
@@ -65,6 +65,8 @@ const { values: a } = parseArgs({
     // proxy mode
     "base-dist": { type: "string" },
     "base-traced": { type: "boolean", default: false },
+    // with --base-traced: the base copy's tracing.protocol (left out: its default)
+    "base-protocol": { type: "string" },
     shape: { type: "string", default: "10x10" },
     warmup: { type: "string", default: "2000" },
     rounds: { type: "string", default: "7" },
@@ -390,7 +392,9 @@ async function proxies() {
   // (exportInterval and maxQueueSize at their defaults: batches of 512 spans go as they fill)
   // (protocol grpc: the receiver's OTLP/gRPC origin, or --grpc-endpoint)
   const tr = (ratio, protocol) => ({ endpoint: protocol === "grpc" ? (a["grpc-endpoint"] ?? sinkGrpc) : endpoint, sampleRatio: ratio, protocol });
-  const trBase = (ratio) => ({ endpoint, sampleRatio: ratio });
+  // (the build before may not know a protocol: it gets one only with --base-protocol)
+  const bp = a["base-protocol"];
+  const trBase = (ratio) => (bp === undefined ? { endpoint, sampleRatio: ratio } : tr(ratio, bp));
   const shapes = [await startDojang("off", a.dist, up.port, null)];
   for (const proto of a.protocols.split(",")) {
     for (const r of a.ratios.split(",").map(Number)) shapes.push(await startDojang(`on-${r} ${proto}`, a.dist, up.port, tr(r, proto)));

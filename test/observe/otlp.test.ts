@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { HttpTransport } from "../../src/proxy/observe/otlp-export.js";
 import { BatchHead, KIND_CLIENT, KIND_SERVER, MethodSpans, PbWriter, encodeJson, encodeProtobuf, unixTime, type CallEndFacts, type ClientSpanData, type ServerSpanData, type SpanData } from "../../src/proxy/observe/otlp.js";
 import { engineBinary } from "../helpers/engines.js";
 
@@ -219,6 +220,14 @@ describe("OTLP/gRPC's message: the same ExportTraceServiceRequest behind gRPC's 
     expect(framed.readUInt32BE(1)).toBe(bare.length);
     expect(framed.subarray(5).equals(bare)).toBe(true);
     expect(decode("protobuf", framed.subarray(5)).resourceSpans[0]!.scopeSpans[0]!.spans.map((x) => x.kind)).toEqual([2, 3]);
+  });
+});
+
+describe("OTLP/HTTP's transport refuses protocol grpc", () => {
+  it("made for a grpc config (whose batches must go as gRPC calls), it throws instead of POSTing them where none would be taken", () => {
+    const cfg = { endpoint: "http://127.0.0.1:4317/", serviceName: "dojang", sampleRatio: 1, maxQueueSize: 2048, exportIntervalMs: 5000, exportTimeoutMs: 10_000, protocol: "grpc" as const };
+    expect(() => new HttpTransport(cfg)).toThrow(/tracing\.protocol grpc needs the OTLP\/gRPC transport/);
+    expect(() => new HttpTransport({ ...cfg, endpoint: "http://127.0.0.1:4318/v1/traces", protocol: "http/protobuf" }).close()).not.toThrow();
   });
 });
 

@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import type { Logger } from "pino";
 import type client from "prom-client";
 import type { TracingConfig } from "../../config/types.js";
+import { DojangError } from "../../errors.js";
 import { BatchHead, PbWriter, encodeJson, encodeProtobuf, type SpanData } from "./otlp.js";
 
 // node:http and node:https by require(), not an ES import: an ES import of node:http builds its
@@ -49,6 +50,8 @@ export class HttpTransport implements ExportTransport {
   private readonly contentType: string;
 
   constructor(private readonly cfg: TracingConfig) {
+    // (protocol grpc has its own transport; sending its batches as POSTs would lose every one)
+    if (cfg.protocol === "grpc") throw new DojangError("DOJANG_ERR_INTERNAL", "tracing.protocol grpc needs the OTLP/gRPC transport (src/proxy/upstream/otlp-grpc.ts)");
     this.contentType = cfg.protocol === "http/json" ? "application/json" : "application/x-protobuf";
     const u = new URL(cfg.endpoint);
     const tls = u.protocol === "https:";

@@ -196,11 +196,6 @@ export class UpstreamSession {
       } catch {
         /* session already closing */
       }
-      // node adds its local-settings slot to a session on the first SETTINGS ack or read, so a
-      // session changed shape partway (after its first streams) and node's session code saw
-      // both shapes of each: read here, every upstream session has it from the start (the same
-      // one-shape reason as kStreamOwner above)
-      void h2.localSettings;
     });
     // 'connect' fires once TCP is up; the peer has spoken HTTP/2 only when its SETTINGS
     // arrive. A TCP listener that never answers the preface is a connect timeout, not a hang.

@@ -19,7 +19,7 @@ import { engineBinary } from "../helpers/engines.js";
 import { startTlsFront } from "../helpers/auth.js";
 import { CertDir } from "../helpers/certs.js";
 import { assertDistBuilt, childEnv, freePort, spawnDojang, spawnGroup, tempDir, waitFor, waitReady } from "../helpers/process.js";
-import { echoClient, frame, rawCall, sample, scrape, startGrpcServer, startProxy, startRawUpstream, statusOf, unary, type GrpcServer } from "../helpers/peers.js";
+import { echoClient, frame, okWithMessage, rawCall, sample, scrape, startGrpcServer, startProxy, startRawUpstream, statusOf, unary, type EchoClient, type GrpcServer } from "../helpers/peers.js";
 import type { DojangHandle } from "../../src/index.js";
 
 interface Sink {
@@ -142,17 +142,33 @@ function sdk(service: string, url: string): TracerProvider {
   });
 }
 
-/** A raw upstream's answer: one empty message, then grpc-status 0. */
-function okWithMessage(s: import("node:http2").ServerHttp2Stream): void {
-  s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
-  s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
-  s.end(Buffer.alloc(5));
-}
-
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
+
+/** dojang with `tracing` on an upstream that answers every call OK, and a client of it; all closed after the test. */
+async function tracedProxy(tracing: Record<string, unknown>): Promise<{ proxy: DojangHandle; client: EchoClient }> {
+  const up = await startRawUpstream((s) => okWithMessage(s));
+  cleanups.push(() => up.close());
+  const proxy = await startProxy(up.address, { top: { tracing } });
+  cleanups.push(() => proxy.close(0));
+  const client = echoClient(proxy.address);
+  cleanups.push(async () => client.close());
+  return { proxy, client };
+}
+
+/** One call through `proxy` (it must succeed), and its SERVER and CLIENT spans as `sink` holds them. */
+async function oneCallSpans(sink: Sink, proxy: DojangHandle, client: EchoClient): Promise<{ server: FlatSpan; attempt: FlatSpan }> {
+  expect((await unary(client, Buffer.from("x"))).err).toBeNull();
+  await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
+  const traceId = proxy.calls.at(-1)!.trace_id!;
+  const spans = await waitFor("two spans", async () => {
+    const ss = await sink.spans(traceId);
+    return ss.length >= 2 ? ss : undefined;
+  }, 20_000, 50);
+  return { server: spans.find((s) => s.kind === OTLP_SERVER)!, attempt: spans.find((s) => s.kind === OTLP_CLIENT)! };
+}
 
 describe("tracing: spans in a real backend", () => {
   it(
@@ -369,23 +385,10 @@ describe("tracing.protocol: the export's wire format, decoded by the backend", (
       await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
       cleanups.push(() => new Promise((r) => relay.close(r)));
       const port = (relay.address() as import("node:net").AddressInfo).port;
-      const up = await startRawUpstream((s) => okWithMessage(s));
-      cleanups.push(() => up.close());
       let tracing: Record<string, unknown> = { endpoint: `http://127.0.0.1:${port}/v1/traces`, sampleRatio: 1, exportInterval: "50ms" };
       if (protocol !== undefined) tracing = { ...tracing, protocol: protocol };
-      const proxy = await startProxy(up.address, { top: { tracing } });
-      cleanups.push(() => proxy.close(0));
-      const client = echoClient(proxy.address);
-      cleanups.push(async () => client.close());
-      expect((await unary(client, Buffer.from("x"))).err).toBeNull();
-      await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
-      const traceId = proxy.calls.at(-1)!.trace_id!;
-      const spans = await waitFor("two spans", async () => {
-        const ss = await sink.spans(traceId);
-        return ss.length >= 2 ? ss : undefined;
-      }, 20_000, 50);
-      const server = spans.find((s) => s.kind === OTLP_SERVER)!;
-      const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
+      const { proxy, client } = await tracedProxy(tracing);
+      const { server, attempt } = await oneCallSpans(sink, proxy, client);
       expect(server.attrs).toMatchObject({ "rpc.system": "grpc", "rpc.service": "test.Echo", "rpc.method": "Unary", "rpc.grpc.status_code": 0, "dojang.decided_by": "upstream", "dojang.attempts": 1 });
       expect(attempt.parentSpanId).toBe(server.spanId);
       expect(attempt.attrs).toMatchObject({ "dojang.attempt": 1, "server.address": "127.0.0.1", "rpc.grpc.status_code": 0 });
@@ -401,21 +404,8 @@ describe("tracing.protocol: the export's wire format, decoded by the backend", (
 describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC receiver", () => {
   it("every export is one TraceService/Export call on the receiver's gRPC port, which decodes the call's two spans with their attributes; the exporter counts 2 spans exported", async () => {
     const sink = await startSink();
-    const up = await startRawUpstream((s) => okWithMessage(s));
-    cleanups.push(() => up.close());
-    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: sink.otlpGrpc, protocol: "grpc", sampleRatio: 1, exportInterval: "50ms" } } });
-    cleanups.push(() => proxy.close(0));
-    const client = echoClient(proxy.address);
-    cleanups.push(async () => client.close());
-    expect((await unary(client, Buffer.from("x"))).err).toBeNull();
-    await waitFor("the access record", () => (proxy.calls.length > 0 ? true : undefined), 5000);
-    const traceId = proxy.calls.at(-1)!.trace_id!;
-    const spans = await waitFor("two spans", async () => {
-      const ss = await sink.spans(traceId);
-      return ss.length >= 2 ? ss : undefined;
-    }, 20_000, 50);
-    const server = spans.find((s) => s.kind === OTLP_SERVER)!;
-    const attempt = spans.find((s) => s.kind === OTLP_CLIENT)!;
+    const { proxy, client } = await tracedProxy({ endpoint: sink.otlpGrpc, protocol: "grpc", sampleRatio: 1, exportInterval: "50ms" });
+    const { server, attempt } = await oneCallSpans(sink, proxy, client);
     expect(server.service).toBe("dojang");
     expect(server.attrs).toMatchObject({ "rpc.system": "grpc", "rpc.service": "test.Echo", "rpc.method": "Unary", "rpc.grpc.status_code": 0, "dojang.decided_by": "upstream", "dojang.attempts": 1 });
     expect(attempt.parentSpanId).toBe(server.spanId);
@@ -441,12 +431,7 @@ describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC r
       st.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "14", "grpc-message": "overloaded" }, { endStream: true });
     });
     cleanups.push(() => collector.close());
-    const up = await startRawUpstream((s) => okWithMessage(s));
-    cleanups.push(() => up.close());
-    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "3s" } } });
-    cleanups.push(() => proxy.close(0));
-    const client = echoClient(proxy.address);
-    cleanups.push(async () => client.close());
+    const { proxy, client } = await tracedProxy({ endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "3s" });
     expect((await unary(client, Buffer.from("x"))).err).toBeNull();
     const m = await waitFor("2 spans counted export_failed", async () => {
       const t = await scrape(proxy.adminAddress);
@@ -471,12 +456,7 @@ describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC r
       /* takes the request, never answers */
     });
     cleanups.push(() => collector.close());
-    const up = await startRawUpstream((s) => okWithMessage(s));
-    cleanups.push(() => up.close());
-    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "300ms" } } });
-    cleanups.push(() => proxy.close(0));
-    const client = echoClient(proxy.address);
-    cleanups.push(async () => client.close());
+    const { proxy, client } = await tracedProxy({ endpoint: `http://${collector.address}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "300ms" });
     const t0 = performance.now();
     for (let i = 0; i < 3; i++) expect((await unary(client, Buffer.from("x"))).err).toBeNull();
     // three calls while the collector holds every export: none of them waited for it (generous on a loaded machine)
@@ -542,13 +522,8 @@ describe("tracing.protocol grpc: OTLP/gRPC, judged by the collector's own gRPC r
   }, 90_000);
 
   it("a collector gone (nothing listens): every call succeeds and the lost spans are counted", async () => {
-    const up = await startRawUpstream((s) => okWithMessage(s));
-    cleanups.push(() => up.close());
     const closed = await freePort();
-    const proxy = await startProxy(up.address, { top: { tracing: { endpoint: `http://127.0.0.1:${closed}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "500ms" } } });
-    cleanups.push(() => proxy.close(0));
-    const client = echoClient(proxy.address);
-    cleanups.push(async () => client.close());
+    const { proxy, client } = await tracedProxy({ endpoint: `http://127.0.0.1:${closed}`, protocol: "grpc", sampleRatio: 1, exportInterval: "20ms", exportTimeout: "500ms" });
     const results = await Promise.all(Array.from({ length: 20 }, () => unary(client, Buffer.from("x"))));
     expect(results.filter((r) => r.err !== null)).toEqual([]);
     await waitFor("export_failed counted", async () => {

@@ -99,6 +99,13 @@ export interface RawUpstream {
   close(): Promise<void>;
 }
 
+/** A raw upstream's plainest answer (startRawUpstream's onStream): one empty message, then grpc-status 0. */
+export function okWithMessage(s: http2.ServerHttp2Stream): void {
+  s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+  s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
+  s.end(Buffer.alloc(5));
+}
+
 /** A raw node:http2 upstream: `onStream` scripts its behaviour (respond, reset, stall …). */
 export async function startRawUpstream(
   onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, seen: RawUpstream["seen"][number]) => void,

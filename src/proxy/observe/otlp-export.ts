@@ -28,6 +28,12 @@ const BATCH_MAX = 512;
 /** Exports in flight at once. */
 const IN_FLIGHT_MAX = 4;
 
+/** The endpoint URL's host (an IPv6 literal without its brackets) and port (the scheme's default when none is written). */
+export function endpointAddress(u: URL): { host: string; port: number } {
+  const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
+  return { host, port: u.port === "" ? (u.protocol === "https:" ? 443 : 80) : Number(u.port) };
+}
+
 /**
  * How a batch leaves: send() gets the encoded batch and calls `done` exactly once, with undefined
  * when the collector took it, else the reason, within the config's exportTimeout; close() ends
@@ -46,7 +52,7 @@ export class HttpTransport implements ExportTransport {
   private readonly requests = new Set<http.ClientRequest>();
   private readonly agent: http.Agent;
   private readonly post: typeof http.request;
-  private readonly target: { protocol: string; hostname: string; port: string; path: string };
+  private readonly target: { protocol: string; hostname: string; port: number; path: string };
   private readonly contentType: string;
 
   constructor(private readonly cfg: TracingConfig) {
@@ -58,8 +64,8 @@ export class HttpTransport implements ExportTransport {
     const mod = (tls ? require("node:https") : require("node:http")) as typeof http;
     this.post = mod.request;
     this.agent = new mod.Agent({ keepAlive: true, maxSockets: IN_FLIGHT_MAX });
-    const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
-    this.target = { protocol: u.protocol, hostname: host, port: u.port, path: `${u.pathname}${u.search}` };
+    const { host, port } = endpointAddress(u);
+    this.target = { protocol: u.protocol, hostname: host, port, path: `${u.pathname}${u.search}` };
   }
 
   send(body: Buffer, done: (err: Error | undefined) => void): void {

@@ -16,7 +16,7 @@
 import type { Logger } from "pino";
 import type { TracingConfig } from "../../config/types.js";
 import type { Metrics } from "../observe/metrics.js";
-import type { ExportTransport } from "../observe/otlp-export.js";
+import { endpointAddress, type ExportTransport } from "../observe/otlp-export.js";
 import { Cluster } from "./cluster.js";
 import { sideCall, type SideCallHandle, type SideOutcome } from "./side-call.js";
 import { addressClusterConfig } from "./side-clusters.js";
@@ -42,11 +42,8 @@ export class GrpcTransport implements ExportTransport {
     log: Logger,
   ) {
     const u = new URL(cfg.endpoint);
-    const tls = u.protocol === "https:";
-    const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
-    const address = { host, port: u.port === "" ? (tls ? 443 : 80) : Number(u.port) };
-    const base = addressClusterConfig(address);
-    this.cluster = new Cluster(tls ? { ...base, tls: { caFile: null, serverName: null, certFile: null, keyFile: null } } : base, metrics, log);
+    const base = addressClusterConfig(endpointAddress(u));
+    this.cluster = new Cluster(u.protocol === "https:" ? { ...base, tls: { caFile: null, serverName: null, certFile: null, keyFile: null } } : base, metrics, log);
     this.target = unaryTarget(this.cluster, OTLP_EXPORT_PATH, u.host, cfg.exportTimeoutMs);
   }
 

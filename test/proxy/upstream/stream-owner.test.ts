@@ -5,21 +5,15 @@
 // process that made a side call or an export (docs/contributing/benchmarks.md, ninth stop).
 // The streams are node's own, seen through its diagnostics channel as they are made.
 import dc from "node:diagnostics_channel";
-import type { ClientHttp2Stream, ServerHttp2Stream } from "node:http2";
+import type { ClientHttp2Stream } from "node:http2";
 import { afterEach, describe, expect, it } from "vitest";
-import { echoClient, startProxy, startRawUpstream, unary } from "../../helpers/peers.js";
+import { echoClient, okWithMessage, startProxy, startRawUpstream, unary } from "../../helpers/peers.js";
 import { waitFor } from "../../helpers/process.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
 });
-
-function okWithMessage(s: ServerHttp2Stream): void {
-  s.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
-  s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "0" }));
-  s.end(Buffer.alloc(5));
-}
 
 /** The descriptions of the symbol-keyed slots dojang put on a stream. */
 function dojangSlots(s: ClientHttp2Stream): string[] {

@@ -34,6 +34,11 @@ export interface RawH2Client {
   rst(streamId: number, code: number): void;
   /** raw bytes (several frames in one write) */
   write(b: Buffer): void;
+  /**
+   * The frames `send` writes leave in one write (the socket corked meanwhile): the peer reads them
+   * together, in order, whatever the machine's load does to this process between two of them.
+   */
+  together(send: () => void): void;
   /** the frames received on one stream */
   on(streamId: number): SeenFrame[];
   /** the stream has ended from the peer's side (END_STREAM or RST_STREAM) */
@@ -126,6 +131,14 @@ export async function connectRawH2(address: string, opts: RawH2Options = {}): Pr
       sock.write(encodeFrame(FRAME.RST_STREAM, 0, id, p));
     },
     write: (b) => sock.write(b),
+    together: (send) => {
+      sock.cork();
+      try {
+        send();
+      } finally {
+        sock.uncork();
+      }
+    },
     on,
     ended: (id) => on(id).some((f) => f.type === FRAME.RST_STREAM || ((f.flags & FLAG_END_STREAM) !== 0 && (f.type === FRAME.DATA || f.type === FRAME.HEADERS))),
     headerBlocks: (id) => on(id).filter((f) => f.type === FRAME.HEADERS).map((f) => decodeHeaderBlock(f.payload!)),
